@@ -1,0 +1,229 @@
+/* One command's argv, normalised for matching: look-alike characters folded,
+ * the command name without its path (`/bin/rm` -> rm), trivial wrappers
+ * (`command`, `builtin`, `exec`, `time`, `noglob`) skipped, short flags
+ * collected in any grouping (`-rf` == `-fr` == `-r -f`), long flags kept as
+ * words, option values consumed where the policy's `commands:` hints say an
+ * option takes one (`git -C dir`, `git commit -m msg`), and the remaining
+ * words listed as positional operands. */
+#include "policy/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const trivial_wrappers[] = {"command", "builtin", "exec", "time", "noglob",
+					       "nocorrect"};
+
+static const cmd_hint *find_hint(const policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->nhints; i++)
+		if (strcmp(p->hints[i].name, name) == 0)
+			return &p->hints[i];
+	return NULL;
+}
+
+static bool takes_value(const cmd_hint *h, const char *opt, size_t len)
+{
+	if (!h)
+		return false;
+	for (size_t i = 0; i < h->value_options.n; i++)
+		if (strlen(h->value_options.v[i]) == len && memcmp(h->value_options.v[i], opt, len) == 0)
+			return true;
+	return false;
+}
+
+void cmdview_free(cmdview *v)
+{
+	if (v->words)
+		for (size_t i = 0; i < v->nwords; i++)
+			free(v->words[i]);
+	free(v->words);
+	free(v->unknown);
+	free(v->positional);
+	free(v->pos_unknown);
+	memset(v, 0, sizeof(*v));
+}
+
+static const char *base_name(const char *w)
+{
+	const char *slash = strrchr(w, '/');
+	if (slash && slash[1])
+		return slash + 1;
+	if (slash) { /* trailing slash: "dir/" -> "dir" is not a command; keep as is */
+		return w;
+	}
+	return w;
+}
+
+int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
+{
+	memset(v, 0, sizeof(*v));
+	v->cmd = cmd;
+	size_t cap = 0;
+	bool *unk = NULL;
+	size_t ucap = 0;
+	for (size_t i = 0; i < cmd->argc && cmd->argv[i]; i++) {
+		size_t before = v->nwords;
+		if (builtin_normalise_word(cmd->argv[i], &v->words, &v->nwords, &cap) < 0)
+			goto oom;
+		if (v->nwords > ucap) {
+			size_t c = cap > v->nwords ? cap : v->nwords + 1;
+			bool *u = realloc(unk, c * sizeof(*u));
+			if (!u)
+				goto oom;
+			unk = u;
+			ucap = c;
+		}
+		for (size_t j = before; j < v->nwords; j++)
+			unk[j] = cmd->word_unresolved ? cmd->word_unresolved[i] : false;
+	}
+	v->unknown = unk;
+	unk = NULL;
+
+	/* skip trivial wrappers and their options */
+	size_t start = 0;
+	for (;;) {
+		if (start >= v->nwords)
+			break;
+		const char *n = base_name(v->words[start]);
+		bool wrapper = false;
+		for (size_t k = 0; k < sizeof(trivial_wrappers) / sizeof(*trivial_wrappers); k++)
+			if (strcmp(n, trivial_wrappers[k]) == 0)
+				wrapper = true;
+		if (!wrapper || start + 1 >= v->nwords)
+			break;
+		start++;
+		while (start < v->nwords && v->words[start][0] == '-' && v->words[start][1]) {
+			bool dd = strcmp(v->words[start], "--") == 0;
+			start++;
+			if (dd)
+				break;
+		}
+	}
+	if (start >= v->nwords) {
+		v->name = v->nwords ? base_name(v->words[0]) : "";
+		start = v->nwords;
+	} else {
+		v->name = base_name(v->words[start]);
+		v->name_unknown = v->unknown[start];
+	}
+	v->name_non_ascii = builtin_non_ascii(v->name);
+	if (cmd->via && (strstr(cmd->via, "xargs") || strstr(cmd->via, "find") ||
+			 strstr(cmd->via, "parallel")))
+		v->implicit_unknown_operand = true;
+
+	const cmd_hint *h = find_hint(p, v->name);
+	v->positional = calloc(v->nwords + 1, sizeof(*v->positional));
+	v->pos_unknown = calloc(v->nwords + 1, sizeof(*v->pos_unknown));
+	if (!v->positional || !v->pos_unknown)
+		goto oom;
+	v->dashdash_at = v->nwords;
+	for (size_t i = start + 1; i < v->nwords; i++) {
+		const char *w = v->words[i];
+		bool operand = v->dashdash || w[0] != '-' || w[1] == '\0';
+		if (!operand && strcmp(w, "--") == 0) {
+			v->dashdash = true;
+			v->dashdash_at = i;
+			continue;
+		}
+		if (operand) {
+			v->pos_unknown[v->npositional] =
+			    v->unknown[i] || (v->implicit_unknown_operand && strstr(w, "{}"));
+			v->positional[v->npositional++] = i;
+			continue;
+		}
+		if (w[1] == '-') { /* --long[=value] */
+			if (!strchr(w, '=') && takes_value(h, w, strlen(w)))
+				i++;
+			continue;
+		}
+		if (takes_value(h, w, strlen(w))) { /* -name VALUE (find style) or -x VALUE */
+			if (w[2] == '\0')
+				v->short_flags[(unsigned char)w[1]] = true;
+			i++;
+			continue;
+		}
+		for (size_t j = 1; w[j]; j++) {
+			char opt[2] = {'-', w[j]};
+			v->short_flags[(unsigned char)w[j]] = true;
+			if (takes_value(h, opt, 2)) {
+				if (w[j + 1] == '\0')
+					i++; /* value is the next word */
+				break;       /* else the rest of the word is the value */
+			}
+		}
+	}
+	v->start = start;
+	return 0;
+oom:
+	free(unk);
+	cmdview_free(v);
+	return -ENOMEM;
+}
+
+bool cmdview_has_flag(const cmdview *v, const char *spec, bool abbrev)
+{
+	size_t slen = strlen(spec);
+	if (strcmp(spec, "--") == 0)
+		return v->dashdash;
+	if (slen == 2 && spec[0] == '-')
+		return v->short_flags[(unsigned char)spec[1]];
+	const char *name = spec[1] == '-' ? spec + 2 : spec + 1; /* without dashes */
+	size_t nlen = strlen(name);
+	for (size_t i = v->start + 1; i < v->dashdash_at; i++) {
+		const char *w = v->words[i];
+		if (w[0] != '-')
+			continue;
+		const char *wn = w[1] == '-' ? w + 2 : w + 1;
+		bool wlong = w[1] == '-';
+		if (!wlong && spec[1] == '-')
+			continue; /* "-force" is not "--force" */
+		size_t wlen = strcspn(wn, "=");
+		if (wlen == nlen && strncmp(wn, name, nlen) == 0)
+			return true;
+		if (abbrev && wlong && spec[1] == '-' && wlen >= 1 && wlen < nlen &&
+		    strncmp(wn, name, wlen) == 0)
+			return true;
+	}
+	return false;
+}
+
+const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos, bool *unknown)
+{
+	size_t klen = strlen(key);
+	size_t i = *pos < v->start + 1 ? v->start + 1 : *pos;
+	for (; i < v->nwords; i++) {
+		const char *w = v->words[i];
+		if (key[0] != '-') { /* dd style key=value operand */
+			if (strncmp(w, key, klen) == 0 && w[klen] == '=') {
+				*pos = i + 1;
+				*unknown = v->unknown[i];
+				return w + klen + 1;
+			}
+			continue;
+		}
+		if (i >= v->dashdash_at)
+			break;
+		if (strcmp(w, key) == 0) {
+			if (i + 1 >= v->nwords)
+				break;
+			*pos = i + 2;
+			*unknown = v->unknown[i + 1];
+			return v->words[i + 1];
+		}
+		if (strncmp(w, key, klen) == 0) {
+			if (w[klen] == '=' && klen > 2) {
+				*pos = i + 1;
+				*unknown = v->unknown[i];
+				return w + klen + 1;
+			}
+			if (klen == 2 && key[1] != '-' && w[1] != '-' && w[2]) { /* -xVALUE */
+				*pos = i + 1;
+				*unknown = v->unknown[i];
+				return w + 2;
+			}
+		}
+	}
+	*pos = v->nwords;
+	return NULL;
+}

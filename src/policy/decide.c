@@ -1,0 +1,287 @@
+/* policy_decide: parse the line, decide every command that would execute,
+ * and combine. For each command the first matching rule (in file order)
+ * decides; a command the parser could not resolve gets at least the
+ * policy's `unresolved:` decision; the strictest command decides the line.
+ * A syntax error is unresolved. Line-level checks (fork bombs) look at the
+ * raw text, so they work even when parsing fails. */
+#include "policy/internal.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHOW_MAX 160 /* bytes of a command shown in a reason */
+
+static const char unresolved_suggestion[] =
+	"spell the command out without dynamic parts (variables, command substitution, eval, "
+	"piping into a shell), or have a supervisor review the held transaction";
+
+/* "rm -rf /" for reasons: argv joined, control characters escaped, bounded. */
+static char *show_argv(char *const *argv, size_t argc, const char *via)
+{
+	size_t cap = SHOW_MAX + 64, o = 0;
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < argc && argv[i] && o < SHOW_MAX; i++) {
+		if (i)
+			s[o++] = ' ';
+		for (const char *c = argv[i]; *c && o < SHOW_MAX; c++) {
+			if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+				o += (size_t)snprintf(s + o, cap - o, "\\x%02x", (unsigned char)*c);
+			} else {
+				s[o++] = *c;
+			}
+		}
+	}
+	if (o >= SHOW_MAX) {
+		memcpy(s + o, "...", 3);
+		o += 3;
+	}
+	s[o] = '\0';
+	if (via) {
+		char *t = NULL;
+		if (asprintf(&t, "%s (via %s)", s, via) < 0)
+			t = NULL;
+		free(s);
+		return t;
+	}
+	return s;
+}
+
+static char *show_text(const char *text)
+{
+	char *const one[] = {(char *)text, NULL};
+	return show_argv(one, 1, NULL);
+}
+
+static char **copy_argv(char *const *argv, size_t argc)
+{
+	char **v = calloc(argc + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < argc; i++) {
+		v[i] = strdup(argv[i] ? argv[i] : "");
+		if (!v[i]) {
+			while (i > 0)
+				free(v[--i]);
+			free(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+void policy_verdict_free(policy_verdict *v)
+{
+	if (!v)
+		return;
+	free(v->rule);
+	free(v->reason);
+	free(v->suggestion);
+	for (size_t i = 0; i < v->ncmds; i++) {
+		if (v->cmds[i].argv)
+			for (char **q = v->cmds[i].argv; *q; q++)
+				free(*q);
+		free(v->cmds[i].argv);
+		free(v->cmds[i].rule);
+	}
+	free(v->cmds);
+	memset(v, 0, sizeof(*v));
+}
+
+/* The line's current strictest decision and its explanation. */
+typedef struct line_state {
+	bool set;
+	policy_decision d;
+	const char *rule;
+	char *reason;
+	const char *suggestion;
+} line_state;
+
+static void line_offer(line_state *ls, policy_decision d, const char *rule, char *reason,
+		       const char *suggestion)
+{
+	if (ls->set && d <= ls->d) {
+		free(reason);
+		return;
+	}
+	free(ls->reason);
+	ls->set = true;
+	ls->d = d;
+	ls->rule = rule;
+	ls->reason = reason;
+	ls->suggestion = suggestion;
+}
+
+static char *join_words(const char *const *argv, size_t argc)
+{
+	size_t len = 1;
+	for (size_t i = 0; i < argc; i++)
+		len += strlen(argv[i] ? argv[i] : "") + 1;
+	char *s = malloc(len), *o = s;
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < argc; i++) {
+		if (i)
+			*o++ = ' ';
+		o = stpcpy(o, argv[i] ? argv[i] : "");
+	}
+	*o = '\0';
+	return s;
+}
+
+static void analysisp(shell_analysis *a) { shell_analysis_free(a); }
+static void errorp(txbox_error *e) { txbox_error_clear(e); }
+
+int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *argv, size_t argc,
+		  policy_verdict *out, txbox_error *err)
+{
+	_cleanup_(analysisp) shell_analysis a = {0};
+	_cleanup_(errorp) txbox_error perr = TXBOX_ERROR_INIT;
+	_cleanup_free_ char *ws = NULL, *cwd = NULL, *home = NULL, *joined = NULL;
+	cmdview *views = NULL;
+	size_t nviews = 0;
+	line_state ls = {0};
+	int r = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	if (!p || !ctx || !argv || argc == 0)
+		return txbox_fail(err, -EINVAL, "policy_decide: no policy, context or command");
+	for (size_t i = 0; i < argc; i++)
+		if (!argv[i])
+			return txbox_fail(err, -EINVAL, "policy_decide: argv[%zu] is NULL", i);
+	if (!ctx->workspace || ctx->workspace[0] != '/')
+		return txbox_fail(err, -EINVAL, "policy_decide: the workspace must be an absolute path");
+	ws = path_resolve(ctx->workspace, "/", NULL);
+	cwd = path_resolve(ctx->cwd && ctx->cwd[0] == '/' ? ctx->cwd : ctx->workspace, "/", NULL);
+	if (ctx->home && ctx->home[0] == '/')
+		home = path_resolve(ctx->home, "/", NULL);
+	if (!ws || !cwd || (ctx->home && ctx->home[0] == '/' && !home))
+		goto oom;
+	policy_ctx nctx = {ws, cwd, home};
+
+	const char *text = argv[0];
+	if (argc > 1) {
+		if (!(joined = join_words(argv, argc)))
+			goto oom;
+		text = joined;
+	}
+	size_t tlen = strlen(text);
+
+	/* line-level built-ins */
+	for (size_t i = 0; i < p->nrules; i++) {
+		const rule *ru = &p->rules[i];
+		if ((ru->m.builtins & BUILTIN_FORK_BOMB) && builtin_fork_bomb(text, tlen)) {
+			_cleanup_free_ char *shown = show_text(text);
+			char *reason = NULL;
+			if (!shown || asprintf(&reason, "%s: %s", shown, ru->reason) < 0)
+				goto oom;
+			line_offer(&ls, ru->decision, ru->id, reason, ru->suggestion);
+			break;
+		}
+	}
+
+	int pr = argc == 1 ? shell_analyze(text, tlen, NULL, &a, &perr)
+			   : shell_analyze_argv(argv, argc, NULL, &a, &perr);
+	if (pr < 0) {
+		if (pr == -ENOMEM && !perr.message)
+			goto oom;
+		shell_analysis_free(&a);
+		memset(&a, 0, sizeof(a));
+		_cleanup_free_ char *shown = show_text(text);
+		char *reason = NULL;
+		if (!shown || asprintf(&reason, "%s: cannot be parsed, so it cannot be classified (%s)",
+				       shown, perr.message ? perr.message : "syntax error") < 0)
+			goto oom;
+		line_offer(&ls, p->unresolved, "unresolved", reason, unresolved_suggestion);
+		out->unresolved = true;
+	} else {
+		out->unresolved = a.unresolved;
+	}
+
+	views = calloc(a.ncmds + 1, sizeof(*views));
+	out->cmds = calloc(a.ncmds + 1, sizeof(*out->cmds));
+	if (!views || !out->cmds)
+		goto oom;
+	for (; nviews < a.ncmds; nviews++)
+		if (cmdview_init(&views[nviews], p, &a.cmds[nviews]) < 0)
+			goto oom;
+
+	for (size_t c = 0; c < a.ncmds; c++) {
+		const shell_cmd *cmd = &a.cmds[c];
+		match_ctx mc = {p, &nctx, &a, views, nviews, c};
+		policy_decision d = POLICY_ALLOW;
+		const rule *hit = NULL;
+		match_result res = {0};
+		for (size_t i = 0; i < p->nrules; i++) {
+			if ((r = rule_match_cmd(&p->rules[i], &mc, &res)) < 0)
+				goto oom;
+			if (!res.matched)
+				continue;
+			hit = &p->rules[i];
+			d = hit->decision;
+			if (res.unknown_only && d > p->unresolved)
+				d = p->unresolved;
+			break;
+		}
+		_cleanup_free_ char *detail = res.detail;
+		_cleanup_free_ char *shown = show_argv(cmd->argv, cmd->argc, cmd->via);
+		if (!shown)
+			goto oom;
+		const char *rid = hit ? hit->id : "default";
+		bool unresolved = cmd->unresolved || views[c].name_unknown;
+		if (unresolved && p->unresolved > d) {
+			d = p->unresolved;
+			rid = "unresolved";
+			char *reason = NULL;
+			if (asprintf(&reason, "%s: cannot be resolved statically (%s)", shown,
+				     cmd->unresolved_reason ? cmd->unresolved_reason
+							    : "the command name is dynamic") < 0)
+				goto oom;
+			line_offer(&ls, d, rid, reason, unresolved_suggestion);
+			out->unresolved = true;
+		} else if (hit) {
+			char *reason = NULL;
+			if (asprintf(&reason, "%s: %s%s%s%s", shown, hit->reason, detail ? " (" : "",
+				     detail ? detail : "", detail ? ")" : "") < 0)
+				goto oom;
+			line_offer(&ls, d, rid, reason, hit->suggestion);
+		}
+		policy_cmd_verdict *cv = &out->cmds[out->ncmds];
+		cv->argv = copy_argv(cmd->argv, cmd->argc);
+		cv->rule = strdup(rid);
+		cv->decision = d;
+		out->ncmds++;
+		if (!cv->argv || !cv->rule)
+			goto oom;
+	}
+
+	if (!ls.set) {
+		_cleanup_free_ char *shown = show_text(text);
+		char *reason = NULL;
+		if (!shown || asprintf(&reason, "%s: no rule matched", shown) < 0)
+			goto oom;
+		line_offer(&ls, POLICY_ALLOW, "default", reason, NULL);
+	}
+	out->decision = ls.d;
+	out->rule = strdup(ls.rule);
+	out->reason = ls.reason;
+	ls.reason = NULL;
+	out->suggestion = strdup(ls.suggestion ? ls.suggestion : "");
+	if (!out->rule || !out->suggestion)
+		goto oom;
+	r = 0;
+	goto done;
+oom:
+	r = txbox_fail(err, -ENOMEM, "policy: out of memory while classifying");
+	free(ls.reason);
+	policy_verdict_free(out);
+done:
+	for (size_t i = 0; i < nviews; i++)
+		cmdview_free(&views[i]);
+	free(views);
+	return r;
+}

@@ -1,0 +1,215 @@
+/* Internal types of the policy engine, shared by its files:
+ *   yamltree.c  YAML text -> small node tree with line:col marks (libyaml)
+ *   load.c      node tree -> validated rules and sandbox settings
+ *   paths.c     lexical path resolution and classification
+ *   cmdview.c   one command's argv normalised for matching (name, flags, operands)
+ *   match.c     one rule against one command
+ *   builtin.c   built-in detectors (fork bombs, look-alike command names)
+ *   decide.c    policy_decide: every command, strictest wins, verdict text
+ *   policy.c    lifetime, accessors, the compiled-in default policy */
+#pragma once
+
+#include "policy/policy.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- limits ------------------------------------------------------------ */
+
+#define POLICY_MAX_FILE_BYTES (1024 * 1024) /* whole policy file */
+#define POLICY_MAX_RULES 10000
+#define POLICY_MAX_LIST 4096   /* items in one list (globs, flags, paths) */
+#define POLICY_MAX_STRING 4096 /* bytes of one scalar */
+#define POLICY_MAX_DEPTH 32    /* YAML nesting */
+#define POLICY_MAX_NODES 500000
+#define POLICY_MAX_ID 64
+
+/* ---- path classes (a path may carry several) ---------------------------- */
+
+enum path_class {
+	PC_INSIDE = 1u << 0,    /* strictly inside the workspace */
+	PC_WORKSPACE = 1u << 1, /* the workspace root itself (or all of it: `*`) */
+	PC_OUTSIDE = 1u << 2,   /* not inside and not the root */
+	PC_ANCESTOR = 1u << 3,  /* contains the workspace (/, /work, ..) */
+	PC_HOME = 1u << 4,      /* $HOME, inside it, containing it, or another user's home */
+	PC_SYSTEM = 1u << 5,    /* /, /etc, /usr, /bin, /boot, /lib*, /sbin, /var, /opt, /srv, /root, /sys, /proc */
+	PC_DEVICE = 1u << 6,    /* /dev/... except the harmless pseudo devices */
+	PC_NETWORK = 1u << 7,   /* bash's /dev/tcp/... and /dev/udp/... */
+	PC_TMP = 1u << 8,       /* /tmp, /var/tmp, /dev/shm */
+	PC_PSEUDO = 1u << 9,    /* /dev/null, /dev/zero, /dev/std*, /dev/fd/*, /dev/tty, ... */
+	PC_OTHER = 1u << 10,    /* outside and none of the above */
+	PC_UNKNOWN = 1u << 11,  /* cannot be resolved statically */
+};
+
+/* Name -> class bit, 0 when unknown. */
+unsigned path_class_from_name(const char *name);
+/* "inside, outside" style text of a class set, into buf. */
+const char *path_class_describe(unsigned classes, char *buf, size_t size);
+
+/* Resolve word (as it would be given to a command) to an absolute, lexically
+ * normalised path: `~` against home, relative against cwd, `.`/`..` folded.
+ * Returns a malloc'd string, or NULL when it cannot be resolved (e.g. `~`
+ * with no home) or on allocation failure. */
+char *path_resolve(const char *word, const char *cwd, const char *home);
+/* Classify a resolved absolute path. `glob_tail` is set when the word had
+ * glob characters: `abs` is then the literal directory prefix and `wild_all`
+ * says the wildcard covers all of it (`*`). */
+unsigned path_classify(const char *abs, const char *workspace, const char *home, bool glob,
+		       bool wild_all);
+/* Resolve and classify one word; *resolved gets the malloc'd path (may be NULL). */
+unsigned path_classify_word(const char *word, bool unresolved, const policy_ctx *ctx,
+			    char **resolved);
+
+/* ---- rules ------------------------------------------------------------- */
+
+typedef struct strlist {
+	char **v;
+	size_t n;
+} strlist;
+
+typedef struct pathcond {
+	bool set;
+	unsigned classes;
+	strlist globs; /* absolute or ~-relative globs on the resolved path */
+} pathcond;
+
+typedef struct optpath {
+	char *key; /* "of", "--output", "-o" */
+	pathcond cond;
+} optpath;
+
+enum builtin_check {
+	BUILTIN_FORK_BOMB = 1u << 0,        /* line text: a function that runs itself in a pipe/background */
+	BUILTIN_NON_ASCII_COMMAND = 1u << 1, /* command name with non-ASCII (look-alike) characters */
+};
+
+typedef struct rule_match {
+	strlist command, command_not;
+	strlist *subcommands; /* alternatives, each a word sequence */
+	size_t nsubcommands;
+	strlist flags, flags_any, flags_none;
+	strlist args, args_all, words, words_all;
+	bool icase;
+	pathcond paths, dest, redirects, reads;
+	optpath *options;
+	size_t noptions;
+	long nargs_min, nargs_max; /* -1: not set */
+	strlist with, via;
+	int unresolved; /* -1: not set */
+	unsigned builtins;
+} rule_match;
+
+typedef struct rule {
+	char *id;
+	policy_decision decision;
+	char *reason;
+	char *suggestion;
+	rule_match m;
+	size_t line; /* where it was defined */
+} rule;
+
+typedef struct cmd_hint {
+	char *name;
+	strlist value_options; /* options that consume the next word */
+} cmd_hint;
+
+struct policy {
+	rule *rules;
+	size_t nrules;
+	cmd_hint *hints;
+	size_t nhints;
+	policy_decision unresolved;
+	policy_sandbox sandbox;
+};
+
+void strlist_free(strlist *l);
+void rule_match_free(rule_match *m);
+
+/* ---- YAML tree ----------------------------------------------------------- */
+
+typedef enum ynode_type {
+	YN_SCALAR = 0,
+	YN_SEQ,
+	YN_MAP,
+} ynode_type;
+
+typedef struct ynode {
+	ynode_type type;
+	size_t line, col; /* 1-based */
+	char *value;      /* scalars: NUL-terminated */
+	size_t len;
+	bool plain;            /* unquoted scalar */
+	struct ynode **items;  /* seq: items; map: key, value, key, value, ... */
+	size_t n, cap;
+} ynode;
+
+/* Parse buf into *root (NULL for an empty document). Errors name name:line:col. */
+int ytree_parse(const char *name, const char *buf, size_t len, ynode **root, txbox_error *err);
+void ytree_free(ynode *n);
+
+/* ---- loading -------------------------------------------------------------- */
+
+int policy_from_tree(const char *name, const ynode *root, policy **out, txbox_error *err);
+void policy_sandbox_set_defaults(policy_sandbox *s);
+extern const char policy_default_yaml[];
+extern const size_t policy_default_yaml_len;
+
+/* ---- command view ---------------------------------------------------------- */
+
+typedef struct cmdview {
+	const shell_cmd *cmd;
+	char **words;       /* normalised argv (look-alike dashes folded, zero-width dropped,
+			     * split at Unicode spaces); words[0] is the command as written */
+	bool *unknown;      /* per word */
+	size_t nwords;
+	const char *name;   /* basename of words[0] */
+	bool name_unknown;
+	bool name_non_ascii;
+	bool short_flags[256];
+	size_t *positional; /* indexes into words */
+	bool *pos_unknown;
+	size_t npositional;
+	bool dashdash; /* a `--` ended the options */
+	size_t dashdash_at; /* index of that `--`, else nwords */
+	size_t start;       /* index of the command name (after trivial wrappers) */
+	bool implicit_unknown_operand; /* xargs / find -exec: operands come from elsewhere */
+} cmdview;
+
+int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd);
+void cmdview_free(cmdview *v);
+/* Is the flag spec present: "-x" (short, any grouping), "--long" (exact,
+ * `--long=`, or an abbreviation if abbrev), "-word" (find/terraform style: exact,
+ * `-word=`, `--word`), "--" (end of options). */
+bool cmdview_has_flag(const cmdview *v, const char *spec, bool abbrev);
+/* Value of option key in the command: `key=VAL` (dd style), `--long=VAL`,
+ * `--long VAL`, `-xVAL`, `-x VAL`. Iterates with *pos (start at 1). */
+const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos, bool *unknown);
+
+/* ---- matching -------------------------------------------------------------- */
+
+typedef struct match_ctx {
+	const policy *p;
+	const policy_ctx *ctx;
+	const shell_analysis *a;
+	const cmdview *views; /* all commands of the line, for `with` */
+	size_t nviews;
+	size_t self;
+} match_ctx;
+
+typedef struct match_result {
+	bool matched;
+	bool unknown_only; /* a path condition held only through unknown paths */
+	char *detail;      /* malloc'd: the offending word / path, or NULL */
+} match_result;
+
+/* Does rule r match command mc->views[mc->self]? Returns <0 on allocation failure. */
+int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res);
+
+/* ---- built-in detectors ----------------------------------------------------- */
+
+bool builtin_fork_bomb(const char *text, size_t len);
+bool builtin_non_ascii(const char *s);
+/* Fold look-alike characters of one word into words appended to *out:
+ * Unicode dashes -> '-', zero-width characters dropped, Unicode spaces split. */
+int builtin_normalise_word(const char *w, char ***out, size_t *n, size_t *cap);

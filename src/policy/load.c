@@ -1,0 +1,708 @@
+/* YAML node tree -> validated policy. Every mistake is reported as
+ * name:line:col with what was expected: unknown keys, wrong types, bad
+ * decisions, duplicate rule ids, bad globs, bad flags, unknown path classes,
+ * sizes over the limits. The schema is documented in policy/default.yaml. */
+#include "policy/internal.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct lctx {
+	const char *name;
+	txbox_error *err;
+} lctx;
+
+__attribute__((format(printf, 3, 4))) static int bad(lctx *L, const ynode *n, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	int r = txbox_fail(L->err, -EINVAL, "%s:%zu:%zu: %s", L->name, n ? n->line : 1,
+			   n ? n->col : 1, msg ? msg : "invalid policy");
+	free(msg);
+	return r;
+}
+
+static int oom(lctx *L) { return txbox_fail(L->err, -ENOMEM, "%s: out of memory", L->name); }
+
+static const char *type_name(const ynode *n)
+{
+	return n->type == YN_MAP ? "a mapping" : n->type == YN_SEQ ? "a list" : "a scalar";
+}
+
+void strlist_free(strlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+void rule_match_free(rule_match *m)
+{
+	strlist *lists[] = {&m->command, &m->command_not, &m->flags, &m->flags_any, &m->flags_none,
+			    &m->args, &m->args_all, &m->words, &m->words_all, &m->with, &m->via,
+			    &m->paths.globs, &m->dest.globs, &m->redirects.globs, &m->reads.globs};
+	for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
+		strlist_free(lists[i]);
+	for (size_t i = 0; i < m->nsubcommands; i++)
+		strlist_free(&m->subcommands[i]);
+	free(m->subcommands);
+	for (size_t i = 0; i < m->noptions; i++) {
+		free(m->options[i].key);
+		strlist_free(&m->options[i].cond.globs);
+	}
+	free(m->options);
+}
+
+/* ---- scalars ------------------------------------------------------------- */
+
+static int get_string(lctx *L, const ynode *n, const char *what, const char **out)
+{
+	if (n->type != YN_SCALAR)
+		return bad(L, n, "%s must be a string, not %s", what, type_name(n));
+	if (strlen(n->value) != n->len)
+		return bad(L, n, "%s contains a NUL character", what);
+	if (n->len > POLICY_MAX_STRING)
+		return bad(L, n, "%s is %zu bytes, over the limit of %d", what, n->len, POLICY_MAX_STRING);
+	*out = n->value;
+	return 0;
+}
+
+static int get_bool(lctx *L, const ynode *n, const char *what, bool *out)
+{
+	if (n->type == YN_SCALAR && n->plain) {
+		if (!strcmp(n->value, "true") || !strcmp(n->value, "True") || !strcmp(n->value, "TRUE")) {
+			*out = true;
+			return 0;
+		}
+		if (!strcmp(n->value, "false") || !strcmp(n->value, "False") ||
+		    !strcmp(n->value, "FALSE")) {
+			*out = false;
+			return 0;
+		}
+	}
+	return bad(L, n, "%s must be true or false", what);
+}
+
+static int get_uint(lctx *L, const ynode *n, const char *what, bool size, uint64_t *out)
+{
+	if (n->type != YN_SCALAR || !n->plain || n->len == 0)
+		return bad(L, n, "%s must be a number%s", what, size ? " (with an optional K, M, G or T suffix)" : "");
+	const char *s = n->value;
+	uint64_t v = 0;
+	size_t i = 0;
+	for (; s[i] >= '0' && s[i] <= '9'; i++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return bad(L, n, "%s is too large", what);
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i == 0)
+		return bad(L, n, "%s must be a non-negative integer, not '%s'", what, s);
+	unsigned shift = 0;
+	if (s[i] && size) {
+		switch (s[i]) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		case 't': case 'T': shift = 40; break;
+		default: return bad(L, n, "%s: unknown size suffix in '%s' (use K, M, G or T)", what, s);
+		}
+		i++;
+		if (s[i] == 'i')
+			i++;
+		if (s[i] == 'B')
+			i++;
+	}
+	if (s[i])
+		return bad(L, n, "%s must be %s, not '%s'", what,
+			   size ? "a size such as 512M or 2G" : "a non-negative integer", s);
+	if (shift && v > (UINT64_MAX >> shift))
+		return bad(L, n, "%s is too large", what);
+	*out = v << shift;
+	return 0;
+}
+
+static int get_seconds(lctx *L, const ynode *n, const char *what, double *out)
+{
+	if (n->type != YN_SCALAR || !n->plain || n->len == 0)
+		return bad(L, n, "%s must be a number of seconds", what);
+	char *end = NULL;
+	errno = 0;
+	double d = strtod(n->value, &end);
+	if (errno || *end || !isfinite(d) || d < 0 || d > 1e9)
+		return bad(L, n, "%s must be a number of seconds between 0 and 1e9, not '%s'", what,
+			   n->value);
+	*out = d;
+	return 0;
+}
+
+static int get_decision(lctx *L, const ynode *n, const char *what, bool allow_ok,
+			policy_decision *out)
+{
+	const char *s;
+	int r = get_string(L, n, what, &s);
+	if (r < 0)
+		return r;
+	if (!strcmp(s, "allow") && allow_ok)
+		*out = POLICY_ALLOW;
+	else if (!strcmp(s, "hold"))
+		*out = POLICY_HOLD;
+	else if (!strcmp(s, "deny"))
+		*out = POLICY_DENY;
+	else
+		return bad(L, n, "%s must be %s, not '%s'", what,
+			   allow_ok ? "allow, hold or deny" : "hold or deny", s);
+	return 0;
+}
+
+/* ---- lists ----------------------------------------------------------------- */
+
+typedef int (*item_check)(lctx *L, const ynode *n, const char *what, const char *s);
+
+static int check_glob(lctx *L, const ynode *n, const char *what, const char *s)
+{
+	if (!*s)
+		return bad(L, n, "%s: empty pattern", what);
+	for (size_t i = 0; s[i]; i++) {
+		if (s[i] == '\\') {
+			if (!s[i + 1])
+				return bad(L, n, "%s: bad glob '%s': trailing backslash", what, s);
+			i++;
+		} else if (s[i] == '[') {
+			size_t j = i + 1;
+			if (s[j] == '!' || s[j] == '^')
+				j++;
+			if (s[j] == ']')
+				j++;
+			while (s[j] && s[j] != ']')
+				j++;
+			if (!s[j])
+				return bad(L, n, "%s: bad glob '%s': '[' without a closing ']'", what, s);
+			i = j;
+		}
+	}
+	return 0;
+}
+
+static int check_flag(lctx *L, const ynode *n, const char *what, const char *s)
+{
+	if (s[0] != '-' || !s[1] || strpbrk(s, " \t\n=") || (s[1] == '-' && s[2] == '-'))
+		return bad(L, n,
+			   "%s: bad flag '%s' (expected -x, --long, -word or --, without '=' or spaces)",
+			   what, s);
+	return 0;
+}
+
+static int check_name(lctx *L, const ynode *n, const char *what, const char *s)
+{
+	if (!*s || strchr(s, '/'))
+		return bad(L, n, "%s: '%s' must be a command name without '/'", what, s);
+	return 0;
+}
+
+static int check_abs(lctx *L, const ynode *n, const char *what, const char *s)
+{
+	if (s[0] != '/' && !(s[0] == '~' && (s[1] == '/' || !s[1])))
+		return bad(L, n, "%s: '%s' must be an absolute path or start with ~/", what, s);
+	return 0;
+}
+
+static int check_any(lctx *L, const ynode *n, const char *what, const char *s)
+{
+	(void)L, (void)n, (void)what, (void)s;
+	return 0;
+}
+
+static int add_string(strlist *l, const char *s)
+{
+	char **v = realloc(l->v, (l->n + 2) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	v[l->n] = strdup(s);
+	if (!v[l->n])
+		return -ENOMEM;
+	v[++l->n] = NULL;
+	return 0;
+}
+
+/* A string or a list of strings. */
+static int get_list(lctx *L, const ynode *n, const char *what, item_check check, strlist *out)
+{
+	const ynode *const *items = (const ynode *const *)&n;
+	size_t count = 1;
+	if (n->type == YN_SEQ) {
+		items = (const ynode *const *)n->items;
+		count = n->n;
+	} else if (n->type != YN_SCALAR) {
+		return bad(L, n, "%s must be a string or a list of strings, not %s", what, type_name(n));
+	}
+	if (count > POLICY_MAX_LIST)
+		return bad(L, n, "%s has %zu items, over the limit of %d", what, count, POLICY_MAX_LIST);
+	for (size_t i = 0; i < count; i++) {
+		const char *s;
+		int r = get_string(L, items[i], what, &s);
+		if (r < 0)
+			return r;
+		if ((r = check(L, items[i], what, s)) < 0)
+			return r;
+		if (add_string(out, s) < 0)
+			return oom(L);
+	}
+	return 0;
+}
+
+static int get_pathcond(lctx *L, const ynode *n, const char *what, pathcond *pc)
+{
+	strlist items = {0};
+	int r = get_list(L, n, what, check_any, &items);
+	if (r < 0) {
+		strlist_free(&items);
+		return r;
+	}
+	pc->set = true;
+	const ynode *const *nodes = n->type == YN_SEQ ? (const ynode *const *)n->items : (const ynode *const *)&n;
+	for (size_t i = 0; i < items.n && r == 0; i++) {
+		const char *s = items.v[i];
+		unsigned c = path_class_from_name(s);
+		if (c) {
+			pc->classes |= c;
+		} else if (s[0] == '/' || (s[0] == '~' && (s[1] == '/' || !s[1]))) {
+			if ((r = check_glob(L, nodes[i], what, s)) == 0 && add_string(&pc->globs, s) < 0)
+				r = oom(L);
+		} else {
+			r = bad(L, nodes[i],
+				"%s: unknown path class '%s' (expected inside, workspace, outside, ancestor, "
+				"home, system, device, network, tmp, pseudo, other, unknown, or an "
+				"absolute or ~/ glob)",
+				what, s);
+		}
+	}
+	strlist_free(&items);
+	return r;
+}
+
+static int get_long(lctx *L, const ynode *n, const char *what, long *out)
+{
+	uint64_t v;
+	int r = get_uint(L, n, what, false, &v);
+	if (r < 0)
+		return r;
+	if (v > 100000)
+		return bad(L, n, "%s is too large", what);
+	*out = (long)v;
+	return 0;
+}
+
+/* ---- mappings ----------------------------------------------------------------- */
+
+/* Check n is a mapping with scalar, unique keys. */
+static int check_map(lctx *L, const ynode *n, const char *what)
+{
+	if (n->type != YN_MAP)
+		return bad(L, n, "%s must be a mapping, not %s", what, type_name(n));
+	for (size_t i = 0; i + 1 < n->n; i += 2) {
+		const ynode *k = n->items[i];
+		if (k->type != YN_SCALAR)
+			return bad(L, k, "keys of %s must be strings", what);
+		for (size_t j = 0; j < i; j += 2)
+			if (!strcmp(n->items[j]->value, k->value))
+				return bad(L, k, "duplicate key '%s' in %s (first at line %zu)", k->value,
+					   what, n->items[j]->line);
+	}
+	return 0;
+}
+
+static int unknown_key(lctx *L, const ynode *k, const char *what, const char *expected)
+{
+	return bad(L, k, "unknown key '%s' in %s (expected one of: %s)", k->value, what, expected);
+}
+
+static int parse_subcommands(lctx *L, const ynode *n, rule_match *m)
+{
+	strlist alts = {0};
+	int r = get_list(L, n, "match.subcommand", check_glob, &alts);
+	if (r == 0) {
+		m->subcommands = calloc(alts.n ? alts.n : 1, sizeof(*m->subcommands));
+		if (!m->subcommands)
+			r = oom(L);
+	}
+	for (size_t i = 0; r == 0 && i < alts.n; i++) {
+		char *save = NULL;
+		strlist *w = &m->subcommands[m->nsubcommands++];
+		for (char *tok = strtok_r(alts.v[i], " \t", &save); tok && r == 0;
+		     tok = strtok_r(NULL, " \t", &save))
+			if (add_string(w, tok) < 0)
+				r = oom(L);
+		if (r == 0 && w->n == 0)
+			r = bad(L, n, "match.subcommand: empty subcommand");
+	}
+	strlist_free(&alts);
+	return r;
+}
+
+static int parse_builtins(lctx *L, const ynode *n, rule_match *m)
+{
+	strlist l = {0};
+	int r = get_list(L, n, "match.builtin", check_any, &l);
+	for (size_t i = 0; r == 0 && i < l.n; i++) {
+		if (!strcmp(l.v[i], "fork-bomb"))
+			m->builtins |= BUILTIN_FORK_BOMB;
+		else if (!strcmp(l.v[i], "non-ascii-command"))
+			m->builtins |= BUILTIN_NON_ASCII_COMMAND;
+		else
+			r = bad(L, n, "match.builtin: unknown check '%s' (expected fork-bomb or non-ascii-command)",
+				l.v[i]);
+	}
+	strlist_free(&l);
+	return r;
+}
+
+static int parse_options(lctx *L, const ynode *n, rule_match *m)
+{
+	int r = check_map(L, n, "match.options");
+	if (r < 0)
+		return r;
+	m->options = calloc(n->n / 2 + 1, sizeof(*m->options));
+	if (!m->options)
+		return oom(L);
+	for (size_t i = 0; i + 1 < n->n; i += 2) {
+		const ynode *k = n->items[i];
+		if (!*k->value || strpbrk(k->value, " \t=") || !strcmp(k->value, "-") ||
+		    !strcmp(k->value, "--"))
+			return bad(L, k, "match.options: bad option name '%s'", k->value);
+		optpath *o = &m->options[m->noptions++];
+		o->key = strdup(k->value);
+		if (!o->key)
+			return oom(L);
+		if ((r = get_pathcond(L, n->items[i + 1], "match.options", &o->cond)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+#define MATCH_KEYS                                                                             \
+	"command, command_not, subcommand, flags, flags_any, flags_none, args, args_all, words, " \
+	"words_all, icase, paths, dest, options, redirects, reads, nargs_min, nargs_max, with, "  \
+	"via, unresolved, builtin"
+
+static int parse_match(lctx *L, const ynode *n, rule_match *m)
+{
+	int r = check_map(L, n, "match");
+	if (r < 0)
+		return r;
+	m->nargs_min = m->nargs_max = -1;
+	m->unresolved = -1;
+	if (n->n == 0)
+		return bad(L, n, "match needs at least one condition");
+	for (size_t i = 0; i + 1 < n->n && r == 0; i += 2) {
+		const ynode *k = n->items[i], *v = n->items[i + 1];
+		const char *key = k->value;
+		bool b;
+		if (!strcmp(key, "command"))
+			r = get_list(L, v, "match.command", check_glob, &m->command);
+		else if (!strcmp(key, "command_not"))
+			r = get_list(L, v, "match.command_not", check_glob, &m->command_not);
+		else if (!strcmp(key, "subcommand"))
+			r = parse_subcommands(L, v, m);
+		else if (!strcmp(key, "flags"))
+			r = get_list(L, v, "match.flags", check_flag, &m->flags);
+		else if (!strcmp(key, "flags_any"))
+			r = get_list(L, v, "match.flags_any", check_flag, &m->flags_any);
+		else if (!strcmp(key, "flags_none"))
+			r = get_list(L, v, "match.flags_none", check_flag, &m->flags_none);
+		else if (!strcmp(key, "args"))
+			r = get_list(L, v, "match.args", check_glob, &m->args);
+		else if (!strcmp(key, "args_all"))
+			r = get_list(L, v, "match.args_all", check_glob, &m->args_all);
+		else if (!strcmp(key, "words"))
+			r = get_list(L, v, "match.words", check_glob, &m->words);
+		else if (!strcmp(key, "words_all"))
+			r = get_list(L, v, "match.words_all", check_glob, &m->words_all);
+		else if (!strcmp(key, "icase")) {
+			if ((r = get_bool(L, v, "match.icase", &b)) == 0)
+				m->icase = b;
+		} else if (!strcmp(key, "paths"))
+			r = get_pathcond(L, v, "match.paths", &m->paths);
+		else if (!strcmp(key, "dest"))
+			r = get_pathcond(L, v, "match.dest", &m->dest);
+		else if (!strcmp(key, "redirects"))
+			r = get_pathcond(L, v, "match.redirects", &m->redirects);
+		else if (!strcmp(key, "reads"))
+			r = get_pathcond(L, v, "match.reads", &m->reads);
+		else if (!strcmp(key, "options"))
+			r = parse_options(L, v, m);
+		else if (!strcmp(key, "nargs_min"))
+			r = get_long(L, v, "match.nargs_min", &m->nargs_min);
+		else if (!strcmp(key, "nargs_max"))
+			r = get_long(L, v, "match.nargs_max", &m->nargs_max);
+		else if (!strcmp(key, "with"))
+			r = get_list(L, v, "match.with", check_glob, &m->with);
+		else if (!strcmp(key, "via"))
+			r = get_list(L, v, "match.via", check_glob, &m->via);
+		else if (!strcmp(key, "unresolved")) {
+			if ((r = get_bool(L, v, "match.unresolved", &b)) == 0)
+				m->unresolved = b;
+		} else if (!strcmp(key, "builtin"))
+			r = parse_builtins(L, v, m);
+		else
+			r = unknown_key(L, k, "match", MATCH_KEYS);
+	}
+	if (r == 0 && (m->builtins & BUILTIN_FORK_BOMB) && n->n != 2)
+		r = bad(L, n, "match: builtin fork-bomb looks at the whole line and takes no other condition");
+	if (r == 0 && m->nargs_min >= 0 && m->nargs_max >= 0 && m->nargs_min > m->nargs_max)
+		r = bad(L, n, "match: nargs_min is greater than nargs_max");
+	return r;
+}
+
+static int check_id(lctx *L, const ynode *n, const char *s)
+{
+	size_t len = strlen(s);
+	if (len == 0 || len > POLICY_MAX_ID)
+		return bad(L, n, "rule id must be 1 to %d characters", POLICY_MAX_ID);
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || strchr("._-", s[i])))
+			return bad(L, n, "rule id '%s' may only use letters, digits, '.', '_' and '-'", s);
+	if (!strcmp(s, "default") || !strcmp(s, "unresolved"))
+		return bad(L, n, "rule id '%s' is reserved", s);
+	return 0;
+}
+
+static int parse_rule(lctx *L, const ynode *n, policy *p, rule *ru)
+{
+	int r = check_map(L, n, "a rule");
+	const ynode *id = NULL, *dec = NULL, *reason = NULL, *match = NULL;
+	if (r < 0)
+		return r;
+	ru->line = n->line;
+	ru->m.nargs_min = ru->m.nargs_max = -1;
+	ru->m.unresolved = -1;
+	for (size_t i = 0; i + 1 < n->n && r == 0; i += 2) {
+		const ynode *k = n->items[i], *v = n->items[i + 1];
+		const char *s;
+		if (!strcmp(k->value, "id")) {
+			id = v;
+			if ((r = get_string(L, v, "id", &s)) == 0 && (r = check_id(L, v, s)) == 0 &&
+			    !(ru->id = strdup(s)))
+				r = oom(L);
+		} else if (!strcmp(k->value, "decision")) {
+			dec = v;
+			r = get_decision(L, v, "decision", true, &ru->decision);
+		} else if (!strcmp(k->value, "reason")) {
+			reason = v;
+			if ((r = get_string(L, v, "reason", &s)) == 0 && !(ru->reason = strdup(s)))
+				r = oom(L);
+		} else if (!strcmp(k->value, "suggestion")) {
+			if ((r = get_string(L, v, "suggestion", &s)) == 0 && !(ru->suggestion = strdup(s)))
+				r = oom(L);
+		} else if (!strcmp(k->value, "match")) {
+			match = v;
+			r = parse_match(L, v, &ru->m);
+		} else {
+			r = unknown_key(L, k, "a rule", "id, decision, reason, suggestion, match");
+		}
+	}
+	if (r < 0)
+		return r;
+	if (!id)
+		return bad(L, n, "rule without an id");
+	if (!dec)
+		return bad(L, n, "rule '%s' has no decision (allow, hold or deny)", ru->id);
+	if (!reason)
+		return bad(L, n, "rule '%s' has no reason", ru->id);
+	if (!match)
+		return bad(L, n, "rule '%s' has no match", ru->id);
+	for (size_t i = 0; i < p->nrules; i++)
+		if (!strcmp(p->rules[i].id, ru->id))
+			return bad(L, id, "duplicate rule id '%s' (first defined at line %zu)", ru->id,
+				   p->rules[i].line);
+	return 0;
+}
+
+static int parse_rules(lctx *L, const ynode *n, policy *p)
+{
+	if (n->type != YN_SEQ)
+		return bad(L, n, "rules must be a list, not %s", type_name(n));
+	if (n->n > POLICY_MAX_RULES)
+		return bad(L, n->items[POLICY_MAX_RULES], "more than %d rules", POLICY_MAX_RULES);
+	p->rules = calloc(n->n + 1, sizeof(*p->rules));
+	if (!p->rules)
+		return oom(L);
+	for (size_t i = 0; i < n->n; i++) {
+		rule *ru = &p->rules[p->nrules];
+		int r = parse_rule(L, n->items[i], p, ru);
+		p->nrules++; /* so it is freed */
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_commands(lctx *L, const ynode *n, policy *p)
+{
+	int r = check_map(L, n, "commands");
+	if (r < 0)
+		return r;
+	p->hints = calloc(n->n / 2 + 1, sizeof(*p->hints));
+	if (!p->hints)
+		return oom(L);
+	for (size_t i = 0; i + 1 < n->n; i += 2) {
+		const ynode *k = n->items[i], *v = n->items[i + 1];
+		if ((r = check_name(L, k, "commands", k->value)) < 0)
+			return r;
+		cmd_hint *h = &p->hints[p->nhints++];
+		if (!(h->name = strdup(k->value)))
+			return oom(L);
+		if ((r = check_map(L, v, "a command entry")) < 0)
+			return r;
+		for (size_t j = 0; j + 1 < v->n; j += 2) {
+			const ynode *kk = v->items[j];
+			if (!strcmp(kk->value, "value_options"))
+				r = get_list(L, v->items[j + 1], "value_options", check_flag, &h->value_options);
+			else
+				r = unknown_key(L, kk, "a command entry", "value_options");
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static void free_strv(char **v)
+{
+	if (!v)
+		return;
+	for (char **q = v; *q; q++)
+		free(*q);
+	free(v);
+}
+
+static int set_strv(lctx *L, const ynode *n, const char *what, item_check check, char ***out)
+{
+	strlist l = {0};
+	int r = get_list(L, n, what, check, &l);
+	if (r < 0) {
+		strlist_free(&l);
+		return r;
+	}
+	if (!l.v && !(l.v = calloc(1, sizeof(char *)))) /* empty list */
+		return oom(L);
+	free_strv(*out);
+	*out = l.v;
+	return 0;
+}
+
+static int parse_limits(lctx *L, const ynode *n, policy_sandbox *s)
+{
+	int r = check_map(L, n, "sandbox.limits");
+	for (size_t i = 0; r == 0 && i + 1 < n->n; i += 2) {
+		const ynode *k = n->items[i], *v = n->items[i + 1];
+		const char *key = k->value;
+		if (!strcmp(key, "memory"))
+			r = get_uint(L, v, "limits.memory", true, &s->memory_bytes);
+		else if (!strcmp(key, "pids"))
+			r = get_uint(L, v, "limits.pids", false, &s->pids);
+		else if (!strcmp(key, "cpu"))
+			r = get_uint(L, v, "limits.cpu (seconds)", false, &s->cpu_seconds);
+		else if (!strcmp(key, "disk"))
+			r = get_uint(L, v, "limits.disk", true, &s->disk_bytes);
+		else if (!strcmp(key, "nofile"))
+			r = get_uint(L, v, "limits.nofile", false, &s->nofile);
+		else if (!strcmp(key, "fsize"))
+			r = get_uint(L, v, "limits.fsize", true, &s->fsize_bytes);
+		else if (!strcmp(key, "timeout"))
+			r = get_seconds(L, v, "limits.timeout", &s->timeout_sec);
+		else
+			r = unknown_key(L, k, "sandbox.limits", "memory, pids, cpu, disk, nofile, fsize, timeout");
+	}
+	return r;
+}
+
+static int parse_sandbox(lctx *L, const ynode *n, policy_sandbox *s)
+{
+	int r = check_map(L, n, "sandbox");
+	for (size_t i = 0; r == 0 && i + 1 < n->n; i += 2) {
+		const ynode *k = n->items[i], *v = n->items[i + 1];
+		const char *key = k->value;
+		if (!strcmp(key, "network"))
+			r = get_bool(L, v, "sandbox.network", &s->network);
+		else if (!strcmp(key, "strip_setuid"))
+			r = get_bool(L, v, "sandbox.strip_setuid", &s->strip_setuid);
+		else if (!strcmp(key, "masked_paths"))
+			r = set_strv(L, v, "sandbox.masked_paths", check_abs, &s->masked_paths);
+		else if (!strcmp(key, "env_deny"))
+			r = set_strv(L, v, "sandbox.env_deny", check_glob, &s->env_deny);
+		else if (!strcmp(key, "allowed_sockets"))
+			r = set_strv(L, v, "sandbox.allowed_sockets", check_abs, &s->allowed_sockets);
+		else if (!strcmp(key, "limits"))
+			r = parse_limits(L, v, s);
+		else
+			r = unknown_key(L, k, "sandbox",
+					"network, strip_setuid, masked_paths, env_deny, allowed_sockets, limits");
+	}
+	return r;
+}
+
+int policy_from_tree(const char *name, const ynode *root, policy **out, txbox_error *err)
+{
+	lctx L = {name, err};
+	policy *p = calloc(1, sizeof(*p));
+	bool have_version = false;
+	int r = 0;
+	*out = NULL;
+	if (!p)
+		return oom(&L);
+	p->unresolved = POLICY_HOLD;
+	policy_sandbox_set_defaults(&p->sandbox);
+	if (!p->sandbox.masked_paths || !p->sandbox.env_deny || !p->sandbox.allowed_sockets) {
+		r = oom(&L);
+		goto fail;
+	}
+	if (!root) {
+		r = bad(&L, NULL, "empty policy (expected a mapping with at least 'version: 1')");
+		goto fail;
+	}
+	if ((r = check_map(&L, root, "the policy")) < 0)
+		goto fail;
+	for (size_t i = 0; r == 0 && i + 1 < root->n; i += 2) {
+		const ynode *k = root->items[i], *v = root->items[i + 1];
+		const char *key = k->value;
+		if (!strcmp(key, "version")) {
+			have_version = true;
+			if (v->type != YN_SCALAR || strcmp(v->value, "1") != 0)
+				r = bad(&L, v, "unsupported policy version '%s' (this txbox reads version 1)",
+					v->type == YN_SCALAR ? v->value : type_name(v));
+		} else if (!strcmp(key, "unresolved"))
+			r = get_decision(&L, v, "unresolved", false, &p->unresolved);
+		else if (!strcmp(key, "sandbox"))
+			r = parse_sandbox(&L, v, &p->sandbox);
+		else if (!strcmp(key, "commands"))
+			r = parse_commands(&L, v, p);
+		else if (!strcmp(key, "rules"))
+			r = parse_rules(&L, v, p);
+		else
+			r = unknown_key(&L, k, "the policy", "version, unresolved, sandbox, commands, rules");
+	}
+	if (r == 0 && !have_version)
+		r = bad(&L, root, "missing 'version: 1'");
+	if (r < 0)
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	policy_free(p);
+	return r;
+}

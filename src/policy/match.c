@@ -1,0 +1,329 @@
+/* One rule against one command. Every condition present in `match:` must
+ * hold (AND); inside one list any item may hold (OR), except `flags` and
+ * `*_all` lists, where every item must.
+ *
+ * Path conditions are fail-closed: a word that cannot be resolved statically
+ * is "unknown". For hold/deny rules an unknown path satisfies the condition
+ * (the rule fires, capped at the policy's `unresolved:` decision); for allow
+ * rules it never does, and every path must be in the listed classes. */
+#include "policy/internal.h"
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool glob_any(const strlist *l, const char *s, int flags)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (fnmatch(l->v[i], s, flags) == 0)
+			return true;
+	return false;
+}
+
+/* `~/x` patterns against the home of the context; NULL when there is none. */
+static char *expand_pattern(const char *pat, const char *home)
+{
+	char *s = NULL;
+	if (pat[0] != '~')
+		return strdup(pat);
+	if (!home)
+		return NULL;
+	if (asprintf(&s, "%s%s", strcmp(home, "/") == 0 ? "" : home, pat + 1) < 0)
+		return NULL;
+	return s;
+}
+
+static bool has_glob(const char *s) { return strpbrk(s, "*?[") != NULL; }
+
+/* Could a glob word whose literal directory is `resolved` up to its first
+ * wildcard reach something matched by pattern? Over-approximates. */
+static bool glob_word_may_reach(const char *resolved, const char *pattern)
+{
+	const char *g = strpbrk(resolved, "*?[");
+	size_t plen = (size_t)(g - resolved);
+	while (plen > 0 && resolved[plen - 1] != '/')
+		plen--;
+	return strncmp(pattern, resolved, plen) == 0;
+}
+
+static bool path_glob_match(const pathcond *pc, const char *resolved, const char *home)
+{
+	for (size_t i = 0; i < pc->globs.n; i++) {
+		_cleanup_free_ char *pat = expand_pattern(pc->globs.v[i], home);
+		if (!pat)
+			continue;
+		if (fnmatch(pat, resolved, 0) == 0)
+			return true;
+		if (has_glob(resolved) && glob_word_may_reach(resolved, pat))
+			return true;
+	}
+	return false;
+}
+
+enum pstate { P_NONE = 0, P_UNKNOWN = 1, P_DEFINITE = 2 };
+
+typedef struct pcheck {
+	const pathcond *pc;
+	bool allow;
+	const policy_ctx *ctx;
+	int state;     /* existential (hold/deny): best enum pstate seen */
+	bool all_ok;   /* universal (allow): every candidate matched */
+	size_t seen;
+	char *detail;
+	bool oom;
+} pcheck;
+
+static void pcheck_word(pcheck *pk, const char *word, bool unknown)
+{
+	_cleanup_free_ char *resolved = NULL;
+	unsigned c = path_classify_word(word, unknown, pk->ctx, &resolved);
+	bool hit = false;
+	pk->seen++;
+	if (c & PC_UNKNOWN) {
+		if (pk->allow) {
+			pk->all_ok = false;
+			return;
+		}
+		if (pk->state < P_UNKNOWN) {
+			pk->state = P_UNKNOWN;
+			free(pk->detail);
+			if (asprintf(&pk->detail, "%s: cannot be resolved statically", word) < 0) {
+				pk->detail = NULL;
+				pk->oom = true;
+			}
+		}
+		return;
+	}
+	hit = (c & pk->pc->classes) != 0 ||
+	      (resolved && pk->pc->globs.n && path_glob_match(pk->pc, resolved, pk->ctx->home));
+	if (pk->allow) {
+		if (!hit)
+			pk->all_ok = false;
+		return;
+	}
+	if (hit && pk->state < P_DEFINITE) {
+		pk->state = P_DEFINITE;
+		free(pk->detail);
+		pk->detail = strdup(resolved ? resolved : word);
+		if (!pk->detail)
+			pk->oom = true;
+	}
+}
+
+/* Result of a finished check: P_NONE (fails), P_UNKNOWN or P_DEFINITE. */
+static int pcheck_done(pcheck *pk)
+{
+	if (pk->allow)
+		return pk->all_ok && pk->seen > 0 ? P_DEFINITE : P_NONE;
+	return pk->state;
+}
+
+static void pcheck_init(pcheck *pk, const pathcond *pc, bool allow, const policy_ctx *ctx)
+{
+	memset(pk, 0, sizeof(*pk));
+	pk->pc = pc;
+	pk->allow = allow;
+	pk->ctx = ctx;
+	pk->all_ok = true;
+}
+
+typedef struct mstate {
+	bool unknown_used;
+	char *detail;
+	bool oom;
+} mstate;
+
+/* Fold a finished path check into the rule state; false when it failed. */
+static bool take_pcheck(mstate *ms, pcheck *pk)
+{
+	int st = pcheck_done(pk);
+	if (pk->oom)
+		ms->oom = true;
+	if (st == P_NONE) {
+		free(pk->detail);
+		return false;
+	}
+	if (st == P_UNKNOWN)
+		ms->unknown_used = true;
+	if (!ms->detail || st == P_DEFINITE) {
+		free(ms->detail);
+		ms->detail = pk->detail;
+	} else {
+		free(pk->detail);
+	}
+	return true;
+}
+
+static const char *word_at(const cmdview *v, size_t k) { return v->words[v->positional[k]]; }
+
+int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
+{
+	const cmdview *v = &mc->views[mc->self];
+	const rule_match *m = &r->m;
+	const shell_cmd *cmd = v->cmd;
+	bool allow = r->decision == POLICY_ALLOW;
+	int fl = m->icase ? FNM_CASEFOLD : 0;
+	mstate ms = {0};
+
+	memset(res, 0, sizeof(*res));
+	if (m->builtins & BUILTIN_FORK_BOMB)
+		return 0; /* line-level, see decide.c */
+	if ((m->builtins & BUILTIN_NON_ASCII_COMMAND) && (!v->name_non_ascii || v->name_unknown))
+		return 0;
+	if (m->command.n && (v->name_unknown || !glob_any(&m->command, v->name, 0)))
+		return 0;
+	if (m->command_not.n && !v->name_unknown && glob_any(&m->command_not, v->name, 0))
+		return 0;
+	if (m->unresolved >= 0 && (cmd->unresolved || v->name_unknown) != (m->unresolved != 0))
+		return 0;
+	if (m->via.n && !glob_any(&m->via, cmd->via ? cmd->via : "", 0))
+		return 0;
+
+	size_t sub = 0;
+	if (m->nsubcommands) {
+		bool ok = false;
+		for (size_t a = 0; a < m->nsubcommands && !ok; a++) {
+			const strlist *alt = &m->subcommands[a];
+			if (alt->n > v->npositional)
+				continue;
+			bool all = true, unk = false;
+			for (size_t k = 0; k < alt->n && all; k++) {
+				if (v->pos_unknown[k] && !allow)
+					unk = true;
+				else if (v->pos_unknown[k] || fnmatch(alt->v[k], word_at(v, k), 0) != 0)
+					all = false;
+			}
+			if (all) {
+				ok = true;
+				sub = alt->n;
+				if (unk)
+					ms.unknown_used = true;
+			}
+		}
+		if (!ok)
+			return 0;
+	}
+
+	for (size_t i = 0; i < m->flags.n; i++)
+		if (!cmdview_has_flag(v, m->flags.v[i], true))
+			goto no;
+	if (m->flags_any.n) {
+		bool any = false;
+		for (size_t i = 0; i < m->flags_any.n && !any; i++)
+			any = cmdview_has_flag(v, m->flags_any.v[i], true);
+		if (!any)
+			goto no;
+	}
+	for (size_t i = 0; i < m->flags_none.n; i++)
+		if (cmdview_has_flag(v, m->flags_none.v[i], false))
+			goto no;
+
+	size_t nops = v->npositional - sub + (v->implicit_unknown_operand ? 1 : 0);
+	if (m->nargs_min >= 0 && nops < (size_t)m->nargs_min)
+		goto no;
+	if (m->nargs_max >= 0 && nops > (size_t)m->nargs_max)
+		goto no;
+
+	if (m->args.n) {
+		bool any = false;
+		for (size_t k = sub; k < v->npositional && !any; k++)
+			any = !v->pos_unknown[k] && glob_any(&m->args, word_at(v, k), fl);
+		if (!any)
+			goto no;
+	}
+	for (size_t i = 0; i < m->args_all.n; i++) {
+		bool any = false;
+		for (size_t k = sub; k < v->npositional && !any; k++)
+			any = !v->pos_unknown[k] && fnmatch(m->args_all.v[i], word_at(v, k), fl) == 0;
+		if (!any)
+			goto no;
+	}
+	if (m->words.n) {
+		bool any = false;
+		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
+			any = !v->unknown[k] && glob_any(&m->words, v->words[k], fl);
+		if (!any)
+			goto no;
+	}
+	for (size_t i = 0; i < m->words_all.n; i++) {
+		bool any = false;
+		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
+			any = !v->unknown[k] && fnmatch(m->words_all.v[i], v->words[k], fl) == 0;
+		if (!any)
+			goto no;
+	}
+
+	if (m->with.n) {
+		bool any = false;
+		for (size_t j = 0; j < mc->nviews && !any; j++)
+			any = j != mc->self && !mc->views[j].name_unknown &&
+			      glob_any(&m->with, mc->views[j].name, 0);
+		if (!any)
+			goto no;
+	}
+
+	pcheck pk;
+	if (m->paths.set) {
+		pcheck_init(&pk, &m->paths, allow, mc->ctx);
+		for (size_t k = sub; k < v->npositional; k++)
+			pcheck_word(&pk, word_at(v, k), v->pos_unknown[k]);
+		if (v->implicit_unknown_operand)
+			pcheck_word(&pk, "{}", true);
+		if (!take_pcheck(&ms, &pk))
+			goto no;
+	}
+	if (m->dest.set) {
+		pcheck_init(&pk, &m->dest, allow, mc->ctx);
+		if (v->implicit_unknown_operand)
+			pcheck_word(&pk, "{}", true);
+		else if (v->npositional > sub)
+			pcheck_word(&pk, word_at(v, v->npositional - 1), v->pos_unknown[v->npositional - 1]);
+		if (!take_pcheck(&ms, &pk))
+			goto no;
+	}
+	for (size_t o = 0; o < m->noptions; o++) {
+		pcheck_init(&pk, &m->options[o].cond, allow, mc->ctx);
+		size_t pos = 0;
+		bool unk = false;
+		const char *val;
+		while ((val = cmdview_option_value(v, m->options[o].key, &pos, &unk)))
+			pcheck_word(&pk, val, unk);
+		if (!take_pcheck(&ms, &pk))
+			goto no;
+	}
+	if (m->redirects.set || m->reads.set) {
+		for (int pass = 0; pass < 2; pass++) {
+			const pathcond *pc = pass == 0 ? &m->redirects : &m->reads;
+			if (!pc->set)
+				continue;
+			pcheck_init(&pk, pc, allow, mc->ctx);
+			for (size_t i = 0; i < cmd->nredirs; i++) {
+				const shell_redir *rd = &cmd->redirs[i];
+				bool is_read = rd->kind == SHELL_REDIR_READ;
+				if (is_read != (pass == 1))
+					continue;
+				pcheck_word(&pk, rd->target ? rd->target : "",
+					    rd->unresolved || !rd->target);
+			}
+			if (!take_pcheck(&ms, &pk))
+				goto no;
+		}
+	}
+	if (ms.oom)
+		goto oom;
+	res->matched = true;
+	res->unknown_only = ms.unknown_used;
+	res->detail = ms.detail;
+	return 0;
+no:
+	free(ms.detail);
+	if (ms.oom)
+		return -ENOMEM;
+	return 0;
+oom:
+	free(ms.detail);
+	return -ENOMEM;
+}

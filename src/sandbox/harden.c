@@ -1,0 +1,36 @@
+/* sandbox/harden: the last steps before execve() inside the sandbox. */
+#include "sandbox/harden.h"
+
+#include "sandbox/caps.h"
+#include "sandbox/landlock.h"
+#include "sandbox/rlimits.h"
+#include "sandbox/seccomp_filter.h"
+
+#include <errno.h>
+#include <sys/prctl.h>
+
+int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err)
+{
+	if (abi_out)
+		*abi_out = 0;
+	if (!o)
+		return txbox_fail(err, -EINVAL, "harden: no options");
+
+	int r = harden_rlimits_apply(o, err);
+	if (r < 0)
+		return r;
+	if ((r = harden_caps_drop(o->in_userns, err)) < 0)
+		return r;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return txbox_fail_errno(err, -errno, "harden: PR_SET_NO_NEW_PRIVS");
+
+	int abi = landlock_probe_abi();
+	if (abi > 0) {
+		if ((r = harden_landlock_apply(abi, o->workspace, o->writable, o->network, err)) < 0)
+			return r;
+	}
+	if (abi_out)
+		*abi_out = abi;
+
+	return harden_seccomp_apply(o->allow_extra_socket_families, err);
+}

@@ -1,0 +1,67 @@
+/* sandbox/harden: the last steps before exec inside the sandbox — rlimits,
+ * capability drop, no_new_privs, Landlock, seccomp — and the parent-side
+ * cgroup limits. (Interface fixed by the core; implementation in
+ * seccomp.c, landlock.c, limits.c, caps.c, secrets.c.) */
+#pragma once
+
+#include "txbox.h"
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct harden_opts {
+	const char *workspace;         /* absolute path of the workspace view (writable) */
+	const char *const *writable;   /* NULL-terminated extra writable paths (/tmp, /dev/null, …) */
+	bool network;                  /* host networking granted: do not restrict TCP in Landlock */
+	bool in_userns;                /* running inside a user namespace already */
+	bool allow_extra_socket_families; /* policy grants families beyond unix/inet/inet6 */
+	/* rlimits; 0 = leave as is */
+	uint64_t cpu_seconds, address_space_bytes, nofile, nproc, fsize_bytes;
+	bool no_core;                  /* RLIMIT_CORE = 0 (default true) */
+} harden_opts;
+
+/* Called in the sandboxed process right before execve(). Applies, in this
+ * order: rlimits, capability drop (all sets, bounding and ambient; when not
+ * in a user namespace), PR_SET_NO_NEW_PRIVS, Landlock (when the kernel has
+ * it; landlock_abi reported via *abi_out), seccomp. On failure returns a
+ * negative code; the caller reports it to the parent and exits. */
+int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err);
+
+/* Landlock ABI version of this kernel, 0 when absent. */
+int landlock_probe_abi(void);
+
+/* ---- secrets ----------------------------------------------------------- */
+
+/* Inside the sandbox's mount namespace, before the host is made read-only:
+ * hide each path (directories become an empty read-only tmpfs, files become
+ * an empty read-only file). Missing paths are skipped. "~/" is expanded
+ * against home. */
+int secrets_mask_paths(const char *const *paths, const char *home, txbox_error *err);
+
+/* Return a new NULL-terminated environment without variables whose names
+ * match any glob in deny (fnmatch). Caller frees with secrets_env_free. */
+char **secrets_filter_env(char *const *envp, const char *const *deny, txbox_error *err);
+void secrets_env_free(char **env);
+
+/* ---- cgroups (parent side) --------------------------------------------- */
+
+typedef struct limits_cgroup limits_cgroup;
+
+/* Create a cgroup for one transaction with the given limits (cgroup v2 when
+ * delegated/writable, else v1 memory+pids, else NULL with mechanism RLIMIT).
+ * Never fails hard: on any problem returns NULL and sets *mech = RLIMIT. */
+limits_cgroup *limits_cgroup_create(const char *txid, const txbox_limits *lim,
+				    txbox_limit_mechanism *mech, txbox_error *warn);
+/* Move pid into the cgroup (before it execs anything). */
+int limits_cgroup_attach(limits_cgroup *cg, pid_t pid, txbox_error *err);
+/* After the sandbox ended: which limit was hit, if any ("memory", "pids", "cpu") or NULL. */
+const char *limits_cgroup_exceeded(limits_cgroup *cg);
+/* Kill everything left in it and remove it. NULL-safe. */
+void limits_cgroup_destroy(limits_cgroup *cg);
+/* Remove txbox cgroups left behind by a killed txbox: empty txbox-* cgroups
+ * (older than a minute, so a concurrent txbox's fresh one is spared) under
+ * the txbox parent of every hierarchy in use. Non-empty ones are left alone.
+ * Returns how many were removed, or a negative code. */
+int limits_cgroup_reap_stale(txbox_error *err);

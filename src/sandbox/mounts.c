@@ -1,0 +1,383 @@
+/* mounts: build the sandbox's view of the filesystem, inside its own mount
+ * namespace (runs in the cloned init, before anything of the command runs).
+ *
+ *   /            host, recursively read-only, nosuid (mount_setattr, or a
+ *                remount walk over /proc/self/mountinfo where it is missing)
+ *   /tmp, /var/tmp, /dev/shm   private tmpfs
+ *   /dev         tmpfs with null zero full random urandom tty bound from the
+ *                host, a new devpts instance, fd/stdin/stdout/stderr links
+ *   /proc        fresh procfs of the new PID namespace; /proc/sys and
+ *                /proc/sysrq-trigger read-only
+ *   WORKSPACE    overlay: lower = workspace, upper/work = the layer
+ *   WORKSPACE/.txbox  hidden (whiteout in the layer, or an empty ro tmpfs)
+ *   masked secrets   empty (secrets.c)
+ */
+#include "sandbox/sandbox.h"
+
+#include "util/cleanup.h"
+#include "util/syscalls.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failf(char *msg, size_t len, int e, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int failf(char *msg, size_t len, int e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, len, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < len && e)
+		snprintf(msg + n, len - (size_t)n, ": %s", strerror(e));
+	return -(e ? e : EINVAL);
+}
+
+/* mkdir -p for an absolute path (used only on our private tmpfs mounts). */
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	if (strlen(path) >= sizeof buf)
+		return -ENAMETOOLONG;
+	strcpy(buf, path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Decode the octal escapes (\040 etc.) mountinfo uses. */
+static void unescape_mountinfo(char *s)
+{
+	char *o = s;
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)(((s[1] - '0') << 6) | ((s[2] - '0') << 3) | (s[3] - '0'));
+			s += 4;
+		} else
+			*o++ = *s++;
+	}
+	*o = '\0';
+}
+
+static unsigned long mount_flags_from_opts(const char *opts)
+{
+	unsigned long f = 0;
+	_cleanup_free_ char *c = strdup(opts);
+	if (!c)
+		return 0;
+	char *save = NULL;
+	for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "nosuid"))
+			f |= MS_NOSUID;
+		else if (!strcmp(t, "nodev"))
+			f |= MS_NODEV;
+		else if (!strcmp(t, "noexec"))
+			f |= MS_NOEXEC;
+		else if (!strcmp(t, "noatime"))
+			f |= MS_NOATIME;
+		else if (!strcmp(t, "nodiratime"))
+			f |= MS_NODIRATIME;
+		else if (!strcmp(t, "relatime"))
+			f |= MS_RELATIME;
+	}
+	return f;
+}
+
+/* Fallback for kernels without mount_setattr: remount every mount read-only,
+ * keeping the flags a user namespace may not clear. */
+static int remount_all_readonly(char *msg, size_t len)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return failf(msg, len, errno, "reading /proc/self/mountinfo");
+	char *line = NULL;
+	size_t cap = 0;
+	int r = 0;
+	while (getline(&line, &cap, f) > 0) {
+		/* id parent maj:min root mountpoint opts ... */
+		char *fields[6] = {0};
+		char *save = NULL;
+		char *t = strtok_r(line, " ", &save);
+		for (int i = 0; i < 6 && t; i++, t = strtok_r(NULL, " ", &save))
+			fields[i] = t;
+		if (!fields[5])
+			continue;
+		unescape_mountinfo(fields[4]);
+		unsigned long fl = mount_flags_from_opts(fields[5]);
+		if (mount(NULL, fields[4], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | fl, NULL) < 0 &&
+		    errno != ENOENT && errno != EACCES && errno != EPERM) {
+			r = failf(msg, len, errno, "remounting %s read-only", fields[4]);
+			break;
+		}
+	}
+	free(line);
+	return r;
+}
+
+static int make_host_readonly(char *msg, size_t len)
+{
+	struct txbox_mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID};
+	if (sys_mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &attr) == 0)
+		return 0;
+	if (errno != ENOSYS && errno != EINVAL)
+		return failf(msg, len, errno, "making the host read-only (mount_setattr)");
+	return remount_all_readonly(msg, len);
+}
+
+static int mount_tmpfs(const char *where, const char *opts, char *msg, size_t len)
+{
+	if (mount("tmpfs", where, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return failf(msg, len, errno, "mounting a private tmpfs on %s", where);
+	return 0;
+}
+
+static int bind_dev(int devfd, const char *name, char *msg, size_t len)
+{
+	char target[64];
+	snprintf(target, sizeof target, "/dev/%s", name);
+	int fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return failf(msg, len, errno, "creating %s", target);
+	close(fd);
+	char src[64];
+	snprintf(src, sizeof src, "/proc/self/fd/%d/%s", devfd, name);
+	if (mount(src, target, NULL, MS_BIND, NULL) < 0) {
+		if (errno == ENOENT) { /* host has no such device: leave none */
+			unlink(target);
+			return 0;
+		}
+		return failf(msg, len, errno, "binding %s", target);
+	}
+	return 0;
+}
+
+static int build_dev(char *msg, size_t len)
+{
+	/* Keep the host's /dev reachable while the new one is assembled. */
+	_cleanup_close_ int hostdev = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (hostdev < 0)
+		return failf(msg, len, errno, "opening /dev");
+	if (mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m,nr_inodes=256") < 0)
+		return failf(msg, len, errno, "mounting /dev");
+	static const char *const devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	for (size_t i = 0; i < ARRAY_SIZE(devs); i++) {
+		int r = bind_dev(hostdev, devs[i], msg, len);
+		if (r < 0)
+			return r;
+	}
+	if (mkdir("/dev/pts", 0755) < 0 || mkdir("/dev/shm", 01777) < 0)
+		return failf(msg, len, errno, "creating /dev directories");
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=620") == 0) {
+		if (symlink("pts/ptmx", "/dev/ptmx") < 0)
+			return failf(msg, len, errno, "creating /dev/ptmx");
+	}
+	int r = mount_tmpfs("/dev/shm", "mode=1777,size=64m", msg, len);
+	if (r < 0)
+		return r;
+	if (symlink("/proc/self/fd", "/dev/fd") < 0 || symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
+	    symlink("/proc/self/fd/1", "/dev/stdout") < 0 || symlink("/proc/self/fd/2", "/dev/stderr") < 0)
+		return failf(msg, len, errno, "creating /dev links");
+	if (mount(NULL, "/dev", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0)
+		return failf(msg, len, errno, "making /dev read-only");
+	return 0;
+}
+
+static int build_proc(char *msg, size_t len)
+{
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return failf(msg, len, errno, "mounting a fresh /proc");
+	static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
+	for (size_t i = 0; i < ARRAY_SIZE(ro); i++) {
+		if (mount(ro[i], ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return failf(msg, len, errno, "binding %s", ro[i]);
+		}
+		if (mount(NULL, ro[i], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  NULL) < 0)
+			return failf(msg, len, errno, "making %s read-only", ro[i]);
+	}
+	return 0;
+}
+
+static int mount_overlay(const sandbox_spec *s, const int fds[3], bool *index_on, bool *userxattr, char *msg,
+			 size_t len)
+{
+	char opts[256];
+	/* The paths go through /proc/self/fd so no workspace name needs escaping
+	 * in the option string. redirect_dir/metacopy off: every change is a
+	 * real copy in the upper layer, so commit is a plain merge. */
+	static const char *const variants[] = {
+		"redirect_dir=off,metacopy=off,index=on,xino=off",
+		"redirect_dir=off,metacopy=off,index=off,xino=off",
+		"index=off",
+		"",
+	};
+	int e = 0;
+	for (int ux = 0; ux < 2; ux++) {
+		if (ux == 0 && s->use_userns)
+			continue; /* a user namespace needs userxattr */
+		for (size_t i = 0; i < ARRAY_SIZE(variants); i++) {
+			snprintf(opts, sizeof opts,
+				 "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d%s%s%s",
+				 fds[0], fds[1], fds[2], ux ? ",userxattr" : "",
+				 variants[i][0] ? "," : "", variants[i]);
+			if (mount("overlay", s->workspace, "overlay", MS_NOSUID | MS_NODEV, opts) == 0) {
+				*index_on = (i == 0);
+				*userxattr = ux;
+				return 0;
+			}
+			e = errno;
+			if (e != EINVAL)
+				break;
+		}
+		if (e != EINVAL)
+			break;
+	}
+	if (e == EINVAL || e == ENODEV)
+		return failf(msg, len, e,
+			     "the kernel cannot stack an overlay on the workspace %s (is it on overlayfs, NFS or "
+			     "another filesystem overlayfs does not support as upper layer?)",
+			     s->workspace);
+	return failf(msg, len, e, "mounting the overlay on %s", s->workspace);
+}
+
+static int loopback_up(void)
+{
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		return -errno;
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		return -errno;
+	return 0;
+}
+
+static int remount_rw(const char *where, unsigned long flags, char *msg, size_t len)
+{
+	if (mount(NULL, where, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0 && errno != EINVAL)
+		return failf(msg, len, errno, "making %s writable", where);
+	return 0;
+}
+
+static void close_fds(int fds[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+int mounts_build_view(const sandbox_spec *s, bool *index_on, bool *userxattr, char *msg, size_t len)
+{
+	int r;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return failf(msg, len, errno, "making mounts private");
+
+	/* The layers must be resolved in this mount namespace (overlayfs clones
+	 * their mounts) and before /tmp is replaced (the workspace may be there). */
+	int fds[3] = {-1, -1, -1};
+	const char *paths[3] = {s->workspace, s->upper_path, s->work_path};
+	for (int i = 0; i < 3; i++) {
+		fds[i] = open(paths[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fds[i] < 0) {
+			r = failf(msg, len, errno, "opening %s", paths[i]);
+			close_fds(fds);
+			return r;
+		}
+	}
+
+	/* Secrets first: the masks are then covered by the read-only pass too. */
+	if (s->masked_paths) {
+		txbox_error e = TXBOX_ERROR_INIT;
+		if (secrets_mask_paths(s->masked_paths, s->home, &e) < 0) {
+			r = failf(msg, len, 0, "masking secrets: %s", e.message ? e.message : "?");
+			txbox_error_clear(&e);
+			close_fds(fds);
+			return r;
+		}
+	}
+
+	struct stat st;
+	bool var_tmp = stat("/var/tmp", &st) == 0 && S_ISDIR(st.st_mode);
+	if ((r = mount_tmpfs("/tmp", "mode=1777,size=50%", msg, len)) < 0 ||
+	    (var_tmp && (r = mount_tmpfs("/var/tmp", "mode=1777,size=50%", msg, len)) < 0) ||
+	    (r = build_dev(msg, len)) < 0 || (r = build_proc(msg, len)) < 0) {
+		close_fds(fds);
+		return r;
+	}
+
+	/* The workspace may live under one of the private mounts just made
+	 * (e.g. /tmp/ws): give it a mount point there. */
+	if (stat(s->workspace, &st) < 0) {
+		r = mkdir_p(s->workspace, 0755);
+		if (r < 0) {
+			close_fds(fds);
+			return failf(msg, len, -r, "creating the mount point %s", s->workspace);
+		}
+	}
+	r = mount_overlay(s, fds, index_on, userxattr, msg, len);
+	close_fds(fds);
+	if (r < 0)
+		return r;
+
+	if (s->state_name && !s->hide_state_by_whiteout) {
+		char p[PATH_MAX];
+		if (snprintf(p, sizeof p, "%s/%s", s->workspace, s->state_name) >= (int)sizeof p)
+			return failf(msg, len, ENAMETOOLONG, "workspace path too long");
+		if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0000,size=4k") < 0 &&
+		    errno != ENOENT)
+			return failf(msg, len, errno, "hiding %s", p);
+	}
+
+	/* Everything read-only, then the few writable places writable again
+	 * (they were created in this namespace, so they are not locked). */
+	r = make_host_readonly(msg, len);
+	if (r < 0)
+		return r;
+	if ((r = remount_rw(s->workspace, MS_NOSUID | MS_NODEV, msg, len)) < 0 ||
+	    (r = remount_rw("/tmp", MS_NOSUID | MS_NODEV, msg, len)) < 0 ||
+	    (var_tmp && (r = remount_rw("/var/tmp", MS_NOSUID | MS_NODEV, msg, len)) < 0) ||
+	    (r = remount_rw("/dev/shm", MS_NOSUID | MS_NODEV, msg, len)) < 0 ||
+	    (r = remount_rw("/dev/pts", MS_NOSUID | MS_NOEXEC, msg, len)) < 0)
+		return r;
+	if (s->state_name && !s->hide_state_by_whiteout) {
+		/* the hiding tmpfs stays read-only */
+	}
+
+	if (!s->network) {
+		r = loopback_up();
+		if (r < 0)
+			return failf(msg, len, -r, "bringing up the loopback interface");
+	}
+	if (sethostname("txbox", 5) < 0)
+		return failf(msg, len, errno, "setting the host name");
+	if (chdir(s->cwd) < 0)
+		return failf(msg, len, errno, "entering %s", s->cwd);
+	return 0;
+}

@@ -1,0 +1,427 @@
+/* sandbox: spawn the namespaced init, supervise it, capture its output.
+ *
+ * Process tree:
+ *   txbox (parent) ── clone(NEWNS|NEWPID|NEWIPC|NEWUTS[|NEWNET][|NEWUSER]) ──▶ init (pid 1)
+ *   init builds the view, forks the command (new session, stdin /dev/null,
+ *   stdout/stderr to the parent's pipes, hardened), reaps everything, then
+ *   runs the validation command, reports both statuses and exits — which
+ *   kills whatever is left in the PID namespace. The parent kills init on
+ *   timeout; init dies with the parent (PR_SET_PDEATHSIG + the sync pipe). */
+#include "sandbox/sandbox.h"
+
+#include "sandbox/capture.h"
+#include "util/cleanup.h"
+#include "util/clock.h"
+#include "util/syscalls.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+/* What init tells the parent, once, at the end (or on a setup failure). */
+typedef struct init_report {
+	int setup_error;     /* 0, or errno of the failed setup step */
+	int harden_error;    /* errno when hardening the command failed */
+	int started;
+	int status;          /* wait status of the command */
+	int validation_ran;
+	int validation_status;
+	int index_on;
+	int userxattr;
+	int landlock_abi;
+	char msg[1024];
+} init_report;
+
+static void write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void close_from(int lowfd)
+{
+	if (syscall(SYS_close_range, lowfd, ~0U, 0) == 0)
+		return;
+	for (int fd = lowfd; fd < 4096; fd++)
+		close(fd);
+}
+
+/* Message a grandchild sends back through its exec pipe when it fails. */
+typedef struct exec_failure {
+	int err;
+	int harden; /* 1 if hardening failed (a txbox error), 0 if execve failed */
+	char msg[512];
+} exec_failure;
+
+/* In the forked command process: wire stdio, harden, exec. Never returns. */
+static void __attribute__((noreturn))
+exec_command(const sandbox_spec *s, const char *const *argv, int out_w, int err_w, int exec_pipe, int *landlock_abi)
+{
+	setsid();
+	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (nul < 0 || dup2(nul, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+		_exit(125);
+	/* Keep only stdio and the exec pipe (moved to fd 3, close-on-exec). */
+	if (dup3(exec_pipe, 3, O_CLOEXEC) < 0)
+		_exit(125);
+	close_from(4);
+	exec_pipe = 3;
+	signal(SIGPIPE, SIG_DFL);
+
+	txbox_error e = TXBOX_ERROR_INIT;
+	int abi = 0;
+	if (harden_child_apply(&s->harden, &abi, &e) < 0) {
+		exec_failure f = {.err = -e.code, .harden = 1};
+		snprintf(f.msg, sizeof f.msg, "%s", e.message ? e.message : "hardening failed");
+		write_all(exec_pipe, &f, sizeof f);
+		_exit(125);
+	}
+	(void)landlock_abi;
+	execvpe(argv[0], (char *const *)argv, s->envp);
+	exec_failure f = {.err = errno, .harden = 0};
+	snprintf(f.msg, sizeof f.msg, "txbox: cannot execute %s: %s\n", argv[0], strerror(errno));
+	write_all(exec_pipe, &f, sizeof f);
+	write_all(2, f.msg, strlen(f.msg));
+	_exit(errno == ENOENT ? 127 : 126);
+}
+
+/* Fork one command inside the sandbox and wait for it, reaping every
+ * orphan meanwhile (we are pid 1). Returns its wait status via *status;
+ * *started tells whether execve succeeded. Returns -errno on harden failure. */
+static int run_one(const sandbox_spec *s, const char *const *argv, int out_w, int err_w, int *status,
+		   bool *started, init_report *rep)
+{
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(ep[0]);
+		close(ep[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		close(ep[0]);
+		exec_command(s, argv, out_w, err_w, ep[1], NULL);
+	}
+	close(ep[1]);
+	exec_failure f;
+	ssize_t n;
+	do
+		n = read(ep[0], &f, sizeof f);
+	while (n < 0 && errno == EINTR);
+	close(ep[0]);
+	*started = (n == 0);
+	int hard = 0;
+	if (n == (ssize_t)sizeof f) {
+		if (f.harden) {
+			hard = -(f.err ? f.err : EPERM);
+			snprintf(rep->msg, sizeof rep->msg, "%s", f.msg);
+		}
+	}
+	for (;;) {
+		int st;
+		pid_t w = waitpid(-1, &st, 0);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			*status = 0;
+			break;
+		}
+		if (w == pid) {
+			*status = st;
+			break;
+		}
+	}
+	return hard;
+}
+
+static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w, int err_w, int rep_w, int sync_r)
+{
+	init_report rep;
+	memset(&rep, 0, sizeof rep);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* Wait for the parent: maps written, cgroup joined. EOF = parent died. */
+	char c;
+	ssize_t n;
+	do
+		n = read(sync_r, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		_exit(1);
+	close(sync_r);
+
+	bool index_on = false, userxattr = false;
+	int r = mounts_build_view(s, &index_on, &userxattr, rep.msg, sizeof rep.msg);
+	rep.index_on = index_on;
+	rep.userxattr = userxattr;
+	if (r < 0) {
+		rep.setup_error = -r;
+		write_all(rep_w, &rep, sizeof rep);
+		_exit(1);
+	}
+
+	int status = 0;
+	bool started = false;
+	r = run_one(s, s->argv, out_w, err_w, &status, &started, &rep);
+	rep.started = started;
+	rep.status = status;
+	if (r < 0) {
+		rep.harden_error = -r;
+		write_all(rep_w, &rep, sizeof rep);
+		_exit(1);
+	}
+	/* Whatever the command left running dies before validation and commit. */
+	kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	if (started && WIFEXITED(status) && WEXITSTATUS(status) == 0 && s->validate) {
+		const char *vargv[] = {"/bin/sh", "-c", s->validate, NULL};
+		int vst = 0;
+		bool vstarted = false;
+		r = run_one(s, vargv, out_w, err_w, &vst, &vstarted, &rep);
+		if (r < 0) {
+			rep.harden_error = -r;
+			write_all(rep_w, &rep, sizeof rep);
+			_exit(1);
+		}
+		rep.validation_ran = 1;
+		rep.validation_status = vst;
+		kill(-1, SIGKILL);
+		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+			;
+	}
+	write_all(rep_w, &rep, sizeof rep);
+	_exit(0);
+}
+
+static int status_code(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return 255;
+}
+
+int sandbox_run(const sandbox_spec *s, sandbox_outcome *o, txbox_error *err)
+{
+	memset(o, 0, sizeof *o);
+	o->validation_exit = -1;
+	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, repp[2] = {-1, -1}, syncp[2] = {-1, -1};
+	int r = 0;
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(repp, O_CLOEXEC) < 0 ||
+	    pipe2(syncp, O_CLOEXEC) < 0) {
+		r = txbox_fail_errno(err, -errno, "creating pipes");
+		goto out_pipes;
+	}
+
+	txbox_error warn = TXBOX_ERROR_INIT;
+	limits_cgroup *cg = limits_cgroup_create(s->txid, &s->limits, &o->mechanism, &warn);
+	txbox_error_clear(&warn);
+
+	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
+	if (!s->network)
+		flags |= CLONE_NEWNET;
+	if (s->use_userns)
+		flags |= CLONE_NEWUSER;
+	uint64_t t0 = clock_now_ns();
+	pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+	if (pid < 0) {
+		int e = errno;
+		if (e == EPERM || e == EINVAL || e == ENOSPC || e == EUSERS)
+			r = txbox_fail_errno(err, -e,
+					     "cannot create the sandbox namespaces%s",
+					     s->use_userns ? " (are unprivileged user namespaces disabled? see "
+							     "/proc/sys/kernel/unprivileged_userns_clone and "
+							     "/proc/sys/user/max_user_namespaces)"
+							   : "");
+		else
+			r = txbox_fail_errno(err, -e, "clone");
+		limits_cgroup_destroy(cg);
+		goto out_pipes;
+	}
+	if (pid == 0) {
+		close(outp[0]);
+		close(errp[0]);
+		close(repp[0]);
+		close(syncp[1]);
+		init_main(s, outp[1], errp[1], repp[1], syncp[0]);
+	}
+	close(outp[1]);
+	outp[1] = -1;
+	close(errp[1]);
+	errp[1] = -1;
+	close(repp[1]);
+	repp[1] = -1;
+	close(syncp[0]);
+	syncp[0] = -1;
+
+	if (s->use_userns) {
+		r = userns_write_maps(pid, getuid(), getgid(), err);
+		if (r < 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			limits_cgroup_destroy(cg);
+			goto out_pipes;
+		}
+	}
+	if (cg && limits_cgroup_attach(cg, pid, &warn) < 0) {
+		/* Could not join: fall back to rlimits rather than run unlimited silently. */
+		txbox_error_clear(&warn);
+		limits_cgroup_destroy(cg);
+		cg = NULL;
+		o->mechanism = TXBOX_LIMITS_RLIMIT;
+	}
+	write_all(syncp[1], "g", 1);
+	close(syncp[1]);
+	syncp[1] = -1;
+
+	int pidfd = sys_pidfd_open(pid, 0);
+	capture cap_out, cap_err;
+	capture_init(&cap_out, s->output_limit, s->passthrough_stdout);
+	capture_init(&cap_err, s->output_limit, s->passthrough_stderr);
+	uint64_t deadline = s->timeout_sec > 0 ? t0 + (uint64_t)(s->timeout_sec * 1e9) : 0;
+	bool out_open = true, err_open = true, child_done = false;
+	fcntl(outp[0], F_SETFL, O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	while (out_open || err_open || !child_done) {
+		struct pollfd pf[3];
+		int np = 0, iout = -1, ierr = -1, ipid = -1;
+		if (out_open) {
+			pf[np] = (struct pollfd){.fd = outp[0], .events = POLLIN};
+			iout = np++;
+		}
+		if (err_open) {
+			pf[np] = (struct pollfd){.fd = errp[0], .events = POLLIN};
+			ierr = np++;
+		}
+		if (!child_done && pidfd >= 0) {
+			pf[np] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+			ipid = np++;
+		}
+		int tmo = -1;
+		if (deadline && !o->timed_out) {
+			uint64_t now = clock_now_ns();
+			tmo = now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
+		}
+		if (pidfd < 0 && !child_done && tmo < 0)
+			tmo = 50; /* no pidfd: poll the child periodically */
+		int pr = np ? poll(pf, (nfds_t)np, tmo) : (usleep(10000), 0);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (deadline && !o->timed_out && clock_now_ns() >= deadline) {
+			o->timed_out = true;
+			kill(pid, SIGKILL);
+		}
+		if (iout >= 0 && pr > 0 && (pf[iout].revents & (POLLIN | POLLHUP | POLLERR)))
+			out_open = capture_read(&cap_out, outp[0]);
+		if (ierr >= 0 && pr > 0 && (pf[ierr].revents & (POLLIN | POLLHUP | POLLERR)))
+			err_open = capture_read(&cap_err, errp[0]);
+		if (!child_done && (ipid < 0 || (pr > 0 && (pf[ipid].revents & POLLIN)))) {
+			int st;
+			pid_t w = waitpid(pid, &st, WNOHANG);
+			if (w == pid)
+				child_done = true;
+		}
+	}
+	if (!child_done) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	o->exec_ms = clock_ms_since(t0);
+
+	init_report rep;
+	memset(&rep, 0, sizeof rep);
+	ssize_t n;
+	do
+		n = read(repp[0], &rep, sizeof rep);
+	while (n < 0 && errno == EINTR);
+
+	o->limit = cg ? limits_cgroup_exceeded(cg) : NULL;
+	limits_cgroup_destroy(cg);
+	o->out = capture_take(&cap_out, &o->out_len, &o->out_truncated);
+	o->err = capture_take(&cap_err, &o->err_len, &o->err_truncated);
+
+	if (o->timed_out) {
+		o->started = true;
+		return 0;
+	}
+	if (n != (ssize_t)sizeof rep) {
+		r = txbox_fail(err, -EIO, "the sandbox init died before reporting (killed from outside?)");
+		goto out_pipes;
+	}
+	o->overlay_index = rep.index_on;
+	o->overlay_userxattr = rep.userxattr;
+	o->landlock_abi = rep.landlock_abi;
+	if (rep.setup_error) {
+		r = txbox_fail(err, -rep.setup_error, "setting up the sandbox: %s", rep.msg);
+		goto out_pipes;
+	}
+	if (rep.harden_error) {
+		r = txbox_fail(err, -rep.harden_error, "hardening the sandbox: %s", rep.msg);
+		goto out_pipes;
+	}
+	o->started = rep.started;
+	if (WIFSIGNALED(rep.status)) {
+		o->signal = WTERMSIG(rep.status);
+		o->exit_code = 128 + o->signal;
+	} else
+		o->exit_code = status_code(rep.status);
+	if (!rep.started && o->exit_code == 0)
+		o->exit_code = 127;
+	if (rep.validation_ran) {
+		o->validation_ran = true;
+		o->validation_exit = status_code(rep.validation_status);
+	}
+	if (!o->limit && o->signal == SIGXCPU)
+		o->limit = "cpu";
+	if (!o->limit && o->signal == SIGXFSZ)
+		o->limit = "disk";
+	r = 0;
+
+out_pipes:
+	for (int i = 0; i < 2; i++) {
+		if (outp[i] >= 0)
+			close(outp[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+		if (repp[i] >= 0)
+			close(repp[i]);
+		if (syncp[i] >= 0)
+			close(syncp[i]);
+	}
+	return r;
+}
+
+void sandbox_outcome_free(sandbox_outcome *o)
+{
+	free(o->out);
+	free(o->err);
+	o->out = o->err = NULL;
+}

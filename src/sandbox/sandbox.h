@@ -1,0 +1,75 @@
+/* sandbox/: run a command isolated over a prepared overlay layer.
+ *
+ * The parent (txbox) clones pid 1 of new mount/PID/IPC/UTS(/net)(/user)
+ * namespaces. That init builds the view (mounts.c): host read-only, the
+ * workspace as an overlay at its own path, .txbox hidden, private /tmp,
+ * fresh /proc, minimal /dev; then runs the command and the optional
+ * validation command (init.c) and reports their statuses. The parent
+ * captures output (capture.c), enforces the timeout and kills the whole
+ * namespace on any exit path. */
+#pragma once
+
+#include "sandbox/harden.h"
+#include "txbox.h"
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sandbox_spec {
+	const char *workspace;    /* absolute canonical path of the workspace */
+	const char *cwd;          /* absolute path inside the view to start in */
+	const char *upper_path;   /* absolute path of the layer's upper dir */
+	const char *work_path;    /* absolute path of the layer's work dir */
+	const char *state_name;   /* name of the state dir inside the workspace to hide (".txbox"), or NULL */
+	bool hide_state_by_whiteout; /* the layer's upper already holds a whiteout for state_name */
+	const char *const *argv;  /* NULL-terminated */
+	const char *validate;     /* shell text or NULL */
+	char *const *envp;        /* environment for the command (already filtered) */
+	double timeout_sec;       /* <= 0: none */
+	size_t output_limit;
+	int passthrough_stdout, passthrough_stderr;
+	bool network;             /* share the host network namespace */
+	bool use_userns;          /* new user namespace (rootless, or hardening) */
+	const char *const *masked_paths; /* NULL-terminated or NULL */
+	const char *home;
+	harden_opts harden;
+	txbox_limits limits;
+	const char *txid;
+} sandbox_spec;
+
+typedef struct sandbox_outcome {
+	bool started;             /* the command was executed */
+	int exit_code;            /* when started and !signal */
+	int signal;
+	bool validation_ran;
+	int validation_exit;      /* exit code or 128+sig */
+	bool timed_out;
+	const char *limit;        /* "memory", "pids", "cpu", "output" or NULL */
+	bool overlay_index;       /* overlay was mounted with index=on */
+	bool overlay_userxattr;   /* overlay used user.overlay.* xattrs */
+	txbox_limit_mechanism mechanism;
+	int landlock_abi;
+	char *out, *err;
+	size_t out_len, err_len;
+	bool out_truncated, err_truncated;
+	double exec_ms;
+} sandbox_outcome;
+
+/* Run the sandbox to completion. Returns 0 when the sandbox ran (whatever
+ * the command did), negative with err set when it could not be set up. */
+int sandbox_run(const sandbox_spec *spec, sandbox_outcome *out, txbox_error *err);
+void sandbox_outcome_free(sandbox_outcome *o);
+
+/* ---- internal pieces (one file each) ---------------------------------- */
+
+/* mounts.c: inside the new namespaces, build the view. Returns 0 or -errno
+ * with msg filled (no allocation: runs in the cloned child). */
+int mounts_build_view(const sandbox_spec *spec, bool *index_on, bool *userxattr,
+		      char *msg, size_t msglen);
+
+/* userns.c: write uid/gid maps for child pid (identity map of the caller). */
+int userns_write_maps(pid_t pid, uid_t uid, gid_t gid, txbox_error *err);
+/* Can this process create a user namespace? (probe, cached) */
+bool userns_available(void);

@@ -1,0 +1,271 @@
+/* sandbox/seccomp: the system-call filter.
+ *
+ * Policy: default ALLOW; refuse what a coding tool never needs and what is
+ * kernel attack surface or a sandbox escape (mount API, namespaces, ptrace,
+ * module/kexec/bpf/keyring, clock setting, TIOCSTI, …). Refusals are ERRNO,
+ * not KILL, so well-written tools print an error and carry on.
+ *
+ * Foreign ABIs: the filter is built for the native architecture only and the
+ * bad-architecture action is ERRNO(EPERM). On x86_64 that makes every i386
+ * (int 0x80) and x32 (nr | __X32_SYSCALL_BIT) call fail: libseccomp emits
+ * the x32 range check itself when x32 is not part of the filter.
+ *
+ * Socket families: AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK are allowed.
+ * AF_NETLINK is kept because glibc's getaddrinfo(AI_ADDRCONFIG), ip(8), ss(8)
+ * and friends use NETLINK_ROUTE; inside the sandbox's own network namespace
+ * it only sees the sandbox's loopback, and the privileged netlink families
+ * (audit, netfilter, …) still require capabilities the sandbox does not
+ * hold. Every other family (AF_PACKET, AF_ALG, AF_VSOCK, AF_BLUETOOTH, …)
+ * fails with EAFNOSUPPORT unless allow_extra_socket_families.
+ *
+ * personality(2) and socket(2) need "argument not in a set" tests, which
+ * libseccomp 2.5 cannot express (one comparison per argument per rule):
+ * socket is written as one EQ rule per refused family below AF_MAX plus a
+ * GE AF_MAX rule; personality gets a second, hand-written classic-BPF filter
+ * (seccomp filters stack; the most restrictive verdict wins). */
+#include "sandbox/seccomp_filter.h"
+
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef CLONE_NEWCGROUP
+#define CLONE_NEWCGROUP 0x02000000
+#endif
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+#ifndef TIOCLINUX
+#define TIOCLINUX 0x541C
+#endif
+#ifndef AF_NETLINK
+#define AF_NETLINK 16
+#endif
+
+/* Refused with EPERM whatever the arguments. Names, so that a syscall the
+ * running libseccomp does not know (or this architecture lacks) is skipped. */
+static const char *const denied_always[] = {
+	/* mount API: the sandbox's mounts are final */
+	"mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree",
+	"open_tree_attr", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+	/* other processes' memory */
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
+	/* kernel code, kexec, bpf, perf */
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"bpf", "perf_event_open",
+	/* keyrings are not namespaced */
+	"keyctl", "add_key", "request_key",
+	/* userfaultfd: classic exploitation aid */
+	"userfaultfd",
+	/* namespaces: no nesting, no joining */
+	"unshare", "setns",
+	/* file handles bypass path-based confinement (name_to_handle_at is harmless) */
+	"open_by_handle_at",
+	/* hardware, swap, power, accounting, quotas */
+	"iopl", "ioperm", "swapon", "swapoff", "reboot", "acct", "quotactl", "quotactl_fd",
+	/* the clock is the host's */
+	"settimeofday", "clock_settime", "clock_settime64", "clock_adjtime",
+	"clock_adjtime64", "adjtimex", "stime",
+	/* kernel log, obsolete or dangerous odds and ends */
+	"syslog", "lookup_dcookie", "vhangup", "nfsservctl",
+	/* io_uring: large attack surface, bypasses this filter for the ops it
+	 * performs; users fall back to plain syscalls on EPERM */
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+};
+
+static const uint64_t clone_ns_flags[] = {
+	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+	/* CLONE_NEWTIME (0x80) overlaps CSIGNAL for clone(); clone3 is refused whole. */
+};
+
+/* personality(2) values allowed (everything else, e.g. ADDR_NO_RANDOMIZE or
+ * READ_IMPLIES_EXEC, is refused): PER_LINUX, PER_LINUX32, UNAME26 and the
+ * 0xffffffff query — Docker's list. */
+static const uint32_t personality_allowed[] = {
+	PER_LINUX, PER_LINUX32, UNAME26, PER_LINUX32 | UNAME26, 0xffffffffu,
+};
+
+static void seccomp_releasep(scmp_filter_ctx *ctx)
+{
+	if (*ctx)
+		seccomp_release(*ctx);
+}
+
+static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned nargs,
+		    const struct scmp_arg_cmp *cmp, const char *name, txbox_error *err)
+{
+	int r = seccomp_rule_add_array(ctx, action, nr, nargs, cmp);
+	if (r < 0)
+		return txbox_fail_errno(err, r, "seccomp: adding the rule for %s", name);
+	return 0;
+}
+
+static int add_denied_names(scmp_filter_ctx ctx, txbox_error *err)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(denied_always); i++) {
+		int nr = seccomp_syscall_resolve_name(denied_always[i]);
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* unknown to this libseccomp: skip */
+		int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		if (r < 0) {
+			/* A syscall this architecture lacks (negative pseudo
+			 * number that cannot be rewritten) is not an error. */
+			if (nr < 0 && (r == -EDOM || r == -EINVAL || r == -EFAULT))
+				continue;
+			return txbox_fail_errno(err, r, "seccomp: adding the rule for %s",
+						denied_always[i]);
+		}
+	}
+	return 0;
+}
+
+static int add_clone_rules(scmp_filter_ctx ctx, txbox_error *err)
+{
+	int nr = seccomp_syscall_resolve_name("clone");
+	if (nr != __NR_SCMP_ERROR) {
+		for (size_t i = 0; i < ARRAY_SIZE(clone_ns_flags); i++) {
+			/* flags are the first argument everywhere but s390 (where
+			 * clone takes the stack first). */
+#if defined(__s390__) || defined(__s390x__)
+			struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, clone_ns_flags[i],
+							clone_ns_flags[i]);
+#else
+			struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, clone_ns_flags[i],
+							clone_ns_flags[i]);
+#endif
+			int r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &c, "clone", err);
+			if (r < 0)
+				return r;
+		}
+	}
+	/* clone3 passes its flags in a struct the filter cannot read: ENOSYS
+	 * makes glibc (pthread_create, posix_spawn) fall back to clone. */
+	nr = seccomp_syscall_resolve_name("clone3");
+	if (nr != __NR_SCMP_ERROR && nr >= 0) {
+		int r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL, "clone3", err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int add_ioctl_rules(scmp_filter_ctx ctx, txbox_error *err)
+{
+	/* The kernel reads the request as unsigned int: compare the low 32
+	 * bits only so junk in the upper half cannot slip past. */
+	static const uint64_t requests[] = {TIOCSTI, TIOCLINUX};
+	for (size_t i = 0; i < ARRAY_SIZE(requests); i++) {
+		struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, requests[i]);
+		int r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &c, "ioctl", err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static bool socket_family_allowed(uint64_t family)
+{
+	return family == AF_UNIX || family == AF_INET || family == AF_INET6 ||
+	       family == AF_NETLINK;
+}
+
+static int add_socket_rules(scmp_filter_ctx ctx, txbox_error *err)
+{
+	for (uint64_t fam = 0; fam < AF_MAX; fam++) {
+		if (socket_family_allowed(fam))
+			continue;
+		struct scmp_arg_cmp c = {.arg = 0, .op = SCMP_CMP_EQ, .datum_a = fam, .datum_b = 0};
+		int r = add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &c,
+				 "socket", err);
+		if (r < 0)
+			return r;
+	}
+	/* Families newer than this header, and any value with upper bits set. */
+	struct scmp_arg_cmp c = {.arg = 0, .op = SCMP_CMP_GE, .datum_a = AF_MAX, .datum_b = 0};
+	return add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &c, "socket", err);
+}
+
+/* Offsets of the low and high halves of seccomp_data.args[0]. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ARG0_LO offsetof(struct seccomp_data, args[0])
+#else
+#define ARG0_LO (offsetof(struct seccomp_data, args[0]) + 4)
+#endif
+
+static int load_personality_filter(txbox_error *err)
+{
+	uint32_t arch = seccomp_arch_native();
+	int nr = seccomp_syscall_resolve_name("personality");
+	if (arch == 0 || nr < 0)
+		return 0; /* not on this architecture */
+
+	enum { NALLOW = ARRAY_SIZE(personality_allowed) };
+	/* 0 ld arch; 1 jeq arch; 2 ld nr; 3 jeq nr; 4 ld arg0.lo;
+	 * 5..5+NALLOW-1 jeq allowed; deny; allow */
+	struct sock_filter prog[5 + NALLOW + 2];
+	size_t n = 0;
+	const size_t deny = 5 + NALLOW, allow = deny + 1;
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						 offsetof(struct seccomp_data, arch));
+	prog[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0,
+					       (uint8_t)(allow - n - 1));
+	n++;
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						 offsetof(struct seccomp_data, nr));
+	prog[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0,
+					       (uint8_t)(allow - n - 1));
+	n++;
+	/* The kernel takes the persona as unsigned int: only the low half counts. */
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG0_LO);
+	for (size_t i = 0; i < NALLOW; i++, n++)
+		prog[n] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+						       personality_allowed[i],
+						       (uint8_t)(allow - n - 1), 0);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+						 SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+
+	struct sock_fprog fprog = {.len = (unsigned short)n, .filter = prog};
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) < 0)
+		return txbox_fail_errno(err, -errno, "seccomp: loading the personality filter");
+	return 0;
+}
+
+int harden_seccomp_apply(bool allow_extra_socket_families, txbox_error *err)
+{
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return txbox_fail(err, -ENOMEM, "seccomp: cannot create a filter context");
+
+	/* Foreign ABIs (i386 via int 0x80, x32) hit the bad-arch action. */
+	int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(EPERM));
+	if (r < 0)
+		return txbox_fail_errno(err, r, "seccomp: setting the bad-architecture action");
+	/* NO_NEW_PRIVS is set by the caller (harden_child_apply); leave the
+	 * attribute at its default (set on load) so this also works alone. */
+
+	if ((r = add_denied_names(ctx, err)) < 0 || (r = add_clone_rules(ctx, err)) < 0 ||
+	    (r = add_ioctl_rules(ctx, err)) < 0)
+		return r;
+	if (!allow_extra_socket_families && (r = add_socket_rules(ctx, err)) < 0)
+		return r;
+
+	r = seccomp_load(ctx);
+	if (r < 0)
+		return txbox_fail_errno(err, r, "seccomp: loading the filter");
+	return load_personality_filter(err);
+}

@@ -1,0 +1,14 @@
+/* sandbox/seccomp_filter: the system-call filter installed last before execve()
+ * (seccomp.c; not named seccomp.h so it can never shadow libseccomp's). */
+#pragma once
+
+#include "util/error.h"
+
+#include <stdbool.h>
+
+/* Load the txbox seccomp filter into the calling thread (requires
+ * PR_SET_NO_NEW_PRIVS or CAP_SYS_ADMIN). Default action ALLOW; dangerous
+ * calls fail with EPERM (clone3 with ENOSYS, foreign socket families with
+ * EAFNOSUPPORT) so tools degrade instead of dying. Syscalls unknown to the
+ * running libseccomp are skipped. */
+int harden_seccomp_apply(bool allow_extra_socket_families, txbox_error *err);

@@ -1,0 +1,276 @@
+/* Internal interface of src/shell/: shared between lexer, word expansion,
+ * parser, unwrapping and interpreter-string scanning. Nothing here is
+ * exported outside the module. */
+#pragma once
+
+#include "shell/shell.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Hard bound on syntactic nesting ((…), {…}, $(…), if/while, ${…}): keeps
+ * recursion (and so stack use) bounded whatever the input. */
+#define SH_MAX_NEST 100
+/* Bounds on brace expansion of one word. */
+#define SH_MAX_FIELDS 4096
+#define SH_MAX_FIELD_BYTES (1u << 20)
+
+/* ---- growable buffers (buf.c) ----------------------------------------- */
+
+/* Byte buffer; on allocation failure it sets oom and ignores further writes. */
+struct sbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+void sbuf_putc(struct sbuf *b, char c);
+void sbuf_put(struct sbuf *b, const char *s, size_t n);
+void sbuf_puts(struct sbuf *b, const char *s);
+/* Returns the NUL-terminated string (ownership to caller) or NULL on OOM. */
+char *sbuf_take(struct sbuf *b);
+void sbuf_free(struct sbuf *b);
+
+/* Grow *p (array of elsz-byte elements, capacity *cap) to hold need. */
+int sh_vec_reserve(void **p, size_t *cap, size_t need, size_t elsz);
+
+/* Word cells: bytes with per-byte flags (quoting, expansion). */
+enum {
+	CF_QUOTED = 1u << 0, /* quoted/escaped: not special for braces or globs */
+	CF_EXP = 1u << 1,    /* raw text of an expansion whose value is unknown */
+	CF_HOME = 1u << 2,   /* "~" standing for $HOME / ${HOME} */
+};
+
+struct cells {
+	char *c;
+	uint8_t *f;
+	size_t len, cap;
+	bool oom;
+};
+
+void cells_add(struct cells *w, char c, uint8_t f);
+void cells_addn(struct cells *w, const char *s, size_t n, uint8_t f);
+void cells_free(struct cells *w);
+
+/* ---- parse results ------------------------------------------------------ */
+
+/* One argument after expansion (a word may give several through braces). */
+struct sh_field {
+	char *text;
+	bool unres;     /* contains an expansion that cannot be known */
+	bool lookalike; /* unquoted Unicode space / zero-width / dash look-alike */
+	bool procsub;   /* contains <(…) or >(…) */
+	size_t sub_begin, sub_end; /* nodes produced by substitutions inside the word */
+};
+
+struct sh_redir_raw {
+	int op;        /* enum sh_rop */
+	int fd;        /* explicit fd, -1 default, -2 {var} */
+	char *target;  /* file or dup target, heredoc delimiter */
+	bool unres;
+	bool procsub;
+	/* here-documents and here-strings */
+	bool here;
+	bool here_quoted; /* quoted delimiter: body is literal */
+	bool here_filled;
+	char *body;
+	bool body_unres;
+	size_t sub_begin, sub_end;
+};
+
+struct sh_node {
+	struct sh_field *argv;
+	size_t argc, cap;
+	struct sh_redir_raw **redirs;
+	size_t nredirs, rcap;
+	char *via;
+	unsigned depth;
+	unsigned pipe_id, pipe_idx;
+	bool stdin_piped;
+	bool compound_redirs; /* redirections of a compound command */
+};
+
+struct sh_nodes {
+	struct sh_node *v;
+	size_t n, cap;
+};
+
+void sh_node_free(struct sh_node *n);
+void sh_nodes_free(struct sh_nodes *ns);
+void sh_field_free(struct sh_field *f);
+
+/* ---- shared analysis state --------------------------------------------- */
+
+struct sh_ctx {
+	size_t max_length;
+	unsigned max_depth;
+	size_t max_nodes;
+	size_t nodes_used;
+	unsigned pipe_seq;
+	txbox_error *err;
+	shell_analysis *out;
+	size_t out_cap;
+};
+
+/* Count n units against max_nodes; fails with -E2BIG. */
+int sh_budget(struct sh_ctx *ctx, size_t n);
+
+/* ---- lexer / parser (lexer.c, word.c, parser.c) ------------------------ */
+
+enum sh_tk {
+	TK_EOF = 0,
+	TK_NEWLINE,
+	TK_WORD,
+	TK_SEMI,
+	TK_AMP,
+	TK_AND,
+	TK_OR,
+	TK_PIPE,
+	TK_PIPEAMP,
+	TK_LPAREN,
+	TK_RPAREN,
+	TK_DLPAREN,
+	TK_DSEMI,
+	TK_SEMIAMP,
+	TK_DSEMIAMP,
+	TK_REDIR,
+};
+
+enum sh_rop {
+	R_LT = 0, /* <   */
+	R_GT,     /* >   */
+	R_DGT,    /* >>  */
+	R_CLOBBER,/* >|  */
+	R_LTGT,   /* <>  */
+	R_AMPGT,  /* &>  */
+	R_AMPDGT, /* &>> */
+	R_GTAMP,  /* >&  */
+	R_LTAMP,  /* <&  */
+	R_DLT,    /* <<  */
+	R_DLTDASH,/* <<- */
+	R_TLT,    /* <<< */
+};
+
+/* A word as read from the text, before brace expansion. */
+struct sh_word {
+	struct cells cells;
+	size_t start, end; /* byte span in the parser's text */
+	bool unres;
+	bool quoted;       /* any quoting character took part */
+	bool lookalike;
+	bool lookalike_q;  /* look-alike inside quotes */
+	bool procsub;
+	size_t sub_begin, sub_end;
+};
+
+struct sh_tok {
+	enum sh_tk t;
+	size_t pos;
+	struct sh_word w; /* TK_WORD */
+	int rop;          /* TK_REDIR */
+	int fd;           /* TK_REDIR: -1 none, -2 {var} */
+};
+
+struct sh_pending {
+	struct sh_redir_raw *r;
+	char *delim;
+	bool strip_tabs;
+};
+
+struct sh_parser {
+	struct sh_ctx *ctx;
+	struct sh_nodes *nodes;
+	const char *s;
+	size_t len, pos;
+	const char *via;
+	unsigned depth;  /* depth stamped on nodes */
+	unsigned *nest;  /* shared syntactic nesting counter */
+	bool stdin_piped;
+	unsigned pipe_id, pipe_idx;
+	struct sh_tok la;
+	bool have_la;
+	struct sh_pending *pend;
+	size_t npend, pcap;
+	const char *what; /* "" or e.g. "in `…` " for messages */
+};
+
+int sh_fail_at(struct sh_parser *p, size_t pos, int code, const char *msg);
+int sh_nest_enter(struct sh_parser *p, size_t pos);
+void sh_nest_leave(struct sh_parser *p);
+
+/* lexer.c */
+int sh_peek(struct sh_parser *p, struct sh_tok **out);
+void sh_consume(struct sh_parser *p);
+void sh_tok_free(struct sh_tok *t);
+int sh_read_heredocs(struct sh_parser *p);
+/* Scan an arithmetic body starting at p->pos (just after "((" / "$(("):
+ * returns 1 and leaves pos after "))" if it is arithmetic, 0 if it must
+ * be re-read as nested (…). Substitutions inside are parsed. */
+int sh_arith_probe(const char *s, size_t len, size_t pos);
+
+/* word.c */
+int sh_read_word(struct sh_parser *p, struct sh_word *w);
+void sh_word_free(struct sh_word *w);
+/* Arithmetic text: parse substitutions up to the closing "))". */
+int sh_read_arith(struct sh_parser *p, struct sh_word *w, size_t open_pos);
+/* Here-document body with expansions (unquoted delimiter). */
+int sh_expand_body(struct sh_parser *parent, const char *body, size_t len, size_t body_pos,
+		   char **out, bool *unres, size_t *sub_begin, size_t *sub_end);
+/* Value text of a word without brace expansion (redirection targets,
+ * here-strings, assignment values). */
+char *sh_word_text(const struct sh_word *w, bool *unres);
+/* True if the word is the unquoted literal s. */
+bool sh_word_is(const struct sh_word *w, const char *s);
+/* Brace-expand w into fields appended to node (count units into budget). */
+int sh_word_fields(struct sh_parser *p, const struct sh_word *w, struct sh_node *n);
+/* Length of the assignment prefix "NAME=" / "NAME+=" / "NAME[...]=" or 0. */
+size_t sh_word_assign_len(const struct sh_word *w);
+
+/* parser.c: parse a whole text into nodes appended to ns. */
+int sh_parse_text(struct sh_ctx *ctx, struct sh_nodes *ns, const char *s, size_t len,
+		  const char *via, unsigned depth, bool stdin_piped);
+/* Nested $(…) / <(…) / >(…) starting at p->pos (after the opening paren);
+ * leaves p->pos after the closing paren. */
+int sh_parse_subst(struct sh_parser *p, const char *via, bool stdin_piped);
+/* Backquoted text already unescaped. */
+int sh_parse_backquote(struct sh_parser *p, const char *text, size_t len, size_t at);
+
+/* ---- analysis (analyze.c, unwrap.c, interp.c) --------------------------- */
+
+struct sh_stdin {
+	bool piped;        /* reads from a pipeline */
+	const char *body;  /* here-document / here-string text, or NULL */
+	bool body_unres;
+	bool here_string;
+	bool redirected;   /* from a file */
+	bool procsub;      /* from <(…) */
+	bool downloaded;   /* pipeline source looks like curl/wget */
+	bool decoded;      /* pipeline source looks like base64 -d / xxd -r */
+};
+
+/* Emit a command; returns its index in ctx->out or negative error. */
+int sh_emit(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
+	    const struct sh_redir_raw *const *redirs, size_t nredirs,
+	    const char *via, unsigned depth);
+void sh_mark_unresolved(struct sh_ctx *ctx, int idx, const char *reason);
+
+/* Analyse text as shell code (re-parse); syntax errors become unresolved
+ * marks on cmd_idx (if >= 0) instead of hard errors; limits stay errors. */
+int sh_reparse(struct sh_ctx *ctx, const char *text, size_t len, const char *via,
+	       unsigned depth, int cmd_idx, const struct sh_stdin *in);
+
+/* Unwrap one command (emit it and whatever it runs). */
+int sh_unwrap(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
+	      const struct sh_redir_raw *const *redirs, size_t nredirs,
+	      const char *via, unsigned depth, const struct sh_stdin *in,
+	      const struct sh_nodes *ns);
+
+/* Scan interpreter code (lang: "python", "perl", "ruby", "node", "php",
+ * "awk") for commands it runs; marks cmd_idx unresolved where a call's
+ * argument is not a literal. */
+int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_t len,
+		   const char *via, unsigned depth, int cmd_idx);
+
+/* Basename of a command word. */
+const char *sh_basename(const char *s);

@@ -1,0 +1,61 @@
+/* shell/: parse bash-compatible command text for classification.
+ *
+ * Pure: no syscalls. Fail-closed: anything that cannot be resolved
+ * statically is reported as unresolved, never silently dropped.
+ * (Interface fixed by the core; implementation in src/shell/.) */
+#pragma once
+
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum shell_redir_kind {
+	SHELL_REDIR_READ = 0,   /* <, <>, heredoc sources are not listed */
+	SHELL_REDIR_WRITE,      /* >, >|, &> */
+	SHELL_REDIR_APPEND,     /* >>, &>> */
+} shell_redir_kind;
+
+typedef struct shell_redir {
+	shell_redir_kind kind;
+	char *target;           /* expanded target word; NULL when unresolved */
+	bool unresolved;
+} shell_redir;
+
+typedef struct shell_cmd {
+	char **argv;            /* NULL-terminated; argv[0] is the command as written (path kept) */
+	size_t argc;
+	bool *word_unresolved;  /* per argv word: contains an expansion that cannot be known statically */
+	bool unresolved;        /* the command itself cannot be known (e.g. `$cmd -rf /`, `eval "$x"`, `curl … | sh`) */
+	char *unresolved_reason;/* NULL unless unresolved */
+	shell_redir *redirs;
+	size_t nredirs;
+	char *via;              /* how it was reached: NULL for top level, else e.g. "sh -c", "$(…)", "xargs", "find -exec", "sudo" */
+	unsigned depth;         /* nesting depth of re-parsing */
+} shell_cmd;
+
+typedef struct shell_analysis {
+	shell_cmd *cmds;
+	size_t ncmds;
+	bool unresolved;        /* any command or word unresolved */
+	char *unresolved_reason;/* first reason, NULL if resolved */
+} shell_analysis;
+
+typedef struct shell_limits {
+	size_t max_length;      /* bytes of input; 0: default 1 MiB */
+	unsigned max_depth;     /* re-parse nesting; 0: default 8 */
+	size_t max_nodes;       /* 0: default 100000 */
+} shell_limits;
+
+/* Analyse shell text. On a syntax error or a limit, returns a negative code
+ * with err naming the problem (position included); callers treat that as
+ * unresolved. On success out holds every command that would execute. */
+int shell_analyze(const char *text, size_t len, const shell_limits *lim,
+		  shell_analysis *out, txbox_error *err);
+
+/* Analyse an argv that is executed directly (no shell): wrappers such as
+ * sudo/env/xargs and interpreters with -c are still unwrapped. */
+int shell_analyze_argv(const char *const *argv, size_t argc, const shell_limits *lim,
+		       shell_analysis *out, txbox_error *err);
+
+void shell_analysis_free(shell_analysis *a);

@@ -1,0 +1,229 @@
+/* commit: apply a plan to the workspace, and reverse it.
+ *
+ * Every change is one rename on the same filesystem, never a data copy:
+ *   PUT over an existing entry   renameat2(RENAME_EXCHANGE): the new entry
+ *                                appears atomically and the original lands in
+ *                                the layer, where it stays for undo
+ *   PUT into an empty slot       renameat2(RENAME_NOREPLACE)
+ *   DELETE                       the original is renamed into displaced/<op>
+ *   META                         mode, owner, times and xattrs set in place
+ * Parents are opened beneath the workspace without following symlinks or
+ * `..` (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS),
+ * so nothing is ever written outside it, whatever the layer or the
+ * workspace contain. Reversal uses the inode numbers in the journal to tell
+ * which ops were applied, so it is idempotent after a crash. */
+#include "snapshot/snapshot.h"
+
+#include "snapshot/prepare.h"
+#include "util/cleanup.h"
+#include "util/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+int snapshot_open_parent(int root_fd, const char *rel, const char **name, txbox_error *err)
+{
+	const char *slash = strrchr(rel, '/');
+	if (!slash) {
+		*name = rel;
+		int fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+		return fd >= 0 ? fd : txbox_fail_errno(err, -errno, "dup");
+	}
+	*name = slash + 1;
+	_cleanup_free_ char *parent = strndup(rel, (size_t)(slash - rel));
+	if (!parent)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	int fd = fs_open_beneath(root_fd, parent, O_PATH | O_DIRECTORY, 0);
+	if (fd < 0)
+		return txbox_fail_errno(err, fd, "opening %s beneath the workspace (a symlink or `..` on the way?)",
+					parent);
+	return fd;
+}
+
+/* Make the xattrs of dst (non overlay-private) equal to those of src. */
+static int sync_xattrs(const char *src, const char *dst, txbox_error *err)
+{
+	char names[8192], val[65536];
+	ssize_t n = llistxattr(dst, names, sizeof names);
+	for (ssize_t off = 0; n > 0 && off < n; off += (ssize_t)strlen(names + off) + 1) {
+		const char *k = names + off;
+		if (fs_xattr_is_overlay_private(k))
+			continue;
+		if (lgetxattr(src, k, NULL, 0) < 0 && errno == ENODATA)
+			lremovexattr(dst, k);
+	}
+	n = llistxattr(src, names, sizeof names);
+	for (ssize_t off = 0; n > 0 && off < n; off += (ssize_t)strlen(names + off) + 1) {
+		const char *k = names + off;
+		if (fs_xattr_is_overlay_private(k))
+			continue;
+		ssize_t vl = lgetxattr(src, k, val, sizeof val);
+		if (vl < 0)
+			continue;
+		if (lsetxattr(dst, k, val, (size_t)vl, 0) < 0 && errno != ENOTSUP && errno != EPERM)
+			return txbox_fail_errno(err, -errno, "setting xattr %s", k);
+	}
+	return 0;
+}
+
+/* Set owner, mode and times of dirfd/name (dirfd itself when name is ""). */
+static int set_meta(int dirfd, const char *name, const struct stat *st, txbox_error *err)
+{
+	int flags = name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH;
+	if (fchownat(dirfd, name, st->st_uid, st->st_gid, flags) < 0 && errno != EPERM)
+		return txbox_fail_errno(err, -errno, "changing owner of %s", name[0] ? name : ".");
+	if (!S_ISLNK(st->st_mode)) {
+		char p[PATH_MAX];
+		if (name[0])
+			prepare_xattr_path(dirfd, name, p, sizeof p);
+		else
+			fs_fd_path(dirfd, p);
+		/* chmod through the fd path: never follows a symlink (checked above). */
+		if (chmod(p, st->st_mode & 07777) < 0)
+			return txbox_fail_errno(err, -errno, "changing mode of %s", name[0] ? name : ".");
+	}
+	struct timespec ts[2] = {st->st_atim, st->st_mtim};
+	if (utimensat(dirfd, name, ts, flags) < 0)
+		return txbox_fail_errno(err, -errno, "setting times of %s", name[0] ? name : ".");
+	return 0;
+}
+
+static int apply_meta(int ws_fd, int upper_fd, const plan_op *o, txbox_error *err)
+{
+	const char *wname, *uname;
+	_cleanup_close_ int wpar = o->path[0] ? snapshot_open_parent(ws_fd, o->path, &wname, err) : -1;
+	_cleanup_close_ int upar = o->path[0] ? snapshot_open_parent(upper_fd, o->path, &uname, err) : -1;
+	if (o->path[0] && (wpar < 0 || upar < 0))
+		return err->code;
+	int wd = o->path[0] ? wpar : ws_fd;
+	int ud = o->path[0] ? upar : upper_fd;
+	if (!o->path[0])
+		wname = uname = "";
+	struct stat cur;
+	if (fstatat(wd, wname, &cur, wname[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH) < 0)
+		return txbox_fail_errno(err, -errno, "stat of %s", o->path);
+	if ((cur.st_mode & S_IFMT) != (o->old_st.st_mode & S_IFMT) || cur.st_ino != o->old_ino)
+		return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
+	char up[PATH_MAX], wp[PATH_MAX];
+	if (wname[0]) {
+		prepare_xattr_path(ud, uname, up, sizeof up);
+		prepare_xattr_path(wd, wname, wp, sizeof wp);
+	} else {
+		fs_fd_path(ud, up);
+		fs_fd_path(wd, wp);
+	}
+	int r = sync_xattrs(up, wp, err);
+	if (r < 0)
+		return r;
+	struct stat want = o->new_st;
+	want.st_mode = (cur.st_mode & S_IFMT) | (o->new_st.st_mode & 07777);
+	return set_meta(wd, wname, &want, err);
+}
+
+static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
+{
+	if (o->kind == PLAN_META)
+		return apply_meta(ws_fd, upper_fd, o, err);
+	const char *wname, *uname;
+	_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
+	if (wpar < 0)
+		return wpar;
+	if (o->kind == PLAN_DELETE) {
+		char dn[32];
+		snprintf(dn, sizeof dn, "%zu", idx);
+		struct stat cur;
+		if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->old_ino)
+			return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
+		if (renameat2(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
+			return txbox_fail_errno(err, -errno, "moving %s aside", o->path);
+		return 0;
+	}
+	_cleanup_close_ int upar = snapshot_open_parent(upper_fd, o->path, &uname, err);
+	if (upar < 0)
+		return upar;
+	if (o->existed) {
+		struct stat cur;
+		if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->old_ino)
+			return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
+	}
+	if (renameat2(upar, uname, wpar, wname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0) {
+		if (errno == EEXIST)
+			return txbox_fail(err, -EEXIST, "%s appeared in the workspace during the transaction", o->path);
+		return txbox_fail_errno(err, -errno, "publishing %s", o->path);
+	}
+	return 0;
+}
+
+static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
+{
+	if (o->kind == PLAN_META) {
+		const char *wname = "";
+		_cleanup_close_ int wpar = o->path[0] ? snapshot_open_parent(ws_fd, o->path, &wname, err) : -1;
+		if (o->path[0] && wpar < 0)
+			return wpar;
+		int wd = o->path[0] ? wpar : ws_fd;
+		struct stat cur;
+		if (fstatat(wd, wname, &cur, wname[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH) < 0 ||
+		    cur.st_ino != o->old_ino)
+			return 0; /* not ours any more */
+		struct stat old = o->old_st;
+		old.st_mode = (cur.st_mode & S_IFMT) | (o->old_st.st_mode & 07777);
+		return set_meta(wd, wname, &old, err);
+	}
+	const char *wname, *uname;
+	_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
+	if (wpar < 0)
+		return wpar;
+	struct stat cur;
+	if (o->kind == PLAN_DELETE) {
+		char dn[32];
+		snprintf(dn, sizeof dn, "%zu", idx);
+		if (fstatat(displaced_fd, dn, &cur, AT_SYMLINK_NOFOLLOW) < 0)
+			return 0; /* never moved */
+		if (renameat2(displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
+			return txbox_fail_errno(err, -errno, "restoring %s", o->path);
+		return 0;
+	}
+	if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->new_ino)
+		return 0; /* never published */
+	_cleanup_close_ int upar = snapshot_open_parent(upper_fd, o->path, &uname, err);
+	if (upar < 0)
+		return upar;
+	if (renameat2(wpar, wname, upar, uname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
+		return txbox_fail_errno(err, -errno, "restoring %s", o->path);
+	return 0;
+}
+
+int commit_reverse(int ws_fd, int upper_fd, int displaced_fd, const plan *p, size_t n, txbox_error *err)
+{
+	int r = 0;
+	for (size_t i = n; i-- > 0;) {
+		int q = reverse_one(ws_fd, upper_fd, displaced_fd, &p->ops[i], i, err);
+		if (q < 0)
+			r = q; /* keep going: restore as much as possible */
+	}
+	return r;
+}
+
+int commit_apply(int ws_fd, int upper_fd, int displaced_fd, const plan *p, txbox_error *err)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		int r = apply_one(ws_fd, upper_fd, displaced_fd, &p->ops[i], i, err);
+		if (r < 0) {
+			txbox_error rerr = TXBOX_ERROR_INIT;
+			if (commit_reverse(ws_fd, upper_fd, displaced_fd, p, i, &rerr) < 0)
+				txbox_error_prefix(err, "and restoring the workspace failed too (%s); run `txbox "
+							"recover`",
+						   rerr.message ? rerr.message : "?");
+			txbox_error_clear(&rerr);
+			return r;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,56 @@
+/* layer: one overlay layer of a transaction: layers/<n>/{upper,work}.
+ * Creating it is O(1): two directories, whatever the workspace size. */
+#include "snapshot/snapshot.h"
+
+#include "util/cleanup.h"
+#include "util/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, layer *out, txbox_error *err)
+{
+	out->upper_fd = out->work_fd = -1;
+	out->state_whiteout = false;
+	char rel[64];
+	snprintf(rel, sizeof rel, "layers/%u", index);
+	_cleanup_close_ int lfd = fs_mkdir_p_at(txfd, rel, 0700, err);
+	if (lfd < 0)
+		return txbox_error_prefix(err, "creating layer %u", index);
+	if (mkdirat(lfd, "upper", 0700) < 0 || mkdirat(lfd, "work", 0700) < 0)
+		return txbox_fail_errno(err, -errno, "creating layer %u directories", index);
+	_cleanup_close_ int up = openat(lfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int wk = openat(lfd, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (up < 0 || wk < 0)
+		return txbox_fail_errno(err, -errno, "opening layer %u", index);
+
+	/* The merged root shows the upper root's attributes: mirror the workspace. */
+	struct stat st;
+	if (fstat(ws_fd, &st) < 0)
+		return txbox_fail_errno(err, -errno, "stat of the workspace");
+	if (fchown(up, st.st_uid, st.st_gid) < 0 && errno != EPERM)
+		return txbox_fail_errno(err, -errno, "setting the layer's owner");
+	if (fchmod(up, st.st_mode & 07777) < 0)
+		return txbox_fail_errno(err, -errno, "setting the layer's mode");
+	if (hide_name && mknodat(up, hide_name, S_IFCHR | 0, makedev(0, 0)) == 0)
+		out->state_whiteout = true;
+	struct timespec ts[2] = {st.st_atim, st.st_mtim};
+	futimens(up, ts);
+	out->upper_fd = steal_fd(up);
+	out->work_fd = steal_fd(wk);
+	return 0;
+}
+
+void layer_close(layer *l)
+{
+	if (l->upper_fd >= 0)
+		close(l->upper_fd);
+	if (l->work_fd >= 0)
+		close(l->work_fd);
+	l->upper_fd = l->work_fd = -1;
+}

@@ -1,0 +1,326 @@
+/* plan: compute what committing a layer means, without touching the
+ * workspace. Walks the upper layer against the workspace:
+ *
+ *   whiteout (0/0 char device, or overlay.whiteout xattr)  → DELETE
+ *   directory, not opaque, over a workspace directory      → recurse, then
+ *                                                            META if its mode,
+ *                                                            owner, times or
+ *                                                            xattrs differ
+ *   directory opaque, or over nothing / a non-directory    → PUT (whole tree)
+ *   anything else                                          → PUT, or META
+ *        when only metadata changed (same size, mtime and bytes), or nothing
+ *        when it is identical (a copy-up without change)
+ *
+ * Ops come out in walk order with a directory's META after its children,
+ * so its times are set after the renames beneath it. */
+#include "snapshot/snapshot.h"
+
+#include "snapshot/prepare.h"
+#include "util/cleanup.h"
+#include "util/fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+static int plan_push(plan *p, plan_op *op, txbox_error *err)
+{
+	if (p->n == p->cap) {
+		size_t nc = p->cap ? p->cap * 2 : 64;
+		plan_op *n = realloc(p->ops, nc * sizeof *n);
+		if (!n) {
+			free(op->path);
+			return txbox_fail(err, -ENOMEM, "out of memory");
+		}
+		p->ops = n;
+		p->cap = nc;
+	}
+	p->ops[p->n++] = *op;
+	return 0;
+}
+
+void plan_free(plan *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->ops[i].path);
+	free(p->ops);
+	p->ops = NULL;
+	p->n = p->cap = 0;
+}
+
+/* Sorted list of non-overlay xattrs "name\0value-len\0value" is overkill:
+ * compare by looking each name of one side up on the other. */
+static bool xattrs_subset(const char *a, const char *b)
+{
+	char names[8192];
+	ssize_t n = llistxattr(a, names, sizeof names);
+	if (n < 0)
+		return errno == ENOTSUP || errno == EPERM;
+	char va[4096], vb[4096];
+	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(names + off) + 1) {
+		const char *k = names + off;
+		if (fs_xattr_is_overlay_private(k))
+			continue;
+		ssize_t la = lgetxattr(a, k, va, sizeof va);
+		ssize_t lb = lgetxattr(b, k, vb, sizeof vb);
+		if (la != lb || (la > 0 && memcmp(va, vb, (size_t)la) != 0))
+			return false;
+	}
+	return true;
+}
+
+static bool xattrs_equal(int d1, const char *n1, int d2, const char *n2)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	prepare_xattr_path(d1, n1, a, sizeof a);
+	prepare_xattr_path(d2, n2, b, sizeof b);
+	return xattrs_subset(a, b) && xattrs_subset(b, a);
+}
+
+static bool same_time(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+static bool meta_equal(const struct stat *u, const struct stat *w)
+{
+	return (u->st_mode & 07777) == (w->st_mode & 07777) && u->st_uid == w->st_uid && u->st_gid == w->st_gid;
+}
+
+static int contents_equal(int d1, const char *n1, int d2, const char *n2)
+{
+	_cleanup_close_ int a = openat(d1, n1, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int b = openat(d2, n2, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (a < 0 || b < 0)
+		return 0; /* unreadable: treat as different (the rename path is always correct) */
+	static char ba[65536], bb[65536];
+	for (;;) {
+		ssize_t x = read(a, ba, sizeof ba);
+		if (x < 0)
+			return 0;
+		size_t got = 0;
+		while (got < (size_t)x) {
+			ssize_t y = read(b, bb + got, (size_t)x - got);
+			if (y <= 0)
+				return 0;
+			got += (size_t)y;
+		}
+		if (x == 0) {
+			char c;
+			return read(b, &c, 1) == 0;
+		}
+		if (memcmp(ba, bb, (size_t)x) != 0)
+			return 0;
+	}
+}
+
+static bool links_equal(int d1, const char *n1, int d2, const char *n2)
+{
+	char a[PATH_MAX + 1], b[PATH_MAX + 1];
+	ssize_t la = readlinkat(d1, n1, a, sizeof a);
+	ssize_t lb = readlinkat(d2, n2, b, sizeof b);
+	return la >= 0 && la == lb && memcmp(a, b, (size_t)la) == 0;
+}
+
+static char *join(const char *rel, const char *name)
+{
+	char *s = NULL;
+	if (!rel[0])
+		return strdup(name);
+	if (asprintf(&s, "%s/%s", rel, name) < 0)
+		return NULL;
+	return s;
+}
+
+typedef struct walk {
+	plan *p;
+	const plan_opts *o;
+	txbox_error *err;
+} walk;
+
+static int walk_dir(walk *w, int ufd, int wfd, const char *rel, unsigned depth);
+
+static int add_op(walk *w, plan_kind k, char *path, bool existed, bool report, txbox_change_kind ch,
+		  const struct stat *ust, const struct stat *wst)
+{
+	plan_op op;
+	memset(&op, 0, sizeof op);
+	op.kind = k;
+	op.path = path;
+	op.existed = existed;
+	op.report = report;
+	op.change = ch;
+	if (ust) {
+		op.new_st = *ust;
+		op.new_ino = ust->st_ino;
+	}
+	if (wst) {
+		op.old_st = *wst;
+		op.old_ino = wst->st_ino;
+	}
+	return plan_push(w->p, &op, w->err);
+}
+
+static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *rel, unsigned depth)
+{
+	struct stat ust, wst;
+	if (fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0)
+		return txbox_fail_errno(w->err, -errno, "stat of layer entry %s", rel);
+	bool have_w = wfd >= 0 && fstatat(wfd, name, &wst, AT_SYMLINK_NOFOLLOW) == 0;
+	if (wfd >= 0 && !have_w && errno != ENOENT)
+		return txbox_fail_errno(w->err, -errno, "stat of workspace entry %s", rel);
+	_cleanup_free_ char *path = strdup(rel);
+	if (!path)
+		return txbox_fail(w->err, -ENOMEM, "out of memory");
+
+	if (prepare_is_whiteout(ufd, name, &ust)) {
+		if (!have_w)
+			return 0;
+		return add_op(w, PLAN_DELETE, steal_ptr(path), true, true, TXBOX_CHANGE_DELETED, &ust, &wst);
+	}
+
+	if (S_ISDIR(ust.st_mode) && have_w && S_ISDIR(wst.st_mode) && !prepare_is_opaque(ufd, name)) {
+		_cleanup_close_ int cu = openat(ufd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int cw = openat(wfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cu < 0 || cw < 0)
+			return txbox_fail_errno(w->err, -errno, "opening directory %s", rel);
+		int r = walk_dir(w, cu, cw, rel, depth + 1);
+		if (r < 0)
+			return r;
+		r = prepare_entry(ufd, name, &ust, rel, w->o->strip_setuid, w->err);
+		if (r < 0)
+			return r;
+		bool differs = !meta_equal(&ust, &wst) || !xattrs_equal(ufd, name, wfd, name);
+		/* Times of a merged directory are always carried over (they moved
+		 * with the changes beneath it); only real metadata is reported. */
+		return add_op(w, PLAN_META, steal_ptr(path), true, differs, TXBOX_CHANGE_METADATA, &ust, &wst);
+	}
+
+	int r = prepare_tree(ufd, name, &ust, rel, w->o->strip_setuid, w->err);
+	if (r < 0)
+		return r;
+	if (fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
+		return txbox_fail_errno(w->err, -errno, "stat of layer entry %s", rel);
+	if (!have_w)
+		return add_op(w, PLAN_PUT, steal_ptr(path), false, true, TXBOX_CHANGE_ADDED, &ust, NULL);
+	if ((ust.st_mode & S_IFMT) != (wst.st_mode & S_IFMT))
+		return add_op(w, PLAN_PUT, steal_ptr(path), true, true, TXBOX_CHANGE_TYPE_CHANGED, &ust, &wst);
+
+	bool same_content = false;
+	if (S_ISREG(ust.st_mode))
+		same_content = ust.st_size == wst.st_size && same_time(ust.st_mtim, wst.st_mtim) &&
+			       contents_equal(ufd, name, wfd, name);
+	else if (S_ISLNK(ust.st_mode))
+		same_content = links_equal(ufd, name, wfd, name);
+	else if (S_ISFIFO(ust.st_mode))
+		same_content = same_time(ust.st_mtim, wst.st_mtim);
+	if (same_content) {
+		bool meta_same = meta_equal(&ust, &wst) && xattrs_equal(ufd, name, wfd, name) &&
+				 (S_ISLNK(ust.st_mode) || same_time(ust.st_mtim, wst.st_mtim));
+		if (meta_same)
+			return 0; /* copied up, never changed */
+		return add_op(w, PLAN_META, steal_ptr(path), true, true, TXBOX_CHANGE_METADATA, &ust, &wst);
+	}
+	return add_op(w, PLAN_PUT, steal_ptr(path), true, true, TXBOX_CHANGE_MODIFIED, &ust, &wst);
+}
+
+static int walk_dir(walk *w, int ufd, int wfd, const char *rel, unsigned depth)
+{
+	if (depth > 4096)
+		return txbox_fail(w->err, -ELOOP, "%s: directory tree deeper than 4096 levels", rel);
+	int dupfd = fcntl(ufd, F_DUPFD_CLOEXEC, 3);
+	if (dupfd < 0)
+		return txbox_fail_errno(w->err, -errno, "dup");
+	_cleanup_closedir_ DIR *d = fdopendir(dupfd);
+	if (!d) {
+		close(dupfd);
+		return txbox_fail_errno(w->err, -errno, "reading layer directory %s", rel);
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (depth == 0 && w->o->skip_root_name && !strcmp(de->d_name, w->o->skip_root_name))
+			continue;
+		_cleanup_free_ char *child = join(rel, de->d_name);
+		if (!child)
+			return txbox_fail(w->err, -ENOMEM, "out of memory");
+		int r = walk_entry(w, ufd, wfd, de->d_name, child, depth);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int plan_build(int ws_fd, int upper_fd, const plan_opts *o, plan *out, txbox_error *err)
+{
+	memset(out, 0, sizeof *out);
+	walk w = {.p = out, .o = o, .err = err};
+	int r = walk_dir(&w, upper_fd, ws_fd, "", 0);
+	if (r < 0)
+		goto fail;
+	/* The workspace root itself: mode, owner, xattrs and times. */
+	struct stat ust, wst;
+	if (fstat(upper_fd, &ust) < 0 || fstat(ws_fd, &wst) < 0) {
+		r = txbox_fail_errno(err, -errno, "stat of the workspace root");
+		goto fail;
+	}
+	bool differs = !meta_equal(&ust, &wst);
+	if (!differs) {
+		char a[32], b[32];
+		fs_fd_path(upper_fd, a);
+		fs_fd_path(ws_fd, b);
+		differs = !(xattrs_subset(a, b) && xattrs_subset(b, a));
+	}
+	if (differs || out->n > 0) {
+		char *root = strdup("");
+		if (!root) {
+			r = txbox_fail(err, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		r = add_op(&w, PLAN_META, root, true, differs, TXBOX_CHANGE_METADATA, &ust, &wst);
+		if (r < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	plan_free(out);
+	return r;
+}
+
+int plan_changes(const plan *p, txbox_change **out, size_t *n, txbox_error *err)
+{
+	size_t cnt = 0;
+	for (size_t i = 0; i < p->n; i++)
+		cnt += p->ops[i].report;
+	*out = NULL;
+	*n = 0;
+	if (!cnt)
+		return 0;
+	txbox_change *c = calloc(cnt, sizeof *c);
+	if (!c)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	size_t j = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		if (!p->ops[i].report)
+			continue;
+		c[j].path = strdup(p->ops[i].path[0] ? p->ops[i].path : ".");
+		c[j].kind = p->ops[i].change;
+		if (!c[j].path) {
+			for (size_t k = 0; k < j; k++)
+				free(c[k].path);
+			free(c);
+			return txbox_fail(err, -ENOMEM, "out of memory");
+		}
+		j++;
+	}
+	*out = c;
+	*n = cnt;
+	return 0;
+}

@@ -1,0 +1,147 @@
+/* prepare: make entries of the upper layer publishable before they are
+ * renamed into the workspace. Everything here touches only the layer
+ * (the sandbox is dead by now, so nothing races with us there):
+ *   - overlay-private xattrs (trusted.overlay.*, user.overlay.*) removed;
+ *   - setuid/setgid bits and security.capability dropped (when asked);
+ *   - whiteouts inside a directory that moves as a whole removed (they
+ *     would hide nothing once published);
+ *   - device nodes and sockets refused. */
+#include "snapshot/prepare.h"
+
+#include "util/cleanup.h"
+#include "util/fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+void prepare_xattr_path(int dirfd, const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d/%s", dirfd, name);
+}
+
+bool prepare_is_whiteout(int dirfd, const char *name, const struct stat *st)
+{
+	if (S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0))
+		return true;
+	if (S_ISREG(st->st_mode) && st->st_size == 0) {
+		char p[PATH_MAX];
+		prepare_xattr_path(dirfd, name, p, sizeof p);
+		char v[4];
+		if (lgetxattr(p, "trusted.overlay.whiteout", v, sizeof v) >= 0 ||
+		    lgetxattr(p, "user.overlay.whiteout", v, sizeof v) >= 0)
+			return true;
+	}
+	return false;
+}
+
+bool prepare_is_opaque(int dirfd, const char *name)
+{
+	char p[PATH_MAX];
+	prepare_xattr_path(dirfd, name, p, sizeof p);
+	char v[4] = {0};
+	ssize_t n = lgetxattr(p, "trusted.overlay.opaque", v, sizeof v - 1);
+	if (n < 0)
+		n = lgetxattr(p, "user.overlay.opaque", v, sizeof v - 1);
+	return n == 1 && v[0] == 'y';
+}
+
+int prepare_entry(int dirfd, const char *name, const struct stat *st, const char *relpath, bool strip_setuid,
+		  txbox_error *err)
+{
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		return txbox_fail(err, -EPERM, "refusing to commit the device node %s", relpath);
+	if (S_ISSOCK(st->st_mode))
+		return txbox_fail(err, -EPERM, "refusing to commit the socket %s", relpath);
+	char p[PATH_MAX];
+	prepare_xattr_path(dirfd, name, p, sizeof p);
+	char names[4096];
+	ssize_t n = llistxattr(p, names, sizeof names);
+	_cleanup_free_ char *big = NULL;
+	char *list = names;
+	if (n < 0 && errno == ERANGE) {
+		ssize_t need = llistxattr(p, NULL, 0);
+		if (need > 0 && (big = malloc((size_t)need))) {
+			n = llistxattr(p, big, (size_t)need);
+			list = big;
+		}
+	}
+	for (ssize_t off = 0; n > 0 && off < n; off += (ssize_t)strlen(list + off) + 1) {
+		const char *k = list + off;
+		if (fs_xattr_is_overlay_private(k) || (strip_setuid && strcmp(k, "security.capability") == 0)) {
+			if (lremovexattr(p, k) < 0 && errno != ENODATA)
+				return txbox_fail_errno(err, -errno, "removing xattr %s from %s", k, relpath);
+		}
+	}
+	if (strip_setuid && S_ISREG(st->st_mode) && (st->st_mode & (S_ISUID | S_ISGID))) {
+		/* setgid without group-exec is mandatory locking, not privilege: keep it. */
+		mode_t m = st->st_mode & 07777;
+		m &= ~(mode_t)S_ISUID;
+		if (m & S_IXGRP)
+			m &= ~(mode_t)S_ISGID;
+		if (fchmodat(dirfd, name, m, 0) < 0)
+			return txbox_fail_errno(err, -errno, "clearing setuid bits of %s", relpath);
+	}
+	return 0;
+}
+
+static int prepare_dir_children(int dfd, const char *relpath, bool strip_setuid, unsigned depth, txbox_error *err)
+{
+	if (depth > 4096)
+		return txbox_fail(err, -ELOOP, "%s: directory tree deeper than 4096 levels", relpath);
+	int dupfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	if (dupfd < 0)
+		return txbox_fail_errno(err, -errno, "dup");
+	_cleanup_closedir_ DIR *d = fdopendir(dupfd);
+	if (!d) {
+		close(dupfd);
+		return txbox_fail_errno(err, -errno, "reading %s", relpath);
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return txbox_fail_errno(err, -errno, "stat %s/%s", relpath, de->d_name);
+		_cleanup_free_ char *child = NULL;
+		if (asprintf(&child, "%s/%s", relpath, de->d_name) < 0)
+			return txbox_fail(err, -ENOMEM, "out of memory");
+		if (prepare_is_whiteout(dfd, de->d_name, &st)) {
+			if (unlinkat(dfd, de->d_name, 0) < 0)
+				return txbox_fail_errno(err, -errno, "removing whiteout %s", child);
+			continue;
+		}
+		int r = prepare_entry(dfd, de->d_name, &st, child, strip_setuid, err);
+		if (r < 0)
+			return r;
+		if (S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int cfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (cfd < 0)
+				return txbox_fail_errno(err, -errno, "opening %s", child);
+			r = prepare_dir_children(cfd, child, strip_setuid, depth + 1, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+int prepare_tree(int dirfd, const char *name, const struct stat *st, const char *relpath, bool strip_setuid,
+		 txbox_error *err)
+{
+	int r = prepare_entry(dirfd, name, st, relpath, strip_setuid, err);
+	if (r < 0 || !S_ISDIR(st->st_mode))
+		return r;
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "opening %s", relpath);
+	return prepare_dir_children(fd, relpath, strip_setuid, 0, err);
+}

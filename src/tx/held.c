@@ -1,0 +1,74 @@
+/* held: finishing a transaction that a hold decision left open. */
+#include "tx/tx.h"
+
+#include "util/cleanup.h"
+#include "util/clock.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int txbox_finish_held(const char *workspace, const char *state_dir, const char *txid, bool commit,
+		      txbox_result **out, txbox_error *err)
+{
+	uint64_t t0 = clock_now_ns();
+	*out = NULL;
+	_cleanup_free_ char *ws = NULL;
+	_cleanup_close_ int ws_fd = -1;
+	int r = workspace_open(workspace, &ws, &ws_fd, err);
+	if (r < 0)
+		return r;
+	tx_state_dir sd;
+	r = state_dir_open(ws, ws_fd, state_dir, &sd, err);
+	if (r < 0)
+		return r;
+	tx t;
+	r = tx_open(&sd, txid, &t, err);
+	if (r < 0)
+		goto out;
+	char st[32];
+	r = tx_get_state(&t, st, sizeof st, err);
+	if (r < 0)
+		goto out;
+	if (strcmp(st, "held") != 0) {
+		r = txbox_fail(err, -EINVAL, "transaction %s is %s, not held", txid, st);
+		goto out;
+	}
+	txbox_result *res = result_new();
+	if (!res) {
+		r = txbox_fail(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	res->tx = strdup(txid);
+	if (!commit) {
+		r = tx_rollback(&sd, &t, err);
+		res->outcome = TXBOX_ROLLED_BACK;
+		res->rollback_reason = "policy";
+		res->exit_status = 1;
+	} else {
+		tx_commit_info ci;
+		r = tx_commit(&sd, &t, true, false, &ci, err);
+		res->changes = ci.changes;
+		res->nchanges = ci.nchanges;
+		if (r < 0) {
+			txbox_error re = TXBOX_ERROR_INIT;
+			tx_reverse_journal(&sd, &t, &re);
+			txbox_error_clear(&re);
+		} else {
+			res->outcome = TXBOX_COMMITTED;
+			txbox_error re = TXBOX_ERROR_INIT;
+			tx_remove(&sd, &t, &re);
+			txbox_error_clear(&re);
+		}
+	}
+	if (r < 0) {
+		txbox_result_free(res);
+		goto out;
+	}
+	res->timings.finish_ms = res->timings.total_ms = clock_ms_since(t0);
+	*out = res;
+out:
+	tx_close(&t);
+	state_dir_close(&sd);
+	return r;
+}

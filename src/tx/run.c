@@ -1,0 +1,382 @@
+/* run: one command as a transaction —
+ *   classify (policy/) → snapshot (layer) → execute (sandbox/) → validate →
+ *   commit or roll back (finish.c) → result. */
+#include "tx/tx.h"
+
+#include "policy/policy.h"
+#include "sandbox/sandbox.h"
+#include "util/cleanup.h"
+#include "util/clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+void txbox_run_opts_init(txbox_run_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->passthrough_stdout = -1;
+	o->passthrough_stderr = -1;
+}
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* Copy a policy verdict into the public decision struct. */
+int run_fill_decision(const policy_verdict *v, txbox_decision *d)
+{
+	memset(d, 0, sizeof *d);
+	d->decision = xstrdup(policy_decision_name(v->decision));
+	d->rule = xstrdup(v->rule);
+	d->reason = xstrdup(v->reason);
+	d->suggestion = xstrdup(v->suggestion);
+	d->unresolved = v->unresolved;
+	if (v->ncmds) {
+		d->commands = calloc(v->ncmds, sizeof *d->commands);
+		if (!d->commands)
+			return -ENOMEM;
+		d->ncommands = v->ncmds;
+		for (size_t i = 0; i < v->ncmds; i++) {
+			size_t n = 0;
+			while (v->cmds[i].argv && v->cmds[i].argv[n])
+				n++;
+			d->commands[i].argv = calloc(n + 1, sizeof(char *));
+			if (!d->commands[i].argv)
+				return -ENOMEM;
+			for (size_t j = 0; j < n; j++)
+				d->commands[i].argv[j] = xstrdup(v->cmds[i].argv[j]);
+			d->commands[i].decision = xstrdup(policy_decision_name(v->cmds[i].decision));
+			d->commands[i].rule = xstrdup(v->cmds[i].rule);
+		}
+	}
+	return 0;
+}
+
+int run_load_policy(const char *file, policy **out, txbox_error *err)
+{
+	if (file)
+		return policy_load_file(file, out, err);
+	return policy_load_default(out, err);
+}
+
+/* Expand "~/x" against home; returns a new NULL-terminated array. Entries
+ * that need a home when there is none are dropped. */
+static char **expand_home_list(char *const *list, const char *home)
+{
+	size_t n = 0;
+	while (list && list[n])
+		n++;
+	char **out = calloc(n + 1, sizeof *out);
+	if (!out)
+		return NULL;
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *s = NULL;
+		if (list[i][0] == '~' && (list[i][1] == '/' || !list[i][1])) {
+			if (!home || !home[0] || asprintf(&s, "%s%s", home, list[i] + 1) < 0)
+				s = NULL;
+		} else
+			s = strdup(list[i]);
+		if (s)
+			out[j++] = s;
+	}
+	return out;
+}
+
+static void free_strv(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+static void set_error(txbox_result *res, txbox_error *e)
+{
+	res->outcome = TXBOX_ERROR;
+	res->exit_status = 125;
+	if (!res->rollback_reason && res->ran)
+		res->rollback_reason = "error";
+	free(res->error);
+	res->error = xstrdup(e->message ? e->message : "unknown error");
+}
+
+/* The directory inside the view to start in: the caller's cwd when it is
+ * inside the workspace, else the workspace root. */
+static char *start_dir(const char *ws)
+{
+	_cleanup_free_ char *cwd = getcwd(NULL, 0);
+	size_t n = strlen(ws);
+	if (cwd && strncmp(cwd, ws, n) == 0 && (cwd[n] == '/' || cwd[n] == '\0')) {
+		/* never start inside the hidden state dir */
+		const char *rest = cwd + n;
+		if (strncmp(rest, "/" TX_STATE_DIR_NAME, sizeof(TX_STATE_DIR_NAME)) == 0 &&
+		    (rest[sizeof(TX_STATE_DIR_NAME)] == '/' || rest[sizeof(TX_STATE_DIR_NAME)] == '\0'))
+			return strdup(ws);
+		return steal_ptr(cwd);
+	}
+	return strdup(ws);
+}
+
+int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
+{
+	uint64_t t0 = clock_now_ns();
+	*out = NULL;
+	if (!opts->argv || opts->argc == 0 || !opts->argv[0])
+		return txbox_fail(err, -EINVAL, "no command given");
+	txbox_result *res = result_new();
+	if (!res)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	*out = res;
+
+	txbox_error e = TXBOX_ERROR_INIT;
+	_cleanup_free_ char *ws = NULL;
+	_cleanup_close_ int ws_fd = -1;
+	policy *pol = NULL;
+	tx_state_dir sd = {.ws_fd = -1, .state_fd = -1, .txs_fd = -1};
+	tx t = {.fd = -1, .top = {.upper_fd = -1, .work_fd = -1}};
+	char **masked = NULL, **envp = NULL;
+	_cleanup_free_ char *cwd_in = NULL;
+	_cleanup_free_ char *cwd = NULL;
+	_cleanup_free_ char *state_abs = NULL, *upper_path = NULL, *work_path = NULL, *ws_state = NULL;
+	_cleanup_free_ const char **argv = NULL;
+	policy_verdict verdict;
+	memset(&verdict, 0, sizeof verdict);
+	bool have_verdict = false;
+	sandbox_outcome so;
+	memset(&so, 0, sizeof so);
+
+	if (workspace_open(opts->workspace, &ws, &ws_fd, &e) < 0)
+		goto fail;
+
+	/* 1–2: classify. */
+	uint64_t tp = clock_now_ns();
+	if (run_load_policy(opts->policy_file, &pol, &e) < 0)
+		goto fail;
+	const policy_sandbox *ps = policy_get_sandbox(pol);
+	const char *home = getenv("HOME");
+	cwd = getcwd(NULL, 0);
+	if (!opts->skip_policy) {
+		policy_ctx ctx = {.workspace = ws, .cwd = cwd ? cwd : ws, .home = home};
+		if (policy_decide(pol, &ctx, opts->argv, opts->argc, &verdict, &e) < 0)
+			goto fail;
+		have_verdict = true;
+		if (run_fill_decision(&verdict, &res->decision) < 0) {
+			txbox_fail(&e, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		res->has_decision = true;
+	}
+	res->timings.policy_ms = clock_ms_since(tp);
+	if (have_verdict && verdict.decision == POLICY_DENY) {
+		res->outcome = TXBOX_DENIED;
+		res->exit_status = 126;
+		res->rollback_reason = "policy";
+		goto done;
+	}
+
+	/* Effective limits: the command line overrides the policy. */
+	res->limits.memory_bytes = opts->limits.memory_bytes ? opts->limits.memory_bytes : ps->memory_bytes;
+	res->limits.pids = opts->limits.pids ? opts->limits.pids : ps->pids;
+	res->limits.cpu_seconds = opts->limits.cpu_seconds ? opts->limits.cpu_seconds : ps->cpu_seconds;
+	res->limits.disk_bytes = opts->limits.disk_bytes ? opts->limits.disk_bytes : ps->disk_bytes;
+	res->network_host = opts->net || ps->network;
+	double timeout = opts->timeout_sec > 0 ? opts->timeout_sec : ps->timeout_sec;
+
+	/* 3: snapshot. */
+	uint64_t ts = clock_now_ns();
+	if (asprintf(&ws_state, "%s/%s", ws, TX_STATE_DIR_NAME) < 0) {
+		ws_state = NULL;
+		txbox_fail(&e, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (state_dir_open(ws, ws_fd, opts->state_dir, &sd, &e) < 0)
+		goto fail;
+	if (tx_recover_stale(&sd, &e) < 0)
+		goto fail;
+	if (tx_create(&sd, &t, &e) < 0)
+		goto fail;
+	res->tx = strdup(t.id);
+	if (layer_create(t.fd, 0, ws_fd, sd.state_inside ? TX_STATE_DIR_NAME : NULL, &t.top, &e) < 0)
+		goto fail_tx;
+	res->timings.snapshot_ms = clock_ms_since(ts);
+
+	/* 4–5: execute and validate. */
+	masked = expand_home_list(ps->masked_paths, home);
+	envp = secrets_filter_env(environ, (const char *const *)ps->env_deny, &e);
+	if (!masked || !envp) {
+		if (!e.code)
+			txbox_fail(&e, -ENOMEM, "out of memory");
+		goto fail_tx;
+	}
+	cwd_in = start_dir(ws);
+	if (opts->state_dir)
+		state_abs = realpath(opts->state_dir, NULL);
+	if (asprintf(&upper_path, "%s/tx/%s/layers/0/upper", state_abs ? state_abs : ws_state, t.id) < 0 ||
+	    asprintf(&work_path, "%s/tx/%s/layers/0/work", state_abs ? state_abs : ws_state, t.id) < 0) {
+		txbox_fail(&e, -ENOMEM, "out of memory");
+		goto fail_tx;
+	}
+	const char *shargv[] = {"/bin/sh", "-c", opts->argv[0], NULL};
+	if (opts->argc > 1) {
+		argv = calloc(opts->argc + 1, sizeof *argv);
+		if (!argv) {
+			txbox_fail(&e, -ENOMEM, "out of memory");
+			goto fail_tx;
+		}
+		memcpy(argv, opts->argv, opts->argc * sizeof *argv);
+	}
+	static const char *const writable[] = {"/tmp", "/var/tmp", "/dev/shm", "/dev/null", "/dev/zero",
+					       "/dev/full", "/dev/tty", "/dev/pts", "/dev/ptmx", NULL};
+	bool rootless = geteuid() != 0;
+	sandbox_spec spec = {
+		.workspace = ws,
+		.cwd = cwd_in ? cwd_in : ws,
+		.upper_path = upper_path,
+		.work_path = work_path,
+		.state_name = sd.state_inside ? TX_STATE_DIR_NAME : NULL,
+		.hide_state_by_whiteout = t.top.state_whiteout,
+		.argv = opts->argc == 1 ? shargv : argv,
+		.validate = opts->validate,
+		.envp = envp,
+		.timeout_sec = timeout,
+		.output_limit = opts->output_limit ? opts->output_limit : 1024 * 1024,
+		.passthrough_stdout = opts->passthrough_stdout,
+		.passthrough_stderr = opts->passthrough_stderr,
+		.network = res->network_host,
+		.use_userns = rootless,
+		.masked_paths = (const char *const *)masked,
+		.home = home,
+		.harden =
+			{
+				.workspace = ws,
+				.writable = writable,
+				.network = res->network_host,
+				.in_userns = rootless,
+				.cpu_seconds = res->limits.cpu_seconds,
+				.nofile = ps->nofile,
+				.fsize_bytes = ps->fsize_bytes,
+				.no_core = true,
+			},
+		.limits = res->limits,
+		.txid = t.id,
+	};
+	if (rootless && !userns_available()) {
+		txbox_fail(&e, -EPERM,
+			   "txbox needs user namespaces to run without root, and this system does not allow them "
+			   "(see /proc/sys/kernel/unprivileged_userns_clone, /proc/sys/user/max_user_namespaces, "
+			   "or an AppArmor restriction); run as root or enable them");
+		goto fail_tx;
+	}
+	if (sandbox_run(&spec, &so, &e) < 0) {
+		res->stdout_buf = steal_ptr(so.out);
+		res->stdout_len = so.out_len;
+		res->stderr_buf = steal_ptr(so.err);
+		res->stderr_len = so.err_len;
+		goto fail_tx;
+	}
+	res->timings.exec_ms = so.exec_ms;
+	res->ran = so.started || so.timed_out;
+	res->exit_code = so.exit_code;
+	res->signal = so.timed_out ? 0 : so.signal;
+	res->limit_mechanism = so.mechanism;
+	res->stdout_buf = steal_ptr(so.out);
+	res->stdout_len = so.out_len;
+	res->stdout_truncated = so.out_truncated;
+	res->stderr_buf = steal_ptr(so.err);
+	res->stderr_len = so.err_len;
+	res->stderr_truncated = so.err_truncated;
+	if (opts->validate) {
+		res->has_validation = true;
+		res->validation_exit_code = so.validation_ran ? so.validation_exit : -1;
+	}
+
+	/* Decide. */
+	uint64_t tf = clock_now_ns();
+	if (so.timed_out) {
+		res->rollback_reason = "timeout";
+		res->exit_status = 124;
+	} else if (so.limit) {
+		res->rollback_reason = "limit";
+		res->limit = so.limit;
+		res->exit_status = so.exit_code ? so.exit_code : 1;
+	} else if (so.signal) {
+		res->rollback_reason = "signal";
+		res->exit_status = 128 + so.signal;
+	} else if (so.exit_code != 0) {
+		res->rollback_reason = "exit_status";
+		res->exit_status = so.exit_code;
+	} else if (so.validation_ran && so.validation_exit != 0) {
+		res->rollback_reason = "validation";
+		res->exit_status = so.validation_exit;
+	}
+
+	if (res->rollback_reason) {
+		res->outcome = TXBOX_ROLLED_BACK;
+		if (tx_rollback(&sd, &t, &e) < 0)
+			goto fail_tx;
+	} else if (have_verdict && verdict.decision == POLICY_HOLD) {
+		if (tx_set_state(&t, "held", &e) < 0)
+			goto fail_tx;
+		res->outcome = TXBOX_HELD;
+		res->exit_status = 3;
+	} else {
+		tx_commit_info ci;
+		int r = tx_commit(&sd, &t, ps->strip_setuid, so.overlay_userxattr, &ci, &e);
+		res->changes = ci.changes;
+		res->nchanges = ci.nchanges;
+		if (r < 0) {
+			bool refused = ci.refused;
+			txbox_error re = TXBOX_ERROR_INIT;
+			/* Nothing of it stays: the journal reverses any partial apply. */
+			tx_reverse_journal(&sd, &t, &re);
+			txbox_error_clear(&re);
+			if (refused) {
+				res->outcome = TXBOX_ROLLED_BACK;
+				res->rollback_reason = "policy";
+				res->exit_status = 1;
+				res->error = xstrdup(e.message);
+				txbox_error_clear(&e);
+			} else
+				goto fail_tx_noremove;
+		} else {
+			res->outcome = TXBOX_COMMITTED;
+			res->exit_status = 0;
+			if (tx_remove(&sd, &t, &e) < 0) { /* committed; leftovers are cleaned next time */
+				txbox_error_clear(&e);
+			}
+		}
+	}
+	res->timings.finish_ms = clock_ms_since(tf);
+	goto done;
+
+fail_tx:
+	if (t.fd >= 0) {
+		txbox_error re = TXBOX_ERROR_INIT;
+		tx_rollback(&sd, &t, &re);
+		txbox_error_clear(&re);
+	}
+fail_tx_noremove:
+fail:
+	set_error(res, &e);
+done:
+	res->timings.total_ms = clock_ms_since(t0);
+	sandbox_outcome_free(&so);
+	tx_close(&t);
+	state_dir_close(&sd);
+	free_strv(masked);
+	secrets_env_free(envp);
+	if (have_verdict)
+		policy_verdict_free(&verdict);
+	policy_free(pol);
+	txbox_error_clear(&e);
+	return 0;
+}

@@ -1,0 +1,79 @@
+/* tx/: transactions — objects with an id and on-disk state under the
+ * workspace's state dir (.txbox/):
+ *
+ *   .txbox/.gitignore          "*"
+ *   .txbox/lock                flock: serialises commits on the workspace
+ *   .txbox/tx/<id>/            one transaction; flock on the dir while a
+ *                              txbox process owns it
+ *       state                  running | held | applying | committed
+ *       layers/<n>/{upper,work}  the overlay layers (a stack; n = savepoint)
+ *       journal                the commit plan (journal.c)
+ *       displaced/             originals moved aside by a commit
+ *
+ *   state.c     the state dir, ids, locks, stale-transaction recovery
+ *   workspace.c resolving and vetting the workspace directory
+ *   run.c       txbox_run: classify → snapshot → execute → validate → finish
+ *   finish.c    commit and rollback of a transaction
+ *   result.c    result objects and their JSON */
+#pragma once
+
+#include "snapshot/snapshot.h"
+#include "txbox.h"
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define TX_STATE_DIR_NAME ".txbox"
+#define TX_ID_MAX 64
+
+typedef struct tx_state_dir {
+	int ws_fd;     /* the workspace (O_RDONLY|O_DIRECTORY) */
+	int state_fd;  /* .txbox */
+	int txs_fd;    /* .txbox/tx */
+	char *ws_path; /* canonical absolute path */
+	bool state_inside; /* the state dir is WS/.txbox (hidden from the sandbox) */
+} tx_state_dir;
+
+typedef struct tx {
+	char id[TX_ID_MAX];
+	int fd;        /* .txbox/tx/<id>, flocked */
+	layer top;
+} tx;
+
+/* workspace.c: canonicalise and vet; ws_fd is returned open. Errors name the
+ * problem (missing, not a directory, a system directory, on overlayfs, …). */
+int workspace_open(const char *path, char **canonical, int *ws_fd, txbox_error *err);
+
+/* state.c */
+int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, tx_state_dir *out, txbox_error *err);
+void state_dir_close(tx_state_dir *s);
+int tx_create(tx_state_dir *s, tx *out, txbox_error *err);
+int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err);
+void tx_close(tx *t);
+int tx_set_state(tx *t, const char *state, txbox_error *err);
+int tx_get_state(tx *t, char *buf, size_t len, txbox_error *err);
+/* Remove the transaction's directory (all layers and displaced originals). */
+int tx_remove(tx_state_dir *s, tx *t, txbox_error *err);
+/* Roll back or finish transactions whose owner died. Returns how many. */
+int tx_recover_stale(tx_state_dir *s, txbox_error *err);
+
+/* finish.c */
+typedef struct tx_commit_info {
+	txbox_change *changes;
+	size_t nchanges;
+	bool refused;  /* the layer holds something that may not be published */
+} tx_commit_info;
+int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, bool userxattr, tx_commit_info *info, txbox_error *err);
+int tx_rollback(tx_state_dir *s, tx *t, txbox_error *err);
+/* Reverse an interrupted commit from its journal, then remove the tx. */
+int tx_reverse_journal(tx_state_dir *s, tx *t, txbox_error *err);
+
+/* run.c: shared with check.c */
+struct policy;
+struct policy_verdict;
+int run_load_policy(const char *file, struct policy **out, txbox_error *err);
+int run_fill_decision(const struct policy_verdict *v, txbox_decision *d);
+
+/* result.c */
+txbox_result *result_new(void);

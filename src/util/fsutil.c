@@ -1,0 +1,289 @@
+#include "util/fsutil.h"
+
+#include "util/cleanup.h"
+#include "util/syscalls.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+static int openat2_state = -1; /* -1 unknown, 0 missing, 1 present */
+
+bool probe_openat2(void)
+{
+	if (openat2_state < 0) {
+		struct txbox_open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH};
+		int fd = sys_openat2(AT_FDCWD, ".", &how);
+		if (fd >= 0) {
+			close(fd);
+			openat2_state = 1;
+		} else {
+			openat2_state = (errno == ENOSYS || errno == EPERM) ? 0 : 1;
+		}
+	}
+	return openat2_state == 1;
+}
+
+void fs_fd_path(int fd, char buf[static 32])
+{
+	snprintf(buf, 32, "/proc/self/fd/%d", fd);
+}
+
+/* O_NOFOLLOW walk: every intermediate component must be a real directory. */
+static int open_walk(int dirfd, const char *path, int flags, mode_t mode)
+{
+	_cleanup_free_ char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	_cleanup_close_ int cur = -1;
+	int base = dirfd;
+	char *save = NULL;
+	char *comp = strtok_r(copy, "/", &save);
+	if (!comp)
+		return -EINVAL;
+	for (;;) {
+		char *next = strtok_r(NULL, "/", &save);
+		if (strcmp(comp, "..") == 0)
+			return -EXDEV;
+		if (!next) {
+			int fd = openat(base, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+			return fd >= 0 ? fd : -errno;
+		}
+		if (strcmp(comp, ".") != 0) {
+			int nfd = openat(base, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (nfd < 0)
+				return errno == ENOTDIR ? -ELOOP : -errno;
+			closep(&cur);
+			cur = nfd;
+			base = cur;
+		}
+		comp = next;
+	}
+}
+
+int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	if (!path || path[0] == '/' || path[0] == '\0')
+		return -EINVAL;
+	if (probe_openat2()) {
+		struct txbox_open_how how = {
+			.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+			.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		};
+		int fd;
+		do
+			fd = sys_openat2(dirfd, path, &how);
+		while (fd < 0 && errno == EAGAIN);
+		return fd >= 0 ? fd : -errno;
+	}
+	return open_walk(dirfd, path, flags, mode);
+}
+
+static int remove_children(int dfd, txbox_error *err, unsigned depth)
+{
+	if (depth > 4096)
+		return txbox_fail(err, -ELOOP, "directory tree deeper than 4096 levels");
+	int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	if (dup_fd < 0)
+		return txbox_fail_errno(err, -errno, "dup");
+	_cleanup_closedir_ DIR *d = fdopendir(dup_fd);
+	if (!d) {
+		close(dup_fd);
+		return txbox_fail_errno(err, -errno, "fdopendir");
+	}
+	struct dirent *de;
+	int r = 0;
+	while ((errno = 0, de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) == 0 || errno == ENOENT)
+			continue;
+		if (errno != EISDIR && errno != EPERM) {
+			r = txbox_fail_errno(err, -errno, "removing %s", de->d_name);
+			continue;
+		}
+		_cleanup_close_ int cfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0) {
+			r = txbox_fail_errno(err, -errno, "opening %s", de->d_name);
+			continue;
+		}
+		int q = remove_children(cfd, err, depth + 1);
+		if (q < 0) {
+			r = q;
+			continue;
+		}
+		if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			r = txbox_fail_errno(err, -errno, "removing directory %s", de->d_name);
+	}
+	return r;
+}
+
+int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err)
+{
+	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return txbox_fail_errno(err, -errno, "removing %s", name);
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "opening %s", name);
+	int r = remove_children(fd, err, 0);
+	if (r < 0)
+		return r;
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return txbox_fail_errno(err, -errno, "removing directory %s", name);
+	return 0;
+}
+
+int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err)
+{
+	_cleanup_free_ char *copy = strdup(path);
+	if (!copy)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	if (cur < 0)
+		return txbox_fail_errno(err, -errno, "dup");
+	char *save = NULL;
+	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, ".") || !strcmp(c, ".."))
+			continue;
+		if (mkdirat(cur, c, mode) < 0 && errno != EEXIST) {
+			int e = -errno;
+			close(cur);
+			return txbox_fail_errno(err, e, "creating directory %s", c);
+		}
+		int n = openat(cur, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = -errno;
+		close(cur);
+		if (n < 0)
+			return txbox_fail_errno(err, e, "opening directory %s", c);
+		cur = n;
+	}
+	return cur;
+}
+
+int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+			 txbox_error *err)
+{
+	char tmp[300];
+	if (snprintf(tmp, sizeof tmp, ".%s.tmp", name) >= (int)sizeof tmp)
+		return txbox_fail(err, -ENAMETOOLONG, "file name too long: %s", name);
+	_cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "creating %s", tmp);
+	const char *p = data;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = -errno;
+			unlinkat(dirfd, tmp, 0);
+			return txbox_fail_errno(err, e, "writing %s", tmp);
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (fsync(fd) < 0) {
+		int e = -errno;
+		unlinkat(dirfd, tmp, 0);
+		return txbox_fail_errno(err, e, "fsync %s", tmp);
+	}
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		int e = -errno;
+		unlinkat(dirfd, tmp, 0);
+		return txbox_fail_errno(err, e, "renaming %s", tmp);
+	}
+	return 0;
+}
+
+int fs_read_file_at(int dirfd, const char *name, size_t max, char **out, size_t *len, txbox_error *err)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "opening %s", name);
+	_cleanup_free_ char *buf = malloc(max + 1);
+	if (!buf)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	size_t got = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf + got, max - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return txbox_fail_errno(err, -errno, "reading %s", name);
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got == max) {
+			char c;
+			if (read(fd, &c, 1) > 0)
+				return txbox_fail(err, -EFBIG, "%s is larger than %zu bytes", name, max);
+			break;
+		}
+	}
+	buf[got] = '\0';
+	if (len)
+		*len = got;
+	*out = steal_ptr(buf);
+	return 0;
+}
+
+bool fs_xattr_is_overlay_private(const char *name)
+{
+	return strncmp(name, "trusted.overlay.", 16) == 0 || strncmp(name, "user.overlay.", 13) == 0;
+}
+
+int fs_copy_xattrs(int src_fd, int dst_fd, bool strip_caps, txbox_error *err)
+{
+	char sp[32], dp[32];
+	fs_fd_path(src_fd, sp);
+	fs_fd_path(dst_fd, dp);
+	ssize_t n = listxattr(sp, NULL, 0);
+	if (n < 0) {
+		if (errno == ENOTSUP || errno == EPERM)
+			return 0;
+		return txbox_fail_errno(err, -errno, "listing xattrs");
+	}
+	if (n == 0)
+		return 0;
+	_cleanup_free_ char *names = malloc((size_t)n + 1);
+	if (!names)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	n = listxattr(sp, names, (size_t)n);
+	if (n < 0)
+		return txbox_fail_errno(err, -errno, "listing xattrs");
+	names[n] = '\0';
+	_cleanup_free_ char *val = NULL;
+	size_t vcap = 0;
+	for (char *k = names; k < names + n; k += strlen(k) + 1) {
+		if (fs_xattr_is_overlay_private(k))
+			continue;
+		if (strip_caps && strcmp(k, "security.capability") == 0)
+			continue;
+		ssize_t vl = getxattr(sp, k, NULL, 0);
+		if (vl < 0)
+			continue;
+		if ((size_t)vl + 1 > vcap) {
+			char *nv = realloc(val, (size_t)vl + 1);
+			if (!nv)
+				return txbox_fail(err, -ENOMEM, "out of memory");
+			val = nv;
+			vcap = (size_t)vl + 1;
+		}
+		vl = getxattr(sp, k, val, vcap);
+		if (vl < 0)
+			continue;
+		if (setxattr(dp, k, val, (size_t)vl, 0) < 0 && errno != ENOTSUP)
+			return txbox_fail_errno(err, -errno, "setting xattr %s", k);
+	}
+	return 0;
+}

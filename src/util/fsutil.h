@@ -1,0 +1,45 @@
+/* fsutil: directory-fd-relative file operations that never follow a
+ * symlink or `..` out of the directory they start from. */
+#pragma once
+
+#include "util/error.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* Open path (relative, no leading '/') beneath dirfd without following any
+ * symlink or crossing `..` above dirfd: openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) where the kernel has it, an
+ * O_NOFOLLOW component walk otherwise. O_CLOEXEC is always added. Returns
+ * an fd or -errno. The last component is not followed either (use
+ * O_PATH|O_NOFOLLOW semantics for symlinks). */
+int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+/* Remove name (file, symlink or whole tree) beneath dirfd, never following
+ * symlinks. Missing is not an error. */
+int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err);
+
+/* mkdir -p of a relative path beneath dirfd with mode; returns an O_PATH
+ * directory fd (O_DIRECTORY) or -errno. */
+int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err);
+
+/* Write a whole small file atomically (tmp + fsync + rename) beneath dirfd. */
+int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
+			 mode_t mode, txbox_error *err);
+
+/* Read a whole small file (at most max bytes) beneath dirfd; NUL-terminated. */
+int fs_read_file_at(int dirfd, const char *name, size_t max, char **out, size_t *len,
+		    txbox_error *err);
+
+/* Copy every xattr except overlay-private ones (trusted.overlay.*,
+ * user.overlay.*) from src fd to dst fd. When strip_caps, security.capability
+ * is not copied. Both fds may be O_PATH (uses /proc/self/fd). */
+int fs_copy_xattrs(int src_fd, int dst_fd, bool strip_caps, txbox_error *err);
+
+/* True when name is an overlay-private xattr (trusted.overlay.* / user.overlay.*). */
+bool fs_xattr_is_overlay_private(const char *name);
+
+/* Path of an fd as "/proc/self/fd/N" (for *xattr and utimensat on O_PATH fds). */
+void fs_fd_path(int fd, char buf[static 32]);

@@ -1,0 +1,117 @@
+"""Timeouts and process clean-up (DESIGN.md section 3: exit status 124)."""
+
+import os
+import signal
+import time
+
+from harness import Fail, check, small_ws, test
+
+SLEEP_ARGV = b"sleep\x00100\x00"
+
+
+def sleep_pids():
+    """pids (host view) of live processes whose argv is exactly `sleep 100`."""
+    out = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                if f.read() != SLEEP_ARGV:
+                    continue
+            with open("/proc/%s/stat" % name, "rb") as f:
+                st = f.read()
+            state = st[st.rindex(b")") + 2:st.rindex(b")") + 3]
+            if state not in (b"Z", b"X"):
+                out.add(int(name))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _leftovers(pre, grace=1.0):
+    """New `sleep 100` processes still alive `grace` seconds after txbox exited;
+    also returns whether some existed right at exit. Kills what it finds (they
+    are descendants of this test)."""
+    at_exit = sleep_pids() - pre
+    deadline = time.monotonic() + grace
+    left = at_exit
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = sleep_pids() - pre
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return left, bool(at_exit)
+
+
+def _timeout_case(ctx, script, label):
+    ws = small_ws(ctx)
+    pre = sleep_pids()
+    res = ctx.run_txbox(["run", "-w", ws, "--timeout", "2", "--json", "--", "sh", "-c", script],
+                        cwd=ws, timeout=120)
+    left, at_exit = _leftovers(pre)
+    problems = []
+    if left:
+        problems.append("%d `sleep 100` process(es) still alive on the host 1 s after txbox exited "
+                        "(pids %s)" % (len(left), sorted(left)))
+    elif at_exit:
+        ctx.note("%s: `sleep 100` processes were still alive when txbox exited (gone within 1 s)" % label)
+    if res.wall >= 3.0:
+        problems.append("txbox took %.2f s with --timeout 2 (limit: timeout + 1 s)" % res.wall)
+    if problems:
+        raise Fail("; ".join(problems) + "\n  " + res.where())
+    res.parse_json()
+    res.expect(outcome="rolled_back", exit_status=124, rollback_reason="timeout")
+    check(not os.path.exists(os.path.join(ws, "before_timeout")),
+          "a file written before the timeout was committed")
+    return res
+
+
+@test("timeout/sigterm-ignoring-forking-tree")
+def timeout_tree(ctx):
+    _timeout_case(ctx, 'trap "" TERM; (trap "" TERM; sleep 100) & (sleep 100 &) ; sleep 100',
+                  "brief's tree")
+
+
+@test("timeout/writes-then-hangs-with-setsid-daemon")
+def timeout_setsid(ctx):
+    _timeout_case(ctx, 'echo x > before_timeout; trap "" TERM HUP INT; setsid sleep 100 & '
+                       '(trap "" TERM; exec sleep 100 <&- >&- 2>&-) & sleep 100', "setsid tree")
+
+
+@test("timeout/not-triggered-for-fast-command")
+def timeout_fast(ctx):
+    ws = small_ws(ctx)
+    res = ctx.run_txbox(["run", "-w", ws, "--timeout", "5", "--json", "--", "echo ok > fast"],
+                        cwd=ws, timeout=60)
+    res.parse_json()
+    res.expect(outcome="committed", exit_status=0)
+    check(res.wall < 5, "a fast command with --timeout 5 took %.1f s" % res.wall)
+    check(os.path.isfile(os.path.join(ws, "fast")), "not committed")
+
+
+@test("timeout/background-process-outliving-the-command")
+def background_leftover(ctx):
+    """The command exits at once but leaves `sleep 100` running (holding
+    stdout open, and another one detached): txbox must return promptly and
+    leave no process behind: a process surviving its transaction could write
+    into the workspace after the commit."""
+    ws = small_ws(ctx)
+    pre = sleep_pids()
+    res = ctx.run_txbox(["run", "-w", ws, "--json", "--", "sh", "-c",
+                         "sleep 100 & (setsid sleep 100 >/dev/null 2>&1 &) ; echo started"],
+                        cwd=ws, timeout=150)
+    left, at_exit = _leftovers(pre)
+    problems = []
+    if left:
+        problems.append("%d `sleep 100` process(es) survived the transaction (pids %s)"
+                        % (len(left), sorted(left)))
+    if res.wall > 20:
+        problems.append("txbox took %.1f s: it waited for the background process" % res.wall)
+    if problems:
+        raise Fail("; ".join(problems) + "\n  " + res.where())
+    res.parse_json()
+    res.expect(outcome="committed", exit_status=0)

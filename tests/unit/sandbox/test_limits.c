@@ -1,0 +1,370 @@
+/* Unit tests for sandbox/limits: cgroup creation, attach, limit-hit
+ * detection and cleanup, on whatever this machine offers (cgroup v2 with
+ * delegated controllers, else v1). Skipped only when no cgroup mechanism is
+ * usable. */
+#include "sandbox/cgroup.h"
+#include "sandbox/harden.h"
+
+#include "child.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static unsigned g_seq;
+
+static void txid(char *buf, size_t size)
+{
+	snprintf(buf, size, "test%d-%u", (int)getpid(), g_seq++);
+}
+
+static limits_cgroup *create_or_skip(const txbox_limits *lim, txbox_limit_mechanism *mech)
+{
+	char id[64];
+	txid(id, sizeof(id));
+	txbox_error warn = TXBOX_ERROR_INIT;
+	limits_cgroup *cg = limits_cgroup_create(id, lim, mech, &warn);
+	if (!cg) {
+		assert_int_equal(*mech, TXBOX_LIMITS_RLIMIT);
+		assert_non_null(warn.message);
+		print_message("cgroups unavailable, skipping: %s\n", warn.message);
+		txbox_error_clear(&warn);
+		skip();
+	}
+	if (warn.message)
+		print_message("warning: %s\n", warn.message);
+	txbox_error_clear(&warn);
+	assert_true(*mech == TXBOX_LIMITS_CGROUP1 || *mech == TXBOX_LIMITS_CGROUP2);
+	return cg;
+}
+
+/* Fork a child that waits until it is in the cgroup, then runs fn. */
+static pid_t spawn_in(limits_cgroup *cg, void (*fn)(void))
+{
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char c;
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(90);
+		fn();
+		_exit(0);
+	}
+	close(p[0]);
+	txbox_error err = TXBOX_ERROR_INIT;
+	int r = limits_cgroup_attach(cg, pid, &err);
+	if (r < 0)
+		print_message("attach: %s\n", err.message);
+	assert_int_equal(r, 0);
+	txbox_error_clear(&err);
+	assert_int_equal(write(p[1], "g", 1), 1);
+	close(p[1]);
+	return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return st;
+}
+
+static void hog_memory(void)
+{
+	/* 256 MiB, touched page by page */
+	size_t size = 256u << 20;
+	char *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		_exit(91);
+	for (size_t i = 0; i < size; i += 4096)
+		m[i] = 1;
+	_exit(0);
+}
+
+static void test_memory_limit_hit(void **state)
+{
+	(void)state;
+	txbox_limits lim = {.memory_bytes = 32u << 20};
+	txbox_limit_mechanism mech;
+	limits_cgroup *cg = create_or_skip(&lim, &mech);
+	assert_null(limits_cgroup_exceeded(cg));
+	pid_t pid = spawn_in(cg, hog_memory);
+	int st = wait_status(pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	const char *hit = limits_cgroup_exceeded(cg);
+	assert_non_null(hit);
+	assert_string_equal(hit, "memory");
+	limits_cgroup_destroy(cg);
+}
+
+static void small_memory(void)
+{
+	char *m = malloc(1 << 20);
+	if (!m)
+		_exit(92);
+	memset(m, 1, 1 << 20);
+	free(m);
+	_exit(0);
+}
+
+static void test_within_limits_not_reported(void **state)
+{
+	(void)state;
+	txbox_limits lim = {.memory_bytes = 256u << 20, .pids = 64, .cpu_seconds = 100};
+	txbox_limit_mechanism mech;
+	limits_cgroup *cg = create_or_skip(&lim, &mech);
+	pid_t pid = spawn_in(cg, small_memory);
+	int st = wait_status(pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_null(limits_cgroup_exceeded(cg));
+	limits_cgroup_destroy(cg);
+}
+
+static void fork_bomb(void)
+{
+	pid_t kids[64];
+	int n = 0, failed = 0;
+	for (int i = 0; i < 64; i++) {
+		pid_t p = fork();
+		if (p == 0) {
+			pause();
+			_exit(0);
+		}
+		if (p < 0)
+			failed++;
+		else
+			kids[n++] = p;
+	}
+	for (int i = 0; i < n; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	_exit(failed > 0 ? 0 : 93);
+}
+
+static void test_pids_limit_hit(void **state)
+{
+	(void)state;
+	txbox_limits lim = {.pids = 16};
+	txbox_limit_mechanism mech;
+	limits_cgroup *cg = create_or_skip(&lim, &mech);
+	pid_t pid = spawn_in(cg, fork_bomb);
+	int st = wait_status(pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0); /* some forks failed */
+	const char *hit = limits_cgroup_exceeded(cg);
+	assert_non_null(hit);
+	assert_string_equal(hit, "pids");
+	limits_cgroup_destroy(cg);
+}
+
+static void burn_cpu(void)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+	do {
+		for (volatile int i = 0; i < 100000; i++)
+			;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 1300000000L);
+	_exit(0);
+}
+
+static void test_cpu_usage_reported(void **state)
+{
+	(void)state;
+	txbox_limits lim = {.cpu_seconds = 1};
+	txbox_limit_mechanism mech;
+	limits_cgroup *cg = create_or_skip(&lim, &mech);
+	pid_t pid = spawn_in(cg, burn_cpu);
+	int st = wait_status(pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	const char *hit = limits_cgroup_exceeded(cg);
+	if (!hit) {
+		limits_cgroup_destroy(cg);
+		print_message("no cgroup CPU accounting here (cpuacct/cpu.stat)\n");
+		skip();
+	}
+	assert_string_equal(hit, "cpu");
+	limits_cgroup_destroy(cg);
+}
+
+static int g_report_fd = -1;
+
+static void leave_sleepers(void)
+{
+	/* two sleepers that outlive their parent */
+	for (int i = 0; i < 2; i++) {
+		pid_t p = fork();
+		if (p == 0) {
+			for (;;)
+				pause();
+		}
+		if (p > 0 && write(g_report_fd, &p, sizeof(p)) != sizeof(p))
+			_exit(94);
+	}
+	_exit(0);
+}
+
+static void test_destroy_kills_leftovers(void **state)
+{
+	(void)state;
+	txbox_limits lim = {.memory_bytes = 64u << 20, .pids = 32};
+	txbox_limit_mechanism mech;
+	limits_cgroup *cg = create_or_skip(&lim, &mech);
+	char path[512];
+	snprintf(path, sizeof(path), "%s", limits_cgroup_path(cg));
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	g_report_fd = p[1];
+	pid_t pid = spawn_in(cg, leave_sleepers);
+	close(p[1]);
+	int st = wait_status(pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	pid_t kids[2];
+	assert_int_equal(read(p[0], kids, sizeof(kids)), (ssize_t)sizeof(kids));
+	close(p[0]);
+	assert_int_equal(kill(kids[0], 0), 0);
+
+	limits_cgroup_destroy(cg);
+	for (int i = 0; i < 2; i++) {
+		st = wait_status(kids[i]);
+		assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	}
+	assert_int_equal(access(path, F_OK), -1); /* removed */
+	prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+	limits_cgroup_destroy(NULL);
+}
+
+static void sleep_forever(void)
+{
+	for (;;)
+		pause();
+}
+
+static void test_reap_stale(void **state)
+{
+	(void)state;
+	txbox_limits lim = {.pids = 8};
+	txbox_limit_mechanism mech;
+	limits_cgroup *live = create_or_skip(&lim, &mech);
+	pid_t pid = spawn_in(live, sleep_forever);
+
+	/* A leftover of a killed txbox: an empty txbox-* next to ours. */
+	char parent[512], stale[600];
+	snprintf(parent, sizeof(parent), "%s", limits_cgroup_path(live));
+	snprintf(stale, sizeof(stale), "%s/txbox-stale%d", dirname(parent), (int)getpid());
+	assert_int_equal(mkdir(stale, 0755), 0);
+
+	/* creating another one is not disturbed by the leftover */
+	limits_cgroup *other = create_or_skip(&lim, &mech);
+	limits_cgroup_destroy(other);
+
+	/* too young for the default reaper */
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_true(limits_cgroup_reap_stale(&err) >= 0);
+	assert_int_equal(access(stale, F_OK), 0);
+	int n = limits_cgroup_reap_stale_older_than(0, &err);
+	assert_true(n >= 1);
+	assert_int_equal(access(stale, F_OK), -1);
+	/* the populated one survives */
+	assert_int_equal(access(limits_cgroup_path(live), F_OK), 0);
+	assert_int_equal(err.code, 0);
+
+	limits_cgroup_destroy(live);
+	int st = wait_status(pid);
+	assert_true(WIFSIGNALED(st));
+}
+
+static void test_same_txid_leftover(void **state)
+{
+	(void)state;
+	txbox_limits lim = {.pids = 8};
+	txbox_limit_mechanism mech;
+	char id[64];
+	txid(id, sizeof(id));
+	txbox_error warn = TXBOX_ERROR_INIT;
+	limits_cgroup *a = limits_cgroup_create(id, &lim, &mech, &warn);
+	if (!a) {
+		txbox_error_clear(&warn);
+		skip();
+	}
+	/* an empty leftover with the very same name is replaced */
+	limits_cgroup *b = limits_cgroup_create(id, &lim, &mech, &warn);
+	assert_non_null(b);
+	limits_cgroup_destroy(b);
+	limits_cgroup_destroy(a); /* already gone: harmless */
+	txbox_error_clear(&warn);
+}
+
+static void test_invalid_txid(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {"", "../x", "a/b", ".hidden", "sp ace", NULL};
+	txbox_limits lim = {.pids = 8};
+	for (int i = 0; bad[i]; i++) {
+		txbox_limit_mechanism mech = TXBOX_LIMITS_CGROUP2;
+		txbox_error warn = TXBOX_ERROR_INIT;
+		assert_null(limits_cgroup_create(bad[i], &lim, &mech, &warn));
+		assert_int_equal(mech, TXBOX_LIMITS_RLIMIT);
+		assert_non_null(warn.message);
+		txbox_error_clear(&warn);
+	}
+	txbox_limit_mechanism mech;
+	assert_null(limits_cgroup_create(NULL, &lim, &mech, NULL));
+	assert_null(limits_cgroup_exceeded(NULL));
+}
+
+static void child_unprivileged(void *arg)
+{
+	(void)arg;
+	if (geteuid() == 0 && drop_to_nobody() < 0)
+		_exit(CHILD_SKIP);
+	txbox_limits lim = {.memory_bytes = 32u << 20, .pids = 16};
+	txbox_limit_mechanism mech = TXBOX_LIMITS_CGROUP1;
+	txbox_error warn = TXBOX_ERROR_INIT;
+	limits_cgroup *cg = limits_cgroup_create("unpriv", &lim, &mech, &warn);
+	if (cg) {
+		/* a delegated cgroup v2 subtree: fine too */
+		CHILD_CHECK(mech == TXBOX_LIMITS_CGROUP2);
+		limits_cgroup_destroy(cg);
+		return;
+	}
+	CHILD_CHECK(mech == TXBOX_LIMITS_RLIMIT);
+	CHILD_CHECK(warn.message != NULL && strstr(warn.message, "rlimit"));
+	txbox_error_clear(&warn);
+	txbox_error err = TXBOX_ERROR_INIT;
+	CHILD_CHECK(limits_cgroup_reap_stale(&err) >= 0);
+}
+
+static void test_unprivileged_falls_back(void **state)
+{
+	(void)state;
+	run_child(child_unprivileged, NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_invalid_txid),
+		cmocka_unit_test(test_unprivileged_falls_back),
+		cmocka_unit_test(test_within_limits_not_reported),
+		cmocka_unit_test(test_memory_limit_hit),
+		cmocka_unit_test(test_pids_limit_hit),
+		cmocka_unit_test(test_cpu_usage_reported),
+		cmocka_unit_test(test_destroy_kills_leftovers),
+		cmocka_unit_test(test_reap_stale),
+		cmocka_unit_test(test_same_txid_leftover),
+	};
+	return cmocka_run_group_tests_name("sandbox-limits", tests, NULL, NULL);
+}
