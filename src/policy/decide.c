@@ -133,6 +133,33 @@ static char *join_words(const char *const *argv, size_t argc)
 	return s;
 }
 
+/* `cd DIR` / `pushd DIR` moves where later relative paths start; an
+ * unknown target (or popd, cd -) makes it unknown (ctx->cwd NULL). */
+static int track_cd(const cmdview *v, policy_ctx *ctx, char **cwd)
+{
+	if (v->name_unknown || (strcmp(v->name, "cd") && strcmp(v->name, "pushd") &&
+				strcmp(v->name, "popd")))
+		return 0;
+	char *next = NULL;
+	if (strcmp(v->name, "popd") == 0) {
+		next = NULL;
+	} else if (v->npositional == 0) {
+		if (ctx->home && !(next = strdup(ctx->home)))
+			return -ENOMEM;
+	} else {
+		const char *w = v->words[v->positional[0]];
+		if (!v->pos_unknown[0] && strcmp(w, "-") != 0 && (ctx->cwd || w[0] == '/' || w[0] == '~')) {
+			next = path_resolve(w, ctx->cwd ? ctx->cwd : "/", ctx->home);
+			if (!next && (w[0] != '~' || ctx->home))
+				return -ENOMEM;
+		}
+	}
+	free(*cwd);
+	*cwd = next;
+	ctx->cwd = next;
+	return 0;
+}
+
 static void analysisp(shell_analysis *a) { shell_analysis_free(a); }
 static void errorp(txbox_error *e) { txbox_error_clear(e); }
 
@@ -206,13 +233,20 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 	out->cmds = calloc(a.ncmds + 1, sizeof(*out->cmds));
 	if (!views || !out->cmds)
 		goto oom;
-	for (; nviews < a.ncmds; nviews++)
+	for (; nviews < a.ncmds; nviews++) {
 		if (cmdview_init(&views[nviews], p, &a.cmds[nviews]) < 0)
 			goto oom;
+		if (views[nviews].implicit_unknown_operand)
+			for (size_t j = nviews; j-- > 0;)
+				if (!views[j].name_unknown && strcmp(views[j].name, "find") == 0) {
+					views[nviews].operand_source = &views[j];
+					break;
+				}
+	}
 
 	for (size_t c = 0; c < a.ncmds; c++) {
 		const shell_cmd *cmd = &a.cmds[c];
-		match_ctx mc = {p, &nctx, &a, views, nviews, c};
+		match_ctx mc = {p, &nctx, &a, views, nviews, c, text};
 		policy_decision d = POLICY_ALLOW;
 		const rule *hit = NULL;
 		match_result res = {0};
@@ -250,6 +284,8 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 				goto oom;
 			line_offer(&ls, d, rid, reason, hit->suggestion);
 		}
+		if (track_cd(&views[c], &nctx, &cwd) < 0)
+			goto oom;
 		policy_cmd_verdict *cv = &out->cmds[out->ncmds];
 		cv->argv = copy_argv(cmd->argv, cmd->argc);
 		cv->rule = strdup(rid);

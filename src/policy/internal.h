@@ -57,7 +57,8 @@ char *path_resolve(const char *word, const char *cwd, const char *home);
  * says the wildcard covers all of it (`*`). */
 unsigned path_classify(const char *abs, const char *workspace, const char *home, bool glob,
 		       bool wild_all);
-/* Resolve and classify one word; *resolved gets the malloc'd path (may be NULL). */
+/* Resolve and classify one word; *resolved gets the malloc'd path (may be NULL).
+ * ctx->cwd NULL means the current directory is unknown (after `cd "$x"`). */
 unsigned path_classify_word(const char *word, bool unresolved, const policy_ctx *ctx,
 			    char **resolved);
 
@@ -96,6 +97,7 @@ typedef struct rule_match {
 	size_t noptions;
 	long nargs_min, nargs_max; /* -1: not set */
 	strlist with, via;
+	strlist text; /* globs on the whole command line text (icase applies) */
 	int unresolved; /* -1: not set */
 	unsigned builtins;
 } rule_match;
@@ -157,7 +159,8 @@ extern const size_t policy_default_yaml_len;
 
 /* ---- command view ---------------------------------------------------------- */
 
-typedef struct cmdview {
+typedef struct cmdview cmdview;
+struct cmdview {
 	const shell_cmd *cmd;
 	char **words;       /* normalised argv (look-alike dashes folded, zero-width dropped,
 			     * split at Unicode spaces); words[0] is the command as written */
@@ -174,7 +177,8 @@ typedef struct cmdview {
 	size_t dashdash_at; /* index of that `--`, else nwords */
 	size_t start;       /* index of the command name (after trivial wrappers) */
 	bool implicit_unknown_operand; /* xargs / find -exec: operands come from elsewhere */
-} cmdview;
+	const cmdview *operand_source; /* a `find` earlier in the line feeding those operands */
+};
 
 int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd);
 void cmdview_free(cmdview *v);
@@ -195,6 +199,7 @@ typedef struct match_ctx {
 	const cmdview *views; /* all commands of the line, for `with` */
 	size_t nviews;
 	size_t self;
+	const char *text; /* the whole line */
 } match_ctx;
 
 typedef struct match_result {

@@ -52,7 +52,7 @@ void strlist_free(strlist *l)
 void rule_match_free(rule_match *m)
 {
 	strlist *lists[] = {&m->command, &m->command_not, &m->flags, &m->flags_any, &m->flags_none,
-			    &m->args, &m->args_all, &m->words, &m->words_all, &m->with, &m->via,
+			    &m->args, &m->args_all, &m->words, &m->words_all, &m->with, &m->via, &m->text,
 			    &m->paths.globs, &m->dest.globs, &m->redirects.globs, &m->reads.globs};
 	for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
 		strlist_free(lists[i]);
@@ -396,7 +396,7 @@ static int parse_options(lctx *L, const ynode *n, rule_match *m)
 #define MATCH_KEYS                                                                             \
 	"command, command_not, subcommand, flags, flags_any, flags_none, args, args_all, words, " \
 	"words_all, icase, paths, dest, options, redirects, reads, nargs_min, nargs_max, with, "  \
-	"via, unresolved, builtin"
+	"via, text, unresolved, builtin"
 
 static int parse_match(lctx *L, const ynode *n, rule_match *m)
 {
@@ -450,6 +450,8 @@ static int parse_match(lctx *L, const ynode *n, rule_match *m)
 			r = get_long(L, v, "match.nargs_max", &m->nargs_max);
 		else if (!strcmp(key, "with"))
 			r = get_list(L, v, "match.with", check_glob, &m->with);
+		else if (!strcmp(key, "text"))
+			r = get_list(L, v, "match.text", check_glob, &m->text);
 		else if (!strcmp(key, "via"))
 			r = get_list(L, v, "match.via", check_glob, &m->via);
 		else if (!strcmp(key, "unresolved")) {

@@ -159,6 +159,19 @@ static bool take_pcheck(mstate *ms, pcheck *pk)
 
 static const char *word_at(const cmdview *v, size_t k) { return v->words[v->positional[k]]; }
 
+/* Operands a command gets from xargs / find -exec: the start paths of a
+ * `find` feeding it (its operands: what it walks), else unknown. */
+static void implicit_operands(pcheck *pk, const cmdview *v)
+{
+	const cmdview *src = v->operand_source;
+	if (!src || src->npositional == 0) {
+		pcheck_word(pk, "{}", true);
+		return;
+	}
+	for (size_t k = 0; k < src->npositional; k++)
+		pcheck_word(pk, word_at(src, k), src->pos_unknown[k]);
+}
+
 int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 {
 	const cmdview *v = &mc->views[mc->self];
@@ -265,20 +278,24 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			goto no;
 	}
 
+	if (m->text.n && !glob_any(&m->text, mc->text, fl))
+		goto no;
+
 	pcheck pk;
 	if (m->paths.set) {
 		pcheck_init(&pk, &m->paths, allow, mc->ctx);
 		for (size_t k = sub; k < v->npositional; k++)
-			pcheck_word(&pk, word_at(v, k), v->pos_unknown[k]);
+			if (!v->implicit_unknown_operand || !strstr(word_at(v, k), "{}"))
+				pcheck_word(&pk, word_at(v, k), v->pos_unknown[k]);
 		if (v->implicit_unknown_operand)
-			pcheck_word(&pk, "{}", true);
+			implicit_operands(&pk, v);
 		if (!take_pcheck(&ms, &pk))
 			goto no;
 	}
 	if (m->dest.set) {
 		pcheck_init(&pk, &m->dest, allow, mc->ctx);
 		if (v->implicit_unknown_operand)
-			pcheck_word(&pk, "{}", true);
+			implicit_operands(&pk, v);
 		else if (v->npositional > sub)
 			pcheck_word(&pk, word_at(v, v->npositional - 1), v->pos_unknown[v->npositional - 1]);
 		if (!take_pcheck(&ms, &pk))

@@ -185,9 +185,9 @@ unsigned path_classify_word(const char *word, bool unresolved, const policy_ctx 
 			    char **resolved)
 {
 	*resolved = NULL;
-	if (unresolved)
+	if (unresolved || (!ctx->cwd && word[0] != '/' && word[0] != '~'))
 		return PC_UNKNOWN;
-	char *abs = path_resolve(word, ctx->cwd ? ctx->cwd : ctx->workspace, ctx->home);
+	char *abs = path_resolve(word, ctx->cwd, ctx->home);
 	if (!abs)
 		return PC_UNKNOWN;
 	/* A glob: classify the literal directory in front of the first wildcard

@@ -5,8 +5,9 @@
  * is small, mature, packaged everywhere (Debian: libyaml-0-2) and gives exact
  * marks for every node so each mistake is reported as file:line:col. We use
  * its event parser and build our own tree so hostile input stays bounded:
- * aliases (and so "billion laughs" expansion) are refused, nesting depth and
- * node count are capped, and only one document is accepted. */
+ * aliases are expanded by copying, against the same node budget as the rest
+ * of the file (so "billion laughs" stops at the cap), nesting depth is
+ * capped, and only one document is accepted. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 
@@ -51,15 +52,60 @@ static ynode *node_new(ynode_type type, yaml_mark_t mark)
 	return n;
 }
 
+#define MAX_ANCHORS 1024
+
+typedef struct anchor {
+	char *name;
+	ynode *node; /* owned by the tree */
+} anchor;
+
+static ynode *node_copy(const ynode *n, size_t *budget, size_t depth, bool *too_deep)
+{
+	if (depth > POLICY_MAX_DEPTH) {
+		*too_deep = true;
+		return NULL;
+	}
+	if (*budget == 0)
+		return NULL;
+	(*budget)--;
+	ynode *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->type = n->type;
+	c->line = n->line;
+	c->col = n->col;
+	c->plain = n->plain;
+	c->len = n->len;
+	if (n->value && !(c->value = malloc(n->len + 1))) {
+		free(c);
+		return NULL;
+	}
+	if (n->value)
+		memcpy(c->value, n->value, n->len + 1);
+	for (size_t i = 0; i < n->n; i++) {
+		ynode *k = node_copy(n->items[i], budget, depth + 1, too_deep);
+		if (!k || push_item(c, k) < 0) {
+			ytree_free(k);
+			ytree_free(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
 typedef struct parser_state {
 	yaml_parser_t parser;
 	bool initialised;
+	anchor anchors[MAX_ANCHORS];
+	size_t nanchors;
 } parser_state;
 
 static void parser_statep(parser_state *s)
 {
 	if (s->initialised)
 		yaml_parser_delete(&s->parser);
+	for (size_t i = 0; i < s->nanchors; i++)
+		free(s->anchors[i].name);
 }
 
 static void eventp(yaml_event_t *e) { yaml_event_delete(e); }
@@ -108,11 +154,40 @@ int ytree_parse(const char *name, const char *buf, size_t len, ynode **root, txb
 				goto fail;
 			}
 			continue;
-		case YAML_ALIAS_EVENT:
-			r = txbox_fail(err, -EINVAL,
-				       "%s:%zu:%zu: YAML aliases (*%s) are not supported in a policy", name,
-				       line, col, (const char *)ev.data.alias.anchor);
-			goto fail;
+		case YAML_ALIAS_EVENT: {
+			const anchor *an = NULL;
+			for (size_t i = ps.nanchors; i-- > 0 && !an;)
+				if (!strcmp(ps.anchors[i].name, (const char *)ev.data.alias.anchor))
+					an = &ps.anchors[i];
+			if (!an) {
+				r = txbox_fail(err, -EINVAL, "%s:%zu:%zu: unknown alias *%s", name, line, col,
+					       (const char *)ev.data.alias.anchor);
+				goto fail;
+			}
+			size_t budget = POLICY_MAX_NODES - nodes;
+			bool too_deep = false;
+			n = node_copy(an->node, &budget, depth, &too_deep);
+			if (!n) {
+				if (too_deep) {
+					r = txbox_fail(err, -E2BIG, "%s:%zu:%zu: alias *%s nests deeper than %d levels",
+						       name, line, col, (const char *)ev.data.alias.anchor,
+						       POLICY_MAX_DEPTH);
+					goto fail;
+				}
+				if (budget == 0) {
+					r = txbox_fail(err, -E2BIG,
+						       "%s:%zu:%zu: alias *%s expands past the limit of %d YAML nodes",
+						       name, line, col, (const char *)ev.data.alias.anchor,
+						       POLICY_MAX_NODES);
+					goto fail;
+				}
+				goto oom;
+			}
+			nodes = POLICY_MAX_NODES - budget - 1; /* the +1 below counts the root */
+			n->line = line;
+			n->col = col;
+			break;
+		}
 		case YAML_SCALAR_EVENT:
 			n = node_new(YN_SCALAR, ev.start_mark);
 			if (!n)
@@ -145,6 +220,25 @@ int ytree_parse(const char *name, const char *buf, size_t len, ynode **root, txb
 		default:
 			continue;
 		}
+		const yaml_char_t *anchor_name = ev.type == YAML_SCALAR_EVENT ? ev.data.scalar.anchor
+						 : ev.type == YAML_SEQUENCE_START_EVENT ? ev.data.sequence_start.anchor
+						 : ev.type == YAML_MAPPING_START_EVENT ? ev.data.mapping_start.anchor
+										      : NULL;
+		if (anchor_name) {
+			if (ps.nanchors >= MAX_ANCHORS) {
+				ytree_free(n);
+				r = txbox_fail(err, -E2BIG, "%s:%zu:%zu: more than %d anchors", name, line, col,
+					       MAX_ANCHORS);
+				goto fail;
+			}
+			char *an = strdup((const char *)anchor_name);
+			if (!an) {
+				ytree_free(n);
+				goto oom;
+			}
+			ps.anchors[ps.nanchors].name = an;
+			ps.anchors[ps.nanchors++].node = n;
+		}
 		if (++nodes > POLICY_MAX_NODES) {
 			ytree_free(n);
 			r = txbox_fail(err, -E2BIG, "%s:%zu:%zu: policy has more than %d YAML nodes", name,
@@ -154,14 +248,16 @@ int ytree_parse(const char *name, const char *buf, size_t len, ynode **root, txb
 		if (depth == 0) {
 			if (top) { /* cannot happen with one document, but stay safe */
 				ytree_free(n);
-				continue;
+				r = txbox_fail(err, -EINVAL, "%s:%zu:%zu: more than one top-level node", name,
+					       line, col);
+				goto fail;
 			}
 			top = n;
 		} else if (push_item(stack[depth - 1], n) < 0) {
 			ytree_free(n);
 			goto oom;
 		}
-		if (n->type != YN_SCALAR) {
+		if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
 			if (depth >= POLICY_MAX_DEPTH) {
 				r = txbox_fail(err, -E2BIG, "%s:%zu:%zu: nesting deeper than %d levels", name,
 					       line, col, POLICY_MAX_DEPTH);

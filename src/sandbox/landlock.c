@@ -136,7 +136,9 @@ static int allow_beneath(int ruleset_fd, const char *path, uint64_t handled, boo
 {
 	_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
 	if (fd < 0) {
-		if (!must_exist && (errno == ENOENT || errno == ENOTDIR))
+		/* optional entries that do not exist (or that we could not reach
+		 * and so could not write anyway) need no rule */
+		if (!must_exist && (errno == ENOENT || errno == ENOTDIR || errno == EACCES))
 			return 0;
 		return txbox_fail_errno(err, -errno, "landlock: opening %s", path);
 	}
@@ -149,8 +151,13 @@ static int allow_beneath(int ruleset_fd, const char *path, uint64_t handled, boo
 	};
 	if (pb.allowed_access == 0)
 		return 0;
-	if (ll_add_rule(ruleset_fd, TX_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+	if (ll_add_rule(ruleset_fd, TX_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0) {
+		/* EBADFD: a pipe or socket (e.g. /dev/stdout), which Landlock
+		 * does not restrict in the first place */
+		if (!must_exist && errno == EBADFD)
+			return 0;
 		return txbox_fail_errno(err, -errno, "landlock: adding a rule for %s", path);
+	}
 	return 0;
 }
 

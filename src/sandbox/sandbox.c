@@ -240,7 +240,12 @@ int sandbox_run(const sandbox_spec *s, sandbox_outcome *o, txbox_error *err)
 	}
 
 	txbox_error warn = TXBOX_ERROR_INIT;
-	limits_cgroup *cg = limits_cgroup_create(s->txid, &s->limits, &o->mechanism, &warn);
+	/* A cgroup costs milliseconds to join (v1 memory especially): only when
+	 * a limit needs one. Without it, rlimits hold. */
+	limits_cgroup *cg = NULL;
+	o->mechanism = TXBOX_LIMITS_RLIMIT;
+	if (s->limits.memory_bytes || s->limits.pids)
+		cg = limits_cgroup_create(s->txid, &s->limits, &o->mechanism, &warn);
 	txbox_error_clear(&warn);
 
 	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;

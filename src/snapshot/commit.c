@@ -126,10 +126,103 @@ static int apply_meta(int ws_fd, int upper_fd, const plan_op *o, txbox_error *er
 	return set_meta(wd, wname, &want, err);
 }
 
+/* Copy all data of from (from offset 0) to to (truncated first). */
+static int copy_data(int from, int to)
+{
+	if (ftruncate(to, 0) < 0 || lseek(from, 0, SEEK_SET) < 0 || lseek(to, 0, SEEK_SET) < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = copy_file_range(from, NULL, to, NULL, 1 << 30, 0);
+		if (n == 0)
+			return 0;
+		if (n > 0)
+			continue;
+		if (errno == EINTR)
+			continue;
+		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+			return -errno;
+		break;
+	}
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(from, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(to, buf + off, (size_t)(n - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0)
+				return -errno;
+			off += w;
+		}
+	}
+}
+
+static int displaced_name(size_t idx, char buf[static 32])
+{
+	return snprintf(buf, 32, "%zu", idx);
+}
+
+/* Rewrite an existing (hard-linked) file's content in place, keeping the
+ * original content in displaced/<idx> for reversal. */
+static int apply_inplace(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
+{
+	_cleanup_close_ int wf = fs_open_beneath(ws_fd, o->path, O_RDWR, 0);
+	if (wf < 0)
+		return txbox_fail_errno(err, wf, "opening %s", o->path);
+	struct stat cur;
+	if (fstat(wf, &cur) < 0 || cur.st_ino != o->old_ino || !S_ISREG(cur.st_mode))
+		return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
+	_cleanup_close_ int uf = fs_open_beneath(upper_fd, o->path, O_RDONLY, 0);
+	if (uf < 0)
+		return txbox_fail_errno(err, uf, "opening the layer's %s", o->path);
+	char dn[32];
+	displaced_name(idx, dn);
+	_cleanup_close_ int saved = openat(displaced_fd, dn, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (saved < 0)
+		return txbox_fail_errno(err, -errno, "saving the original of %s", o->path);
+	int r = copy_data(wf, saved);
+	if (r < 0 || fsync(saved) < 0)
+		return txbox_fail_errno(err, r < 0 ? r : -errno, "saving the original of %s", o->path);
+	r = copy_data(uf, wf);
+	if (r < 0)
+		return txbox_fail_errno(err, r, "rewriting %s", o->path);
+	return apply_meta(ws_fd, upper_fd, o, err);
+}
+
+static int apply_link(int ws_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
+{
+	const char *wname, *tname;
+	_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
+	if (wpar < 0)
+		return wpar;
+	_cleanup_close_ int tpar = snapshot_open_parent(ws_fd, o->link_target, &tname, err);
+	if (tpar < 0)
+		return tpar;
+	if (o->existed) {
+		char dn[32];
+		displaced_name(idx, dn);
+		if (renameat2(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
+			return txbox_fail_errno(err, -errno, "moving %s aside", o->path);
+	}
+	if (linkat(tpar, tname, wpar, wname, 0) < 0)
+		return txbox_fail_errno(err, -errno, "linking %s to %s", o->path, o->link_target);
+	return 0;
+}
+
 static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
 {
 	if (o->kind == PLAN_META)
 		return apply_meta(ws_fd, upper_fd, o, err);
+	if (o->kind == PLAN_INPLACE)
+		return apply_inplace(ws_fd, upper_fd, displaced_fd, o, idx, err);
+	if (o->kind == PLAN_LINK)
+		return apply_link(ws_fd, displaced_fd, o, idx, err);
 	const char *wname, *uname;
 	_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
 	if (wpar < 0)
@@ -162,7 +255,38 @@ static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o
 
 static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
 {
-	if (o->kind == PLAN_META) {
+	if (o->kind == PLAN_INPLACE) {
+		char dn[32];
+		displaced_name(idx, dn);
+		_cleanup_close_ int saved = openat(displaced_fd, dn, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (saved < 0)
+			return 0; /* never rewritten */
+		_cleanup_close_ int wf = fs_open_beneath(ws_fd, o->path, O_RDWR, 0);
+		struct stat cur;
+		if (wf < 0 || fstat(wf, &cur) < 0 || cur.st_ino != o->old_ino)
+			return 0;
+		int r = copy_data(saved, wf);
+		if (r < 0)
+			return txbox_fail_errno(err, r, "restoring the content of %s", o->path);
+		/* then the metadata, like a META op */
+	}
+	if (o->kind == PLAN_LINK) {
+		const char *wname;
+		_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
+		if (wpar < 0)
+			return wpar;
+		struct stat cur;
+		if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) == 0 && cur.st_ino == o->new_ino &&
+		    unlinkat(wpar, wname, 0) < 0)
+			return txbox_fail_errno(err, -errno, "removing the link %s", o->path);
+		char dn[32];
+		displaced_name(idx, dn);
+		if (fstatat(displaced_fd, dn, &cur, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    renameat2(displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
+			return txbox_fail_errno(err, -errno, "restoring %s", o->path);
+		return 0;
+	}
+	if (o->kind == PLAN_META || o->kind == PLAN_INPLACE) {
 		const char *wname = "";
 		_cleanup_close_ int wpar = o->path[0] ? snapshot_open_parent(ws_fd, o->path, &wname, err) : -1;
 		if (o->path[0] && wpar < 0)

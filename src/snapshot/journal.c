@@ -80,7 +80,7 @@ int journal_read(int txfd, plan *out, txbox_error *err)
 		if (strlen(line) > sizeof hp + 200 ||
 		    sscanf(line, "%d %d %llu %llu %o %u %u %lld %ld %lld %ld %8193s", &kind, &existed, &ni, &oi, &mode,
 			   &uid, &gid, &as, &ans, &ms, &mns, hp) != 12 ||
-		    kind < PLAN_PUT || kind > PLAN_META) {
+		    kind < PLAN_PUT || kind > PLAN_LINK) {
 			plan_free(out);
 			return txbox_fail(err, -EINVAL, "journal: malformed line %zu", lineno);
 		}

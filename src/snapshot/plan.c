@@ -47,8 +47,10 @@ static int plan_push(plan *p, plan_op *op, txbox_error *err)
 
 void plan_free(plan *p)
 {
-	for (size_t i = 0; i < p->n; i++)
+	for (size_t i = 0; i < p->n; i++) {
 		free(p->ops[i].path);
+		free(p->ops[i].link_target);
+	}
 	free(p->ops);
 	p->ops = NULL;
 	p->n = p->cap = 0;
@@ -126,6 +128,31 @@ static bool links_equal(int d1, const char *n1, int d2, const char *n2)
 	ssize_t la = readlinkat(d1, n1, a, sizeof a);
 	ssize_t lb = readlinkat(d2, n2, b, sizeof b);
 	return la >= 0 && la == lb && memcmp(a, b, (size_t)la) == 0;
+}
+
+/* Is the upper file a copy-up of the workspace file itself? Overlay (with
+ * index=on) records the lower inode's file handle in overlay.origin:
+ * version, magic 0xfb, len, flags, type, uuid[16], then the handle bytes. */
+static bool origin_is(int ufd, const char *uname, int wfd, const char *wname)
+{
+	char p[PATH_MAX];
+	prepare_xattr_path(ufd, uname, p, sizeof p);
+	unsigned char fb[256];
+	ssize_t n = lgetxattr(p, "trusted.overlay.origin", fb, sizeof fb);
+	if (n < 0)
+		n = lgetxattr(p, "user.overlay.origin", fb, sizeof fb);
+	if (n < 21 || fb[1] != 0xfb)
+		return false;
+	union {
+		struct file_handle fh;
+		unsigned char buf[sizeof(struct file_handle) + 128];
+	} h;
+	h.fh.handle_bytes = 128;
+	int mnt;
+	if (name_to_handle_at(wfd, wname, &h.fh, &mnt, 0) < 0)
+		return false;
+	return fb[4] == (unsigned char)h.fh.handle_type && (size_t)(n - 21) == h.fh.handle_bytes &&
+	       memcmp(fb + 21, h.fh.f_handle, h.fh.handle_bytes) == 0;
 }
 
 static char *join(const char *rel, const char *name)
@@ -213,6 +240,20 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 		return add_op(w, PLAN_PUT, steal_ptr(path), true, true, TXBOX_CHANGE_TYPE_CHANGED, &ust, &wst);
 
 	bool same_content = false;
+	if (S_ISREG(ust.st_mode) && wst.st_nlink > 1 && origin_is(ufd, name, wfd, name)) {
+		/* The file of an existing hard-link group, changed through this
+		 * name: natively every name sees the change, so change the inode. */
+		same_content = ust.st_size == wst.st_size && contents_equal(ufd, name, wfd, name);
+		if (same_content && meta_equal(&ust, &wst) && xattrs_equal(ufd, name, wfd, name) &&
+		    same_time(ust.st_mtim, wst.st_mtim))
+			return 0;
+		return add_op(w, same_content ? PLAN_META : PLAN_INPLACE, steal_ptr(path), true, true,
+			      same_content ? TXBOX_CHANGE_METADATA : TXBOX_CHANGE_MODIFIED, &ust, &wst);
+	}
+	if (S_ISREG(ust.st_mode) && ust.st_nlink > 1) {
+		/* hard-linked inside the transaction: publish the inode itself */
+		return add_op(w, PLAN_PUT, steal_ptr(path), true, true, TXBOX_CHANGE_MODIFIED, &ust, &wst);
+	}
 	if (S_ISREG(ust.st_mode))
 		same_content = ust.st_size == wst.st_size && same_time(ust.st_mtim, wst.st_mtim) &&
 			       contents_equal(ufd, name, wfd, name);
@@ -258,11 +299,39 @@ static int walk_dir(walk *w, int ufd, int wfd, const char *rel, unsigned depth)
 	return 0;
 }
 
+/* A name hard-linked, inside the transaction, to a file that stays in
+ * place (META/INPLACE of an existing group) must become a link to that
+ * file, not a publication of the layer's copy. */
+static int convert_links(plan *p, txbox_error *err)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		plan_op *o = &p->ops[i];
+		if (o->kind != PLAN_PUT || !S_ISREG(o->new_st.st_mode) || o->new_st.st_nlink < 2)
+			continue;
+		for (size_t j = 0; j < p->n; j++) {
+			plan_op *t = &p->ops[j];
+			if ((t->kind == PLAN_INPLACE || t->kind == PLAN_META) && S_ISREG(t->new_st.st_mode) &&
+			    t->new_ino == o->new_ino && t->new_st.st_dev == o->new_st.st_dev) {
+				o->link_target = strdup(t->path);
+				if (!o->link_target)
+					return txbox_fail(err, -ENOMEM, "out of memory");
+				o->kind = PLAN_LINK;
+				o->new_ino = t->old_ino; /* the published name is the group's inode */
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
 int plan_build(int ws_fd, int upper_fd, const plan_opts *o, plan *out, txbox_error *err)
 {
 	memset(out, 0, sizeof *out);
 	walk w = {.p = out, .o = o, .err = err};
 	int r = walk_dir(&w, upper_fd, ws_fd, "", 0);
+	if (r < 0)
+		goto fail;
+	r = convert_links(out, err);
 	if (r < 0)
 		goto fail;
 	/* The workspace root itself: mode, owner, xattrs and times. */

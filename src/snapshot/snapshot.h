@@ -34,11 +34,15 @@ typedef enum plan_kind {
 	PLAN_PUT = 0,   /* move the upper entry to the workspace, displacing what is there */
 	PLAN_DELETE,    /* move the workspace entry aside */
 	PLAN_META,      /* apply mode/owner/times/xattrs of the upper entry in place */
+	PLAN_INPLACE,   /* rewrite the content of an existing hard-linked file in place (the
+			 * original content is saved in displaced/<op> first), then META */
+	PLAN_LINK,      /* hard-link the existing file at link_target to path (displacing what is there) */
 } plan_kind;
 
 typedef struct plan_op {
 	plan_kind kind;
 	char *path;            /* relative to the workspace root */
+	char *link_target;     /* PLAN_LINK: workspace path of the file to link to */
 	bool existed;          /* the workspace had an entry at path */
 	bool report;           /* appears in the change list */
 	txbox_change_kind change;

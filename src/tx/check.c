@@ -3,6 +3,7 @@
 #include "tx/tx.h"
 
 #include "policy/policy.h"
+#include "sandbox/harden.h"
 #include "util/cleanup.h"
 
 #include <errno.h>
@@ -58,5 +59,10 @@ int txbox_recover(const char *workspace, const char *state_dir, txbox_error *err
 		return r;
 	r = tx_recover_stale(&sd, err);
 	state_dir_close(&sd);
+	if (r >= 0) { /* cgroups a killed txbox left behind */
+		txbox_error ce = TXBOX_ERROR_INIT;
+		limits_cgroup_reap_stale(&ce);
+		txbox_error_clear(&ce);
+	}
 	return r;
 }

@@ -57,8 +57,10 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, bool userxattr, tx_comm
 	r = plan_changes(&p, &info->changes, &info->nchanges, err);
 	if (r < 0)
 		goto out;
-	if (p.n == 0)
-		goto done;
+	if (p.n == 0) { /* nothing to publish: no journal, no sync */
+		r = 0;
+		goto out;
+	}
 	if (syncfs(s->ws_fd) < 0) {
 		r = txbox_fail_errno(err, -errno, "syncfs before commit");
 		goto out;
@@ -85,7 +87,6 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, bool userxattr, tx_comm
 		r = txbox_fail_errno(err, -errno, "syncfs after commit");
 		goto out;
 	}
-done:
 	r = tx_set_state(t, "committed", err);
 out:
 	plan_free(&p);

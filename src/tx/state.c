@@ -156,6 +156,14 @@ int tx_set_state(tx *t, const char *state, txbox_error *err)
 {
 	char buf[128];
 	int n = snprintf(buf, sizeof buf, "%s %d\n", state, (int)getpid());
+	/* "running" need not be durable: after a crash a missing or stale state
+	 * reads as running, and running transactions are rolled back. */
+	if (!strcmp(state, "running")) {
+		_cleanup_close_ int fd = openat(t->fd, "state", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 || write(fd, buf, (size_t)n) != n)
+			return txbox_fail_errno(err, -errno, "writing the state of %s", t->id);
+		return 0;
+	}
 	return fs_write_file_atomic(t->fd, "state", buf, (size_t)n, 0600, err);
 }
 

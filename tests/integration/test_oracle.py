@@ -273,24 +273,45 @@ def fixture_deterministic(ctx):
 def manifest_detects(ctx):
     """Mutation test of the oracle itself: every kind of change to B must
     show up in diff(manifest(A), manifest(B))."""
+    def J(root, *parts):
+        return os.path.join(os.fsencode(root), *[os.fsencode(p) for p in parts])
+
+    def relink(b):
+        os.unlink(J(b, "hl2"))
+        with open(J(b, "hl2"), "wb") as f:
+            f.write(b"linked\n")
+        ns = os.lstat(J(b, "hl1")).st_mtime_ns
+        os.utime(J(b, "hl2"), ns=(ns, ns))
+
+    def retarget(b):
+        os.unlink(J(b, "link_rel"))
+        os.symlink(b"file_4096", J(b, "link_rel"))
+
+    def retype(b):
+        os.unlink(J(b, "fifo"))
+        open(J(b, "fifo"), "wb").close()
+
+    def append(p, data):
+        with open(p, "r+b") as f:
+            f.seek(0, 2)
+            f.write(data)
+
     mutations = [
-        ("content", lambda b: open(os.path.join(b, "file_4096"), "r+b").write(b"Z")),
-        ("mode", lambda b: os.chmod(os.path.join(b, "file_small"), 0o600)),
-        ("setuid", lambda b: os.chmod(os.path.join(b, "exec.sh"), 0o4755)),
-        ("mtime", lambda b: os.utime(os.path.join(b, "file_small"), ns=(1, 1))),
-        ("symlink mtime", lambda b: os.utime(os.path.join(b, "link_rel"), ns=(1, 1),
-                                             follow_symlinks=False)),
-        ("xattr", lambda b: os.setxattr(os.path.join(b, "file_small"), b"user.q", b"1")),
-        ("xattr value", lambda b: os.setxattr(os.path.join(b, "xattr_file"), b"user.alpha", b"2")),
-        ("symlink target", lambda b: (os.unlink(os.path.join(b, "link_rel")),
-                                      os.symlink(b"file_4096", os.path.join(b, "link_rel")))),
-        ("link group", lambda b: (os.unlink(os.path.join(b, "hl2")),
-                                  open(os.path.join(b, "hl2"), "wb").write(b"linked\n"),
-                                  os.utime(os.path.join(b, "hl2"), ns=(os.lstat(os.path.join(b, "hl1")).st_mtime_ns,) * 2))),
-        ("type", lambda b: (os.unlink(os.path.join(b, "fifo")), open(os.path.join(b, "fifo"), "wb"))),
-        ("deleted", lambda b: os.unlink(os.path.join(b, "file_empty"))),
-        ("added", lambda b: open(os.path.join(b, "extra"), "wb")),
-        ("deep content", lambda b: open(os.path.join(b, fixture.deep_path(), b"leaf"), "ab").write(b"!")),
+        ("content", lambda b: append(J(b, "file_4096"), b"Z")),
+        ("same-size content", lambda b: os.pwrite(os.open(J(b, "file_1m"), os.O_WRONLY), b"Z", 777777)),
+        ("mode", lambda b: os.chmod(J(b, "file_small"), 0o600)),
+        ("setuid", lambda b: os.chmod(J(b, "exec.sh"), 0o4755)),
+        ("mtime", lambda b: os.utime(J(b, "file_small"), ns=(1, 1))),
+        ("symlink mtime", lambda b: os.utime(J(b, "link_rel"), ns=(1, 1), follow_symlinks=False)),
+        ("xattr", lambda b: os.setxattr(J(b, "file_small"), b"user.q", b"1")),
+        ("xattr value", lambda b: os.setxattr(J(b, "xattr_file"), b"user.alpha", b"2")),
+        ("symlink target", retarget),
+        ("link group", relink),
+        ("type", retype),
+        ("deleted", lambda b: os.unlink(J(b, "file_empty"))),
+        ("added", lambda b: open(J(b, "extra"), "wb").close()),
+        ("deep content", lambda b: append(J(b, fixture.deep_path(), "leaf"), b"!")),
+        ("odd name content", lambda b: append(J(b, fixture.NAME_INVALID), b"!")),
         ("sparse tail", None),
     ]
     d = ctx.mkdtemp("mutations")
@@ -301,14 +322,14 @@ def manifest_detects(ctx):
         b = fixture.build(os.path.join(d, "B%d" % i), ctx.privileged)
         if fn is None:  # two 3 MiB files, equal except one byte in a hole-only chunk
             for root, off in ((a, None), (b, 2 << 20)):
-                with open(os.path.join(root, b"sparse_probe"), "wb") as f:
+                with open(J(root, "sparse_probe"), "wb") as f:
                     f.truncate(3 << 20)
                     if off is not None:
                         f.seek(off)
                         f.write(b"\x01")
-                os.utime(os.path.join(root, b"sparse_probe"), ns=(5, 5))
+                os.utime(J(root, "sparse_probe"), ns=(5, 5))
             ma2 = mf.manifest(a)
-            os.unlink(os.path.join(a, b"sparse_probe"))
+            os.unlink(J(a, "sparse_probe"))
             if not mf.diff(ma2, mf.manifest(b)):
                 missed.append(name)
             continue

@@ -9,6 +9,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <pthread.h>
+#include <seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -36,7 +37,8 @@
 
 static char g_ws[64], g_out[64];
 static const char *const g_writable[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty",
-					 "/dev/pts", "/dev/shm", "/nonexistent-xyz", NULL};
+					 "/dev/pts", "/dev/shm", "/nonexistent-xyz",
+					 "/dev/stdout", "/dev/stderr", NULL};
 
 static void apply_or_die(bool in_userns, int *abi)
 {
@@ -431,6 +433,74 @@ static void test_cpu_rlimit_kills(void **state)
 	assert_true(WTERMSIG(st) == SIGXCPU || WTERMSIG(st) == SIGKILL);
 }
 
+static void child_extra_families(void *arg)
+{
+	(void)arg;
+	harden_opts o = {.workspace = g_ws, .in_userns = geteuid() != 0,
+			 .allow_extra_socket_families = true};
+	txbox_error err = TXBOX_ERROR_INIT;
+	CHILD_CHECK(harden_child_apply(&o, NULL, &err) == 0);
+	/* the filter no longer answers EAFNOSUPPORT (the kernel may still
+	 * refuse for lack of CAP_NET_RAW) */
+	int s = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	CHILD_CHECK(s >= 0 || errno != EAFNOSUPPORT);
+	CHILD_CHECK(unshare(CLONE_NEWUSER) < 0 && errno == EPERM);
+}
+
+static void test_extra_socket_families(void **state)
+{
+	(void)state;
+	run_child(child_extra_families, NULL);
+}
+
+static void child_missing_workspace(void *arg)
+{
+	(void)arg;
+	if (landlock_probe_abi() == 0)
+		_exit(CHILD_SKIP);
+	harden_opts o = {.workspace = "/nonexistent/txbox-ws", .in_userns = geteuid() != 0};
+	txbox_error err = TXBOX_ERROR_INIT;
+	int abi = -1;
+	CHILD_CHECK(harden_child_apply(&o, &abi, &err) < 0);
+	CHILD_CHECK(err.message && strstr(err.message, "/nonexistent/txbox-ws"));
+	txbox_error_clear(&err);
+}
+
+static void test_missing_workspace_reported(void **state)
+{
+	(void)state;
+	run_child(child_missing_workspace, NULL);
+}
+
+/* A kernel without Landlock, simulated: landlock_create_ruleset -> ENOSYS. */
+static void child_no_landlock(void *arg)
+{
+	(void)arg;
+	CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	CHILD_CHECK(ctx != NULL);
+	int nr = seccomp_syscall_resolve_name("landlock_create_ruleset");
+	if (nr < 0)
+		_exit(CHILD_SKIP);
+	CHILD_CHECK(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0) == 0);
+	CHILD_CHECK(seccomp_load(ctx) == 0);
+	seccomp_release(ctx);
+	CHILD_CHECK(landlock_probe_abi() == 0);
+	int abi = -1;
+	apply_or_die(geteuid() != 0, &abi);
+	CHILD_CHECK(abi == 0);
+	/* seccomp still applied */
+	CHILD_CHECK(unshare(CLONE_NEWUSER) < 0 && errno == EPERM);
+	/* and writes outside the workspace are (only) up to the mounts now */
+	CHILD_CHECK(write_file(g_out, "no-landlock") == 0);
+}
+
+static void test_degrades_without_landlock(void **state)
+{
+	(void)state;
+	run_child(child_no_landlock, NULL);
+}
+
 static void test_bad_args(void **state)
 {
 	(void)state;
@@ -475,6 +545,9 @@ int main(void)
 		cmocka_unit_test(test_harden_unprivileged),
 		cmocka_unit_test(test_rlimits_set),
 		cmocka_unit_test(test_cpu_rlimit_kills),
+		cmocka_unit_test(test_extra_socket_families),
+		cmocka_unit_test(test_missing_workspace_reported),
+		cmocka_unit_test(test_degrades_without_landlock),
 	};
 	return cmocka_run_group_tests_name("sandbox-harden", tests, setup, teardown);
 }

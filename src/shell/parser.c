@@ -1,0 +1,884 @@
+/* Recursive-descent parser for bash command text.
+ *
+ * The parser does not build a full tree: classification needs every simple
+ * command that could run, with its words, redirections, here-document
+ * bodies and pipeline position. Each simple command becomes a node
+ * (struct sh_node); compound commands (if/while/until/for/select/case,
+ * subshells, brace groups, functions, [[ ]], (( ))) are parsed for syntax
+ * and for the commands inside them. Function bodies are reported whether or
+ * not the function is called. Aliases are not expanded (non-interactive
+ * bash does not expand them).
+ *
+ * Nesting is bounded by SH_MAX_NEST; every token, word and field is counted
+ * against shell_limits.max_nodes, so work is linear in the input.
+ */
+#include "shell/internal.h"
+
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_list(struct sh_parser *p);
+static int parse_command(struct sh_parser *p);
+
+static int oom(struct sh_parser *p)
+{
+	return txbox_fail(p->ctx->err, -ENOMEM, "shell: out of memory");
+}
+
+static const char *tk_name(const struct sh_tok *t)
+{
+	switch (t->t) {
+	case TK_EOF: return "end of input";
+	case TK_NEWLINE: return "newline";
+	case TK_WORD: return "word";
+	case TK_SEMI: return "';'";
+	case TK_AMP: return "'&'";
+	case TK_AND: return "'&&'";
+	case TK_OR: return "'||'";
+	case TK_PIPE: return "'|'";
+	case TK_PIPEAMP: return "'|&'";
+	case TK_LPAREN: return "'('";
+	case TK_RPAREN: return "')'";
+	case TK_DLPAREN: return "'(('";
+	case TK_DSEMI: return "';;'";
+	case TK_SEMIAMP: return "';&'";
+	case TK_DSEMIAMP: return "';;&'";
+	case TK_REDIR: return "redirection";
+	}
+	return "token";
+}
+
+static int unexpected(struct sh_parser *p, const struct sh_tok *t)
+{
+	char msg[96];
+	if (t->t == TK_WORD) {
+		bool u;
+		_cleanup_free_ char *txt = sh_word_text(&t->w, &u);
+		snprintf(msg, sizeof(msg), "syntax error near unexpected '%.40s'", txt ? txt : "?");
+	} else
+		snprintf(msg, sizeof(msg), "syntax error near unexpected %s", tk_name(t));
+	return sh_fail_at(p, t->pos, -EINVAL, msg);
+}
+
+static bool is_word(const struct sh_tok *t, const char *s)
+{
+	return t->t == TK_WORD && sh_word_is(&t->w, s);
+}
+
+/* Reserved words that end a list (in command position). */
+static bool is_list_end(const struct sh_tok *t)
+{
+	static const char *const ends[] = {"then", "else", "elif", "fi", "do", "done", "esac", "}"};
+	if (t->t == TK_EOF || t->t == TK_RPAREN || t->t == TK_DSEMI || t->t == TK_SEMIAMP ||
+	    t->t == TK_DSEMIAMP)
+		return true;
+	if (t->t != TK_WORD)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(ends); i++)
+		if (sh_word_is(&t->w, ends[i]))
+			return true;
+	return false;
+}
+
+static int skip_newlines(struct sh_parser *p)
+{
+	for (;;) {
+		struct sh_tok *t;
+		int rc = sh_peek(p, &t);
+		if (rc < 0)
+			return rc;
+		if (t->t != TK_NEWLINE)
+			return 0;
+		sh_consume(p);
+	}
+}
+
+static int expect_word(struct sh_parser *p, const char *w)
+{
+	struct sh_tok *t;
+	int rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	if (!is_word(t, w)) {
+		char msg[64];
+		if (t->t == TK_EOF) {
+			snprintf(msg, sizeof(msg), "syntax error: missing '%s'", w);
+			return sh_fail_at(p, t->pos, -EINVAL, msg);
+		}
+		return unexpected(p, t);
+	}
+	sh_consume(p);
+	return 0;
+}
+
+static int expect_tok(struct sh_parser *p, enum sh_tk k, const char *what)
+{
+	struct sh_tok *t;
+	int rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	if (t->t != k) {
+		if (t->t == TK_EOF) {
+			char msg[64];
+			snprintf(msg, sizeof(msg), "syntax error: missing %s", what);
+			return sh_fail_at(p, t->pos, -EINVAL, msg);
+		}
+		return unexpected(p, t);
+	}
+	sh_consume(p);
+	return 0;
+}
+
+/* Append a finished node. */
+static int push_node(struct sh_parser *p, struct sh_node *n)
+{
+	if (sh_vec_reserve((void **)&p->nodes->v, &p->nodes->cap, p->nodes->n + 1,
+			   sizeof(*p->nodes->v)) < 0) {
+		sh_node_free(n);
+		return oom(p);
+	}
+	n->via = p->via ? strdup(p->via) : NULL;
+	if (p->via && !n->via) {
+		sh_node_free(n);
+		return oom(p);
+	}
+	n->depth = p->depth;
+	n->pipe_id = p->pipe_id;
+	n->pipe_idx = p->pipe_idx;
+	n->stdin_piped = p->stdin_piped;
+	p->nodes->v[p->nodes->n++] = *n;
+	memset(n, 0, sizeof(*n));
+	return sh_budget(p->ctx, 1);
+}
+
+/* Parse a redirection whose operator token is current; adds to n. */
+static int parse_redir(struct sh_parser *p, struct sh_node *n)
+{
+	struct sh_tok *t;
+	int rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	int op = t->rop, fd = t->fd;
+	size_t at = t->pos;
+	sh_consume(p);
+	rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	if (t->t != TK_WORD) {
+		if (t->t == TK_EOF)
+			return sh_fail_at(p, at, -EINVAL, "syntax error: redirection without target");
+		return unexpected(p, t);
+	}
+	struct sh_redir_raw *r = calloc(1, sizeof(*r));
+	if (!r)
+		return oom(p);
+	r->op = op;
+	r->fd = fd;
+	if (sh_vec_reserve((void **)&n->redirs, &n->rcap, n->nredirs + 1, sizeof(*n->redirs)) < 0) {
+		free(r);
+		return oom(p);
+	}
+	n->redirs[n->nredirs++] = r;
+	r->target = sh_word_text(&t->w, &r->unres);
+	r->procsub = t->w.procsub;
+	if (!r->target)
+		return oom(p);
+	if (op == R_DLT || op == R_DLTDASH) {
+		r->here = true;
+		r->here_quoted = t->w.quoted;
+		r->unres = false;
+		/* the delimiter is the word after quote removal, no expansion */
+		free(r->target);
+		r->target = strndup(p->s + t->w.start, t->w.end - t->w.start);
+		if (!r->target)
+			return oom(p);
+		bool u;
+		char *delim = sh_word_text(&t->w, &u);
+		if (!delim)
+			return oom(p);
+		if (t->w.unres) {
+			/* $x as delimiter is literal text "$x" */
+			free(delim);
+			delim = strndup(p->s + t->w.start, t->w.end - t->w.start);
+			if (!delim)
+				return oom(p);
+		}
+		if (sh_vec_reserve((void **)&p->pend, &p->pcap, p->npend + 1, sizeof(*p->pend)) < 0) {
+			free(delim);
+			return oom(p);
+		}
+		p->pend[p->npend++] = (struct sh_pending){.r = r, .delim = delim,
+							   .strip_tabs = op == R_DLTDASH};
+	} else if (op == R_TLT) {
+		r->here = true;
+		r->here_filled = true;
+		size_t tl = strlen(r->target);
+		r->body = malloc(tl + 2);
+		if (!r->body)
+			return oom(p);
+		memcpy(r->body, r->target, tl);
+		r->body[tl] = '\n';
+		r->body[tl + 1] = '\0';
+		r->body_unres = r->unres;
+		r->sub_begin = t->w.sub_begin;
+		r->sub_end = t->w.sub_end;
+	}
+	sh_consume(p);
+	return 0;
+}
+
+/* Array assignment value "( … )" right after NAME=. */
+static int parse_array_value(struct sh_parser *p)
+{
+	size_t at = p->pos;
+	p->pos++; /* '(' */
+	int rc = sh_nest_enter(p, at);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		struct sh_tok *t;
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			break;
+		if (t->t == TK_RPAREN) {
+			sh_consume(p);
+			break;
+		}
+		if (t->t == TK_NEWLINE) {
+			sh_consume(p);
+			continue;
+		}
+		if (t->t != TK_WORD) {
+			rc = t->t == TK_EOF ? sh_fail_at(p, at, -EINVAL, "unterminated array assignment")
+					    : unexpected(p, t);
+			break;
+		}
+		sh_consume(p);
+	}
+	sh_nest_leave(p);
+	return rc;
+}
+
+/* Compound commands may carry redirections: record them as a node with
+ * no argv so writes are visible. */
+static int parse_trailing_redirs(struct sh_parser *p)
+{
+	struct sh_node n = {0};
+	int rc = 0;
+	for (;;) {
+		struct sh_tok *t;
+		rc = sh_peek(p, &t);
+		if (rc < 0 || t->t != TK_REDIR)
+			break;
+		rc = parse_redir(p, &n);
+		if (rc < 0)
+			break;
+	}
+	if (rc == 0 && n.nredirs) {
+		n.compound_redirs = true;
+		return push_node(p, &n);
+	}
+	sh_node_free(&n);
+	return rc;
+}
+
+static int parse_simple(struct sh_parser *p)
+{
+	struct sh_node n = {0};
+	int rc = 0;
+	bool first = true;
+	for (;;) {
+		struct sh_tok *t;
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			goto fail;
+		if (t->t == TK_REDIR) {
+			rc = parse_redir(p, &n);
+			if (rc < 0)
+				goto fail;
+			first = false;
+			continue;
+		}
+		if (t->t != TK_WORD)
+			break;
+		if (n.argc == 0) {
+			size_t al = sh_word_assign_len(&t->w);
+			if (al) {
+				bool array = al == t->w.cells.len && p->pos < p->len &&
+					     p->s[p->pos] == '(' && t->w.end == p->pos;
+				sh_consume(p);
+				if (array) {
+					rc = parse_array_value(p);
+					if (rc < 0)
+						goto fail;
+				}
+				first = false;
+				continue;
+			}
+		}
+		rc = sh_word_fields(p, &t->w, &n);
+		if (rc < 0)
+			goto fail;
+		bool was_first = first && n.nredirs == 0;
+		first = false;
+		sh_consume(p);
+		if (was_first) {
+			/* name () compound: function definition */
+			struct sh_tok *t2;
+			rc = sh_peek(p, &t2);
+			if (rc < 0)
+				goto fail;
+			if (t2->t == TK_LPAREN) {
+				sh_consume(p);
+				rc = expect_tok(p, TK_RPAREN, "')'");
+				if (rc == 0)
+					rc = skip_newlines(p);
+				if (rc == 0)
+					rc = parse_command(p);
+				sh_node_free(&n);
+				return rc;
+			}
+		}
+	}
+	if (n.argc == 0 && n.nredirs == 0) {
+		sh_node_free(&n);
+		return 0;
+	}
+	return push_node(p, &n);
+fail:
+	sh_node_free(&n);
+	return rc;
+}
+
+/* for/select NAME [in WORDS] ; do LIST done   |  for (( … )) ; do … done */
+static int parse_for(struct sh_parser *p)
+{
+	struct sh_tok *t;
+	int rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	if (t->t == TK_DLPAREN) {
+		size_t at = t->pos;
+		sh_consume(p);
+		struct sh_word w = {0};
+		rc = sh_read_arith(p, &w, at);
+		sh_word_free(&w);
+		if (rc < 0)
+			return rc;
+	} else {
+		if (t->t != TK_WORD)
+			return unexpected(p, t);
+		sh_consume(p);
+		rc = skip_newlines(p);
+		if (rc < 0)
+			return rc;
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			return rc;
+		if (is_word(t, "in")) {
+			sh_consume(p);
+			struct sh_node scratch = {0};
+			for (;;) {
+				rc = sh_peek(p, &t);
+				if (rc < 0)
+					break;
+				if (t->t != TK_WORD)
+					break;
+				rc = sh_word_fields(p, &t->w, &scratch);
+				sh_node_free(&scratch);
+				if (rc < 0)
+					break;
+				sh_consume(p);
+			}
+			if (rc < 0)
+				return rc;
+		}
+	}
+	rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	if (t->t == TK_SEMI)
+		sh_consume(p);
+	rc = skip_newlines(p);
+	if (rc < 0)
+		return rc;
+	rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	if (is_word(t, "{")) {
+		sh_consume(p);
+		rc = parse_list(p);
+		return rc < 0 ? rc : expect_word(p, "}");
+	}
+	rc = expect_word(p, "do");
+	if (rc == 0)
+		rc = parse_list(p);
+	if (rc == 0)
+		rc = expect_word(p, "done");
+	return rc;
+}
+
+static int parse_case(struct sh_parser *p)
+{
+	struct sh_tok *t;
+	int rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	if (t->t != TK_WORD)
+		return t->t == TK_EOF ? sh_fail_at(p, t->pos, -EINVAL, "syntax error: incomplete case")
+				      : unexpected(p, t);
+	sh_consume(p);
+	rc = skip_newlines(p);
+	if (rc == 0)
+		rc = expect_word(p, "in");
+	for (;;) {
+		if (rc == 0)
+			rc = skip_newlines(p);
+		if (rc < 0)
+			return rc;
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			return rc;
+		if (is_word(t, "esac")) {
+			sh_consume(p);
+			return 0;
+		}
+		if (t->t == TK_LPAREN) {
+			sh_consume(p);
+			rc = sh_peek(p, &t);
+			if (rc < 0)
+				return rc;
+		}
+		/* patterns */
+		for (;;) {
+			if (t->t != TK_WORD)
+				return t->t == TK_EOF ? sh_fail_at(p, t->pos, -EINVAL,
+								   "syntax error: missing 'esac'")
+						      : unexpected(p, t);
+			sh_consume(p);
+			rc = sh_peek(p, &t);
+			if (rc < 0)
+				return rc;
+			if (t->t == TK_PIPE) {
+				sh_consume(p);
+				rc = sh_peek(p, &t);
+				if (rc < 0)
+					return rc;
+				continue;
+			}
+			break;
+		}
+		rc = expect_tok(p, TK_RPAREN, "')' in case pattern");
+		if (rc == 0)
+			rc = parse_list(p);
+		if (rc < 0)
+			return rc;
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			return rc;
+		if (t->t == TK_DSEMI || t->t == TK_SEMIAMP || t->t == TK_DSEMIAMP)
+			sh_consume(p);
+		else if (!is_word(t, "esac"))
+			return t->t == TK_EOF ? sh_fail_at(p, t->pos, -EINVAL,
+							   "syntax error: missing 'esac'")
+					      : unexpected(p, t);
+	}
+}
+
+static int parse_if(struct sh_parser *p)
+{
+	int rc = parse_list(p);
+	if (rc == 0)
+		rc = expect_word(p, "then");
+	if (rc == 0)
+		rc = parse_list(p);
+	while (rc == 0) {
+		struct sh_tok *t;
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			break;
+		if (is_word(t, "elif")) {
+			sh_consume(p);
+			rc = parse_list(p);
+			if (rc == 0)
+				rc = expect_word(p, "then");
+			if (rc == 0)
+				rc = parse_list(p);
+			continue;
+		}
+		if (is_word(t, "else")) {
+			sh_consume(p);
+			rc = parse_list(p);
+			if (rc == 0)
+				rc = expect_word(p, "fi");
+			break;
+		}
+		rc = expect_word(p, "fi");
+		break;
+	}
+	return rc;
+}
+
+/* [[ … ]]: words and operators up to "]]". */
+static int parse_cond(struct sh_parser *p, size_t at)
+{
+	for (;;) {
+		struct sh_tok *t;
+		int rc = sh_peek(p, &t);
+		if (rc < 0)
+			return rc;
+		if (t->t == TK_EOF)
+			return sh_fail_at(p, at, -EINVAL, "syntax error: missing ']]'");
+		if (is_word(t, "]]")) {
+			sh_consume(p);
+			return 0;
+		}
+		if (t->t == TK_REDIR && (t->rop == R_DLT || t->rop == R_DLTDASH))
+			return unexpected(p, t);
+		sh_consume(p);
+	}
+}
+
+static int parse_compound_body(struct sh_parser *p, struct sh_tok *t)
+{
+	int rc;
+	size_t at = t->pos;
+	if (t->t == TK_LPAREN) {
+		sh_consume(p);
+		rc = parse_list(p);
+		return rc < 0 ? rc : expect_tok(p, TK_RPAREN, "')'");
+	}
+	if (t->t == TK_DLPAREN) {
+		sh_consume(p);
+		if (!sh_arith_probe(p->s, p->len, p->pos)) {
+			/* "((" opens two nested subshells */
+			p->pos = at + 1;
+			rc = parse_list(p);
+			return rc < 0 ? rc : expect_tok(p, TK_RPAREN, "')'");
+		}
+		struct sh_word w = {0};
+		rc = sh_read_arith(p, &w, at);
+		sh_word_free(&w);
+		return rc;
+	}
+	if (is_word(t, "{")) {
+		sh_consume(p);
+		rc = parse_list(p);
+		return rc < 0 ? rc : expect_word(p, "}");
+	}
+	if (is_word(t, "if")) {
+		sh_consume(p);
+		return parse_if(p);
+	}
+	if (is_word(t, "while") || is_word(t, "until")) {
+		sh_consume(p);
+		rc = parse_list(p);
+		if (rc == 0)
+			rc = expect_word(p, "do");
+		if (rc == 0)
+			rc = parse_list(p);
+		if (rc == 0)
+			rc = expect_word(p, "done");
+		return rc;
+	}
+	if (is_word(t, "for") || is_word(t, "select")) {
+		sh_consume(p);
+		return parse_for(p);
+	}
+	if (is_word(t, "case")) {
+		sh_consume(p);
+		return parse_case(p);
+	}
+	if (is_word(t, "[[")) {
+		sh_consume(p);
+		return parse_cond(p, at);
+	}
+	if (is_word(t, "function")) {
+		sh_consume(p);
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			return rc;
+		if (t->t != TK_WORD)
+			return unexpected(p, t);
+		sh_consume(p);
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			return rc;
+		if (t->t == TK_LPAREN) {
+			sh_consume(p);
+			rc = expect_tok(p, TK_RPAREN, "')'");
+			if (rc < 0)
+				return rc;
+		}
+		rc = skip_newlines(p);
+		return rc < 0 ? rc : parse_command(p);
+	}
+	return 1; /* not compound */
+}
+
+static int parse_command(struct sh_parser *p)
+{
+	struct sh_tok *t;
+	int rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	size_t at = t->pos;
+	rc = sh_nest_enter(p, at);
+	if (rc < 0)
+		return rc;
+	static const char *const bad[] = {"then", "else", "elif", "fi", "do", "done", "esac", "}",
+					  "in", "]]"};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (is_word(t, bad[i])) {
+			rc = unexpected(p, t);
+			goto out;
+		}
+	if (is_word(t, "coproc")) {
+		sh_consume(p);
+		rc = parse_command(p);
+		goto out;
+	}
+	rc = parse_compound_body(p, t);
+	if (rc == 0)
+		rc = parse_trailing_redirs(p);
+	else if (rc == 1) {
+		if (t->t != TK_WORD && t->t != TK_REDIR)
+			rc = t->t == TK_EOF ? sh_fail_at(p, at, -EINVAL, "syntax error: missing command")
+					    : unexpected(p, t);
+		else
+			rc = parse_simple(p);
+	}
+out:
+	sh_nest_leave(p);
+	return rc;
+}
+
+static int parse_pipeline(struct sh_parser *p)
+{
+	struct sh_tok *t;
+	int rc;
+	/* time [-p], ! prefixes */
+	for (;;) {
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			return rc;
+		if (is_word(t, "!")) {
+			sh_consume(p);
+			continue;
+		}
+		if (is_word(t, "time")) {
+			sh_consume(p);
+			rc = sh_peek(p, &t);
+			if (rc < 0)
+				return rc;
+			if (is_word(t, "-p"))
+				sh_consume(p);
+			continue;
+		}
+		break;
+	}
+	unsigned save_id = p->pipe_id, save_idx = p->pipe_idx;
+	bool save_piped = p->stdin_piped;
+	p->pipe_id = ++p->ctx->pipe_seq;
+	p->pipe_idx = 0;
+	for (;;) {
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			break;
+		if (p->pipe_idx > 0 && (t->t == TK_EOF || is_list_end(t))) {
+			rc = t->t == TK_EOF ? sh_fail_at(p, t->pos, -EINVAL,
+							 "syntax error: missing command after '|'")
+					    : unexpected(p, t);
+			break;
+		}
+		rc = parse_command(p);
+		if (rc < 0)
+			break;
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			break;
+		if (t->t != TK_PIPE && t->t != TK_PIPEAMP)
+			break;
+		sh_consume(p);
+		rc = skip_newlines(p);
+		if (rc < 0)
+			break;
+		p->pipe_idx++;
+		p->stdin_piped = true;
+	}
+	p->pipe_id = save_id;
+	p->pipe_idx = save_idx;
+	p->stdin_piped = save_piped;
+	return rc;
+}
+
+static int parse_and_or(struct sh_parser *p)
+{
+	int rc = parse_pipeline(p);
+	while (rc == 0) {
+		struct sh_tok *t;
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			break;
+		if (t->t != TK_AND && t->t != TK_OR)
+			break;
+		sh_consume(p);
+		rc = skip_newlines(p);
+		if (rc == 0)
+			rc = parse_pipeline(p);
+	}
+	return rc;
+}
+
+/* A list: stops (without consuming) at a reserved terminator, ')', ';;',
+ * or end of input. */
+static int parse_list(struct sh_parser *p)
+{
+	for (;;) {
+		int rc = skip_newlines(p);
+		if (rc < 0)
+			return rc;
+		struct sh_tok *t;
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			return rc;
+		if (is_list_end(t))
+			return 0;
+		if (t->t == TK_SEMI || t->t == TK_AMP)
+			return unexpected(p, t);
+		rc = parse_and_or(p);
+		if (rc < 0)
+			return rc;
+		rc = sh_peek(p, &t);
+		if (rc < 0)
+			return rc;
+		if (t->t == TK_SEMI || t->t == TK_AMP || t->t == TK_NEWLINE) {
+			sh_consume(p);
+			continue;
+		}
+		return 0;
+	}
+}
+
+static void parser_done(struct sh_parser *p)
+{
+	sh_consume(p);
+	for (size_t i = 0; i < p->npend; i++)
+		free(p->pend[i].delim);
+	free(p->pend);
+	p->pend = NULL;
+	p->npend = p->pcap = 0;
+}
+
+/* Here-documents still pending at end of input get an empty body. */
+static int finish_pending(struct sh_parser *p)
+{
+	return sh_read_heredocs(p);
+}
+
+int sh_parse_text(struct sh_ctx *ctx, struct sh_nodes *ns, const char *s, size_t len,
+		  const char *via, unsigned depth, bool stdin_piped)
+{
+	unsigned nest = 0;
+	struct sh_parser p = {
+		.ctx = ctx,
+		.nodes = ns,
+		.s = s,
+		.len = len,
+		.via = via,
+		.depth = depth,
+		.nest = &nest,
+		.stdin_piped = stdin_piped,
+		.what = "",
+	};
+	int rc = parse_list(&p);
+	if (rc == 0) {
+		struct sh_tok *t;
+		rc = sh_peek(&p, &t);
+		if (rc == 0 && t->t != TK_EOF)
+			rc = unexpected(&p, t);
+	}
+	if (rc == 0)
+		rc = finish_pending(&p);
+	parser_done(&p);
+	return rc;
+}
+
+int sh_parse_subst(struct sh_parser *p, const char *via, bool stdin_piped)
+{
+	size_t at = p->pos >= 2 ? p->pos - 2 : 0;
+	int rc = sh_nest_enter(p, at);
+	if (rc < 0)
+		return rc;
+	struct sh_parser sub = {
+		.ctx = p->ctx,
+		.nodes = p->nodes,
+		.s = p->s,
+		.len = p->len,
+		.pos = p->pos,
+		.via = via,
+		.depth = p->depth + 1,
+		.nest = p->nest,
+		.stdin_piped = stdin_piped,
+		.what = p->what,
+	};
+	rc = parse_list(&sub);
+	if (rc == 0) {
+		struct sh_tok *t;
+		rc = sh_peek(&sub, &t);
+		if (rc == 0 && t->t != TK_RPAREN)
+			rc = t->t == TK_EOF ? sh_fail_at(p, at, -EINVAL, "unterminated substitution")
+					    : unexpected(&sub, t);
+	}
+	if (rc == 0) {
+		sh_consume(&sub);
+		p->pos = sub.pos;
+		/* here-documents started inside continue after it */
+		for (size_t i = 0; i < sub.npend && rc == 0; i++) {
+			if (sh_vec_reserve((void **)&p->pend, &p->pcap, p->npend + 1,
+					   sizeof(*p->pend)) < 0) {
+				rc = oom(p);
+				break;
+			}
+			p->pend[p->npend++] = sub.pend[i];
+			sub.pend[i].delim = NULL;
+		}
+		sub.npend = 0;
+	}
+	parser_done(&sub);
+	sh_nest_leave(p);
+	return rc;
+}
+
+int sh_parse_backquote(struct sh_parser *p, const char *text, size_t len, size_t at)
+{
+	int rc = sh_nest_enter(p, at);
+	if (rc < 0)
+		return rc;
+	struct sh_parser sub = {
+		.ctx = p->ctx,
+		.nodes = p->nodes,
+		.s = text,
+		.len = len,
+		.via = "`…`",
+		.depth = p->depth + 1,
+		.nest = p->nest,
+		.stdin_piped = p->stdin_piped,
+		.what = "in `…` ",
+	};
+	rc = parse_list(&sub);
+	if (rc == 0) {
+		struct sh_tok *t;
+		rc = sh_peek(&sub, &t);
+		if (rc == 0 && t->t != TK_EOF)
+			rc = unexpected(&sub, t);
+	}
+	if (rc == 0)
+		rc = finish_pending(&sub);
+	parser_done(&sub);
+	sh_nest_leave(p);
+	return rc;
+}

@@ -1,0 +1,1304 @@
+/* Wrappers: commands that run other commands.
+ *
+ * Every command is reported as written; what it runs is reported as a
+ * further command whose via names the wrapper:
+ *   sudo doas env command builtin exec nice nohup time timeout setsid
+ *   stdbuf ionice flock chroot busybox xargs watch strace ltrace taskset chrt
+ *   unshare nsenter prlimit unbuffer fakeroot torsocks proxychains …  (argv)
+ *   find -exec/-execdir/-ok/-okdir … ; / +                           (argv)
+ *   sh/bash/zsh/dash/ksh/… -c TEXT, eval, watch, flock -c, su -c,
+ *   script -c, git -c alias.x=!…, git -c core.pager=… etc., tar
+ *   --to-command/--checkpoint-action=exec=/--use-compress-program/-I  (text,
+ *   re-parsed with depth + 1)
+ *   awk system()/pipes, python -c, perl -e, ruby -e, node -e, php -r  (code
+ *   scanned by interp.c)
+ * A shell or interpreter reading its program from stdin gets the here-
+ * document / here-string body parsed; from a pipe or process substitution
+ * it is unresolved.
+ */
+#include "shell/internal.h"
+
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct uw {
+	struct sh_ctx *ctx;
+	const struct sh_field *v;
+	size_t n;
+	int idx;          /* index of this command in ctx->out */
+	const char *name; /* basename of argv[0] */
+	const char *via;
+	unsigned depth;
+	const struct sh_stdin *in;
+	const struct sh_nodes *ns;
+};
+
+static const struct sh_stdin no_stdin = {0};
+
+static bool fis(const struct sh_field *f, const char *s)
+{
+	return !f->unres && strcmp(f->text, s) == 0;
+}
+
+static bool starts_with(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
+
+static bool in_list(const char *s, const char *const *l)
+{
+	for (; l && *l; l++)
+		if (strcmp(s, *l) == 0)
+			return true;
+	return false;
+}
+
+static void mark(struct uw *u, const char *reason)
+{
+	sh_mark_unresolved(u->ctx, u->idx, reason);
+}
+
+static void markf(struct uw *u, const char *fmt, const char *a)
+{
+	char buf[160];
+	snprintf(buf, sizeof(buf), fmt, a);
+	mark(u, buf);
+}
+
+static bool is_downloader(const char *n)
+{
+	static const char *const l[] = {"curl", "wget", "fetch", "aria2c", "http", "https",
+					"lynx", "links", "w3m", "nc", "ncat", "socat", "ftp",
+					"tftp", "scp", "rsync", "gh", "lwp-request", "GET", NULL};
+	return in_list(n, l);
+}
+
+static bool is_decoder(const char *n)
+{
+	static const char *const l[] = {"base64", "base32", "basenc", "xxd", "openssl",
+					"uudecode", "gunzip", "zcat", "gzip", "bzip2", "bzcat",
+					"xz", "xzcat", "unxz", "rev", "tr", "od", "printf", "echo",
+					"python", "python3", "perl", NULL};
+	return in_list(n, l);
+}
+
+/* Look at commands produced inside a word ($(…), <(…)) for a reason. */
+static const char *sub_reason(const struct uw *u, const struct sh_field *f, const char *dflt)
+{
+	if (!u->ns)
+		return dflt;
+	size_t b = f->sub_begin, e = f->sub_end;
+	if (e > u->ns->n)
+		e = u->ns->n;
+	bool dec = false;
+	for (size_t i = b; i < e; i++) {
+		const struct sh_node *nd = &u->ns->v[i];
+		if (nd->argc == 0 || nd->argv[0].unres)
+			continue;
+		const char *nm = sh_basename(nd->argv[0].text);
+		if (is_downloader(nm))
+			return "downloaded code is executed";
+		if (is_decoder(nm))
+			dec = true;
+	}
+	return dec ? "decoded code is executed" : dflt;
+}
+
+static int inner(struct uw *u, size_t start, const char *via)
+{
+	if (start >= u->n)
+		return 0;
+	return sh_unwrap(u->ctx, u->v + start, u->n - start, NULL, 0, via, u->depth, u->in, u->ns);
+}
+
+/* Skip options. sarg: short options taking an argument; larg: long ones
+ * (without "--") taking a separate argument when no '=' is given. Stops at
+ * the first operand or after "--". An unresolved word where an option may
+ * be makes the result unknown (*unk). */
+static size_t skip_opts(const struct uw *u, size_t i, const char *sarg, const char *const *larg,
+			bool *unk)
+{
+	while (i < u->n) {
+		const struct sh_field *f = &u->v[i];
+		if (f->unres) {
+			*unk = true;
+			return i;
+		}
+		const char *a = f->text;
+		if (strcmp(a, "--") == 0)
+			return i + 1;
+		if (a[0] != '-' || a[1] == '\0')
+			return i;
+		if (a[1] == '-') {
+			if (!strchr(a, '=') && in_list(a + 2, larg))
+				i++;
+			i++;
+			continue;
+		}
+		for (size_t j = 1; a[j]; j++)
+			if (sarg && strchr(sarg, a[j])) {
+				if (!a[j + 1])
+					i++;
+				break;
+			}
+		i++;
+	}
+	return i;
+}
+
+/* Does the option cluster / long option list before end contain c / l? */
+static bool has_opt(const struct uw *u, size_t from, size_t end, char c, const char *l)
+{
+	for (size_t i = from; i < end && i < u->n; i++) {
+		const char *a = u->v[i].text;
+		if (a[0] != '-')
+			continue;
+		if (a[1] == '-') {
+			if (l && strcmp(a + 2, l) == 0)
+				return true;
+			continue;
+		}
+		if (c && strchr(a + 1, c))
+			return true;
+	}
+	return false;
+}
+
+static int reparse(struct uw *u, const char *text, const char *via)
+{
+	return sh_reparse(u->ctx, text, strlen(text), via, u->depth + 1, u->idx, NULL);
+}
+
+/* Text argument that is shell code. */
+static int shell_text(struct uw *u, const struct sh_field *f, const char *via)
+{
+	if (f->unres || f->lookalike) {
+		char buf[160];
+		snprintf(buf, sizeof(buf), "%s: %s", via,
+			 sub_reason(u, f, "shell code is not static"));
+		mark(u, buf);
+		return 0;
+	}
+	return reparse(u, f->text, via);
+}
+
+/* A shell/interpreter reading its program from stdin. lang NULL: shell. */
+static int stdin_code(struct uw *u, const char *lang)
+{
+	const struct sh_stdin *in = u->in ? u->in : &no_stdin;
+	char via[64];
+	if (in->body) {
+		snprintf(via, sizeof(via), "%s %s", u->name, in->here_string ? "<<<" : "<<");
+		if (in->body_unres)
+			markf(u, "%s: here-document with unresolved expansions", u->name);
+		if (!lang)
+			return sh_reparse(u->ctx, in->body, strlen(in->body), via, u->depth + 1,
+					  u->idx, NULL);
+		return sh_interp_scan(u->ctx, lang, in->body, strlen(in->body), via, u->depth + 1,
+				      u->idx);
+	}
+	if (in->procsub) {
+		markf(u, "%s reads code from a process substitution", u->name);
+		return 0;
+	}
+	if (in->piped) {
+		if (in->downloaded)
+			markf(u, "downloaded code piped into %s", u->name);
+		else if (in->decoded)
+			markf(u, "decoded data piped into %s", u->name);
+		else
+			markf(u, "pipeline into %s reading stdin", u->name);
+	}
+	return 0;
+}
+
+/* ---- shells ------------------------------------------------------------- */
+
+static int do_shell(struct uw *u)
+{
+	bool has_c = false, has_s = false;
+	size_t i = 1;
+	while (i < u->n) {
+		const struct sh_field *f = &u->v[i];
+		if (f->unres) {
+			markf(u, "%s: options are not static", u->name);
+			return 0;
+		}
+		const char *a = f->text;
+		if (strcmp(a, "--") == 0 || strcmp(a, "-") == 0) {
+			i++;
+			if (a[1] == '\0')
+				has_s = true;
+			break;
+		}
+		if ((a[0] != '-' && a[0] != '+') || a[1] == '\0')
+			break;
+		if (a[0] == '-' && a[1] == '-') {
+			static const char *const la[] = {"rcfile", "init-file", NULL};
+			if (in_list(a + 2, la))
+				i++;
+			if (strcmp(a + 2, "command") == 0) /* fish/zsh style */
+				has_c = true;
+			i++;
+			continue;
+		}
+		size_t extra = 0;
+		for (size_t j = 1; a[j]; j++) {
+			if (a[j] == 'c' && a[0] == '-')
+				has_c = true;
+			else if (a[j] == 's' && a[0] == '-')
+				has_s = true;
+			else if (a[j] == 'o' || a[j] == 'O')
+				extra++;
+		}
+		i += 1 + extra;
+	}
+	char via[64];
+	if (has_c) {
+		if (i >= u->n)
+			return 0;
+		snprintf(via, sizeof(via), "%s -c", u->name);
+		return shell_text(u, &u->v[i], via);
+	}
+	if (i < u->n && !has_s) {
+		const struct sh_field *f = &u->v[i];
+		if (f->procsub) {
+			char buf[160];
+			snprintf(buf, sizeof(buf), "%s runs a process substitution: %s", u->name,
+				 sub_reason(u, f, "code not static"));
+			mark(u, buf);
+			return 0;
+		}
+		if (f->unres) {
+			markf(u, "%s: script path is not static", u->name);
+			return 0;
+		}
+		if (strcmp(f->text, "/dev/stdin") == 0 || strcmp(f->text, "/proc/self/fd/0") == 0)
+			return stdin_code(u, NULL);
+		return 0; /* runs a script file: visible as this command */
+	}
+	return stdin_code(u, NULL);
+}
+
+static int do_eval(struct uw *u)
+{
+	struct sbuf b = {0};
+	for (size_t i = 1; i < u->n; i++) {
+		if (u->v[i].unres || u->v[i].lookalike) {
+			sbuf_free(&b);
+			char buf[160];
+			snprintf(buf, sizeof(buf), "eval: %s",
+				 sub_reason(u, &u->v[i], "text is not static"));
+			mark(u, buf);
+			return 0;
+		}
+		if (i > 1)
+			sbuf_putc(&b, ' ');
+		sbuf_puts(&b, u->v[i].text);
+	}
+	if (b.oom) {
+		sbuf_free(&b);
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	}
+	int rc = b.s ? reparse(u, b.s, "eval") : 0;
+	sbuf_free(&b);
+	return rc;
+}
+
+static int do_source(struct uw *u)
+{
+	if (u->n < 2)
+		return 0;
+	const struct sh_field *f = &u->v[1];
+	if (f->procsub) {
+		char buf[160];
+		snprintf(buf, sizeof(buf), "%s of a process substitution: %s", u->name,
+			 sub_reason(u, f, "code not static"));
+		mark(u, buf);
+		return 0;
+	}
+	if (f->unres) {
+		markf(u, "%s: path is not static", u->name);
+		return 0;
+	}
+	if (strcmp(f->text, "/dev/stdin") == 0)
+		return stdin_code(u, NULL);
+	return 0;
+}
+
+/* ---- simple wrappers ------------------------------------------------------ */
+
+static int after_opts(struct uw *u, const char *sarg, const char *const *larg)
+{
+	bool unk = false;
+	size_t i = skip_opts(u, 1, sarg, larg, &unk);
+	if (unk) {
+		markf(u, "%s: cannot tell which command runs", u->name);
+		return 0;
+	}
+	return inner(u, i, u->name);
+}
+
+static int do_sudo(struct uw *u)
+{
+	static const char *const larg[] = {"close-from", "chdir", "group", "host", "prompt",
+					   "chroot", "role", "type", "command-timeout",
+					   "other-user", "user", NULL};
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "CDghpRrtTUu", larg, &unk);
+	if (unk) {
+		mark(u, "sudo: cannot tell which command runs");
+		return 0;
+	}
+	if (has_opt(u, 1, i, 'e', "edit") || has_opt(u, 1, i, 'l', "list") ||
+	    has_opt(u, 1, i, 'v', "validate") || has_opt(u, 1, i, 'K', "remove-timestamp"))
+		return 0;
+	while (i < u->n && !u->v[i].unres && strchr(u->v[i].text, '=') &&
+	       u->v[i].text[0] != '=' && u->v[i].text[0] != '-')
+		i++;
+	if (i >= u->n) {
+		if (has_opt(u, 1, i, 's', "shell") || has_opt(u, 1, i, 'i', "login"))
+			return stdin_code(u, NULL);
+		return 0;
+	}
+	return inner(u, i, "sudo");
+}
+
+static int do_doas(struct uw *u)
+{
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "uC", NULL, &unk);
+	if (unk) {
+		mark(u, "doas: cannot tell which command runs");
+		return 0;
+	}
+	if (has_opt(u, 1, i, 'C', NULL))
+		return 0;
+	if (i >= u->n)
+		return has_opt(u, 1, i, 's', NULL) ? stdin_code(u, NULL) : 0;
+	return inner(u, i, "doas");
+}
+
+/* env -S: split like env(1) (quotes, backslashes, whitespace). */
+static int env_split(const char *s, struct sh_field **out, size_t *nout, size_t *cap)
+{
+	struct sbuf w = {0};
+	bool inword = false;
+	for (size_t i = 0;; i++) {
+		char c = s[i];
+		bool end = c == '\0';
+		if (!end && c == '\'') {
+			inword = true;
+			const char *q = strchr(s + i + 1, '\'');
+			size_t e = q ? (size_t)(q - s) : strlen(s);
+			sbuf_put(&w, s + i + 1, e - i - 1);
+			i = q ? e : e - 1;
+			continue;
+		}
+		if (!end && c == '"') {
+			inword = true;
+			size_t j = i + 1;
+			for (; s[j] && s[j] != '"'; j++) {
+				if (s[j] == '\\' && s[j + 1])
+					j++;
+				sbuf_putc(&w, s[j]);
+			}
+			i = s[j] ? j : j - 1;
+			continue;
+		}
+		if (!end && c == '\\' && s[i + 1]) {
+			inword = true;
+			char n = s[++i];
+			sbuf_putc(&w, n == 'n' ? '\n' : n == 't' ? '\t' : n == '_' ? ' ' : n);
+			continue;
+		}
+		if (end || c == ' ' || c == '\t' || c == '\n') {
+			if (inword) {
+				if (sh_vec_reserve((void **)out, cap, *nout + 1, sizeof(**out)) < 0) {
+					sbuf_free(&w);
+					return -ENOMEM;
+				}
+				struct sh_field *f = &(*out)[*nout];
+				memset(f, 0, sizeof(*f));
+				f->text = sbuf_take(&w);
+				if (!f->text)
+					return -ENOMEM;
+				(*nout)++;
+				inword = false;
+			}
+			if (end)
+				break;
+			continue;
+		}
+		inword = true;
+		sbuf_putc(&w, c);
+	}
+	sbuf_free(&w);
+	return 0;
+}
+
+static int do_env(struct uw *u)
+{
+	size_t i = 1;
+	const struct sh_field *split = NULL;
+	const char *split_text = NULL;
+	while (i < u->n) {
+		const struct sh_field *f = &u->v[i];
+		if (f->unres) {
+			mark(u, "env: cannot tell which command runs");
+			return 0;
+		}
+		const char *a = f->text;
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (strcmp(a, "-") == 0) {
+			i++;
+			continue;
+		}
+		if (a[0] == '-' && a[1] == '-') {
+			if (starts_with(a, "--split-string")) {
+				if (a[14] == '=')
+					split_text = a + 15;
+				else if (i + 1 < u->n) {
+					split = &u->v[++i];
+					split_text = split->text;
+				}
+				i++;
+				break;
+			}
+			if ((strcmp(a, "--unset") == 0 || strcmp(a, "--chdir") == 0) && i + 1 < u->n)
+				i++;
+			i++;
+			continue;
+		}
+		if (a[0] == '-') {
+			bool brk = false;
+			for (size_t j = 1; a[j]; j++) {
+				if (a[j] == 'u' || a[j] == 'C' || a[j] == 'S') {
+					const char *arg = a + j + 1;
+					if (!*arg && i + 1 < u->n) {
+						if (a[j] == 'S')
+							split = &u->v[i + 1];
+						arg = u->v[++i].text;
+					}
+					if (a[j] == 'S') {
+						split_text = arg;
+						brk = true;
+					}
+					break;
+				}
+			}
+			i++;
+			if (brk)
+				break;
+			continue;
+		}
+		if (strchr(a, '=') && a[0] != '=') {
+			i++;
+			continue;
+		}
+		break;
+	}
+	if (!split_text)
+		return inner(u, i, "env");
+	if (split && (split->unres || split->lookalike)) {
+		mark(u, "env -S: string is not static");
+		return 0;
+	}
+	struct sh_field *nv = NULL;
+	size_t nn = 0, cap = 0;
+	int rc = env_split(split_text, &nv, &nn, &cap);
+	for (size_t k = i; rc == 0 && k < u->n; k++) {
+		if (sh_vec_reserve((void **)&nv, &cap, nn + 1, sizeof(*nv)) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		nv[nn] = u->v[k];
+		nv[nn].text = strdup(u->v[k].text);
+		if (!nv[nn].text) {
+			rc = -ENOMEM;
+			break;
+		}
+		nn++;
+	}
+	if (rc < 0)
+		rc = txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	else {
+		/* leading NAME=value words of the split string */
+		size_t k = 0;
+		while (k < nn && strchr(nv[k].text, '=') && nv[k].text[0] != '-' &&
+		       nv[k].text[0] != '=')
+			k++;
+		if (k < nn)
+			rc = sh_unwrap(u->ctx, nv + k, nn - k, NULL, 0, "env -S", u->depth, u->in,
+				       u->ns);
+	}
+	for (size_t k = 0; k < nn; k++)
+		free(nv[k].text);
+	free(nv);
+	return rc;
+}
+
+static int do_command(struct uw *u)
+{
+	size_t i = 1;
+	while (i < u->n && !u->v[i].unres && u->v[i].text[0] == '-') {
+		const char *a = u->v[i].text;
+		i++;
+		if (strcmp(a, "--") == 0)
+			break;
+		if (strchr(a, 'v') || strchr(a, 'V'))
+			return 0; /* lookup only */
+	}
+	if (i < u->n && u->v[i].unres && u->v[i].text[0] == '-')
+		return 0;
+	return inner(u, i, u->name);
+}
+
+static int do_nice(struct uw *u)
+{
+	size_t i = 1;
+	while (i < u->n && !u->v[i].unres) {
+		const char *a = u->v[i].text;
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (strcmp(a, "-n") == 0 || strcmp(a, "--adjustment") == 0) {
+			i += 2;
+			continue;
+		}
+		if (a[0] == '-' && a[1] != '\0') {
+			i++;
+			continue;
+		}
+		break;
+	}
+	return inner(u, i, "nice");
+}
+
+static int do_timeout(struct uw *u)
+{
+	static const char *const larg[] = {"signal", "kill-after", NULL};
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "sk", larg, &unk);
+	if (unk) {
+		mark(u, "timeout: cannot tell which command runs");
+		return 0;
+	}
+	return inner(u, i + 1, "timeout"); /* skip DURATION */
+}
+
+static int do_ionice(struct uw *u)
+{
+	static const char *const larg[] = {"class", "classdata", "pid", "pgid", "uid", NULL};
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "cnpPu", larg, &unk);
+	if (unk) {
+		mark(u, "ionice: cannot tell which command runs");
+		return 0;
+	}
+	if (has_opt(u, 1, i, 'p', "pid") || has_opt(u, 1, i, 'P', "pgid") ||
+	    has_opt(u, 1, i, 'u', "uid"))
+		return 0;
+	return inner(u, i, "ionice");
+}
+
+static int do_flock(struct uw *u)
+{
+	static const char *const larg[] = {"timeout", "wait", "conflict-exit-code", "command", NULL};
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "wEc", larg, &unk);
+	if (unk) {
+		mark(u, "flock: cannot tell which command runs");
+		return 0;
+	}
+	/* -c before the file */
+	for (size_t k = 1; k + 1 < i; k++)
+		if (fis(&u->v[k], "-c") || fis(&u->v[k], "--command"))
+			return shell_text(u, &u->v[k + 1], "flock -c");
+	for (size_t k = 1; k < i; k++)
+		if (!u->v[k].unres && starts_with(u->v[k].text, "--command=")) {
+			struct sh_field f = u->v[k];
+			f.text = u->v[k].text + 10;
+			return shell_text(u, &f, "flock -c");
+		}
+	i++; /* lock file or fd */
+	if (i < u->n && (fis(&u->v[i], "-c") || fis(&u->v[i], "--command"))) {
+		if (i + 1 < u->n)
+			return shell_text(u, &u->v[i + 1], "flock -c");
+		return 0;
+	}
+	return inner(u, i, "flock");
+}
+
+static int do_chroot(struct uw *u)
+{
+	static const char *const larg[] = {"userspec", "groups", NULL};
+	bool unk = false;
+	size_t i = skip_opts(u, 1, NULL, larg, &unk);
+	if (unk) {
+		mark(u, "chroot: cannot tell which command runs");
+		return 0;
+	}
+	return inner(u, i + 1, "chroot");
+}
+
+static int do_busybox(struct uw *u)
+{
+	if (u->n < 2 || (!u->v[1].unres && u->v[1].text[0] == '-'))
+		return 0;
+	return inner(u, 1, "busybox");
+}
+
+static int do_xargs(struct uw *u)
+{
+	static const char *const larg[] = {"arg-file", "delimiter", "max-args", "max-procs",
+					   "max-chars", "process-slot-var", NULL};
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "adEILnPs", larg, &unk);
+	if (unk) {
+		mark(u, "xargs: cannot tell which command runs");
+		return 0;
+	}
+	struct sh_field *nv = calloc(u->n - (i < u->n ? i : u->n) + 2, sizeof(*nv));
+	if (!nv)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	size_t nn = 0;
+	if (i >= u->n)
+		nv[nn++] = (struct sh_field){.text = (char *)"echo"};
+	for (size_t k = i; k < u->n; k++)
+		nv[nn++] = u->v[k];
+	/* the command also gets arguments read from stdin */
+	nv[nn++] = (struct sh_field){.text = (char *)"…", .unres = true};
+	int rc = sh_unwrap(u->ctx, nv, nn, NULL, 0, "xargs", u->depth, NULL, u->ns);
+	free(nv);
+	return rc;
+}
+
+static int do_watch(struct uw *u)
+{
+	static const char *const larg[] = {"interval", NULL};
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "nq", larg, &unk);
+	if (unk) {
+		mark(u, "watch: cannot tell which command runs");
+		return 0;
+	}
+	if (has_opt(u, 1, i, 'x', "exec"))
+		return inner(u, i, "watch");
+	struct sbuf b = {0};
+	for (size_t k = i; k < u->n; k++) {
+		if (u->v[k].unres || u->v[k].lookalike) {
+			sbuf_free(&b);
+			mark(u, "watch: command text is not static");
+			return 0;
+		}
+		if (k > i)
+			sbuf_putc(&b, ' ');
+		sbuf_puts(&b, u->v[k].text);
+	}
+	if (b.oom) {
+		sbuf_free(&b);
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	}
+	int rc = b.s ? reparse(u, b.s, "watch") : 0;
+	sbuf_free(&b);
+	return rc;
+}
+
+static int do_find(struct uw *u)
+{
+	for (size_t k = 1; k < u->n; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres)
+			continue;
+		if (strcmp(f->text, "-exec") && strcmp(f->text, "-execdir") && strcmp(f->text, "-ok") &&
+		    strcmp(f->text, "-okdir"))
+			continue;
+		size_t st = k + 1, e = st;
+		while (e < u->n && !fis(&u->v[e], ";") &&
+		       !(fis(&u->v[e], "+") && e > st && fis(&u->v[e - 1], "{}")))
+			e++;
+		char via[32];
+		snprintf(via, sizeof(via), "find %s", f->text);
+		if (e > st) {
+			int rc = sh_unwrap(u->ctx, u->v + st, e - st, NULL, 0, via, u->depth, NULL,
+					   u->ns);
+			if (rc < 0)
+				return rc;
+		}
+		k = e;
+	}
+	return 0;
+}
+
+static bool git_runs_shell(const char *key)
+{
+	static const char *const exact[] = {
+		"core.pager", "core.editor", "core.sshcommand", "core.fsmonitor", "core.askpass",
+		"core.gitproxy", "sequence.editor", "diff.external", "gpg.program",
+		"gpg.ssh.program", "gpg.x509.program", "credential.helper",
+		"uploadpack.packobjectshook", "interactive.difffilter", "diff.tool", "merge.tool",
+		"web.browser", "sendemail.sendmailcmd", "sendemail.smtpserver", NULL};
+	if (in_list(key, exact))
+		return true;
+	if (starts_with(key, "pager.") || starts_with(key, "filter.") || starts_with(key, "merge.") ||
+	    starts_with(key, "difftool.") || starts_with(key, "mergetool.") ||
+	    starts_with(key, "credential.") || starts_with(key, "man."))
+		return true;
+	size_t n = strlen(key);
+	return (n > 9 && strcmp(key + n - 9, ".textconv") == 0) ||
+	       (n > 8 && strcmp(key + n - 8, ".command") == 0) ||
+	       (n > 4 && strcmp(key + n - 4, ".cmd") == 0);
+}
+
+static int do_git(struct uw *u)
+{
+	size_t i = 1;
+	int rc = 0;
+	while (i < u->n && rc == 0) {
+		const struct sh_field *f = &u->v[i];
+		if (f->unres) {
+			mark(u, "git: options are not static");
+			return 0;
+		}
+		const char *a = f->text;
+		if (a[0] != '-')
+			break;
+		if (strcmp(a, "-c") == 0 && i + 1 < u->n) {
+			const struct sh_field *kv = &u->v[i + 1];
+			const char *eq = strchr(kv->text, '=');
+			if (kv->unres || kv->lookalike) {
+				mark(u, "git -c: value is not static");
+			} else if (eq) {
+				char key[128];
+				size_t kl = (size_t)(eq - kv->text);
+				if (kl >= sizeof(key))
+					kl = sizeof(key) - 1;
+				for (size_t k = 0; k < kl; k++)
+					key[k] = (char)((kv->text[k] >= 'A' && kv->text[k] <= 'Z')
+								? kv->text[k] + 32
+								: kv->text[k]);
+				key[kl] = '\0';
+				const char *val = eq + 1;
+				if (starts_with(key, "alias.")) {
+					if (val[0] == '!')
+						rc = reparse(u, val + 1, "git alias");
+				} else if (strcmp(key, "core.hookspath") == 0 ||
+					   strcmp(key, "include.path") == 0 ||
+					   starts_with(key, "includeif.")) {
+					markf(u, "git -c %s: runs or loads code from elsewhere", key);
+				} else if (git_runs_shell(key)) {
+					rc = reparse(u, val[0] == '!' ? val + 1 : val, "git -c");
+				}
+			}
+			i += 2;
+			continue;
+		}
+		if (strcmp(a, "-C") == 0 || strcmp(a, "--git-dir") == 0 ||
+		    strcmp(a, "--work-tree") == 0 || strcmp(a, "--namespace") == 0 ||
+		    strcmp(a, "--config-env") == 0 || strcmp(a, "--super-prefix") == 0) {
+			i += 2;
+			continue;
+		}
+		i++;
+	}
+	if (rc < 0 || i >= u->n)
+		return rc;
+	const struct sh_field *sub = &u->v[i];
+	if (sub->unres)
+		return 0;
+	if (strcmp(sub->text, "submodule") == 0 && i + 1 < u->n && fis(&u->v[i + 1], "foreach")) {
+		size_t k = i + 2;
+		while (k < u->n && !u->v[k].unres && u->v[k].text[0] == '-')
+			k++;
+		if (k < u->n) {
+			struct sbuf b = {0};
+			for (size_t j = k; j < u->n; j++) {
+				if (u->v[j].unres) {
+					sbuf_free(&b);
+					mark(u, "git submodule foreach: command is not static");
+					return 0;
+				}
+				if (j > k)
+					sbuf_putc(&b, ' ');
+				sbuf_puts(&b, u->v[j].text);
+			}
+			rc = b.s && !b.oom ? reparse(u, b.s, "git submodule foreach") : 0;
+			sbuf_free(&b);
+		}
+		return rc;
+	}
+	if (strcmp(sub->text, "rebase") == 0) {
+		for (size_t k = i + 1; k < u->n && rc == 0; k++) {
+			const struct sh_field *f = &u->v[k];
+			if ((fis(f, "-x") || fis(f, "--exec")) && k + 1 < u->n)
+				rc = shell_text(u, &u->v[++k], "git rebase --exec");
+			else if (!f->unres && starts_with(f->text, "--exec=")) {
+				struct sh_field g = *f;
+				g.text = f->text + 7;
+				rc = shell_text(u, &g, "git rebase --exec");
+			}
+		}
+		return rc;
+	}
+	if (strcmp(sub->text, "bisect") == 0 && i + 1 < u->n && fis(&u->v[i + 1], "run"))
+		return inner(u, i + 2, "git bisect run");
+	return 0;
+}
+
+static int do_tar(struct uw *u)
+{
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres)
+			continue;
+		const char *a = f->text;
+		static const char *const eqopts[] = {"--checkpoint-action=exec=", "--to-command=",
+						     "--use-compress-program=", "--info-script=",
+						     "--new-volume-script=", NULL};
+		static const char *const sepopts[] = {"--to-command", "--use-compress-program",
+						      "--info-script", "--new-volume-script", "-I",
+						      "-F", NULL};
+		bool done = false;
+		for (const char *const *o = eqopts; *o && !done; o++)
+			if (starts_with(a, *o)) {
+				struct sh_field g = *f;
+				g.text = (char *)a + strlen(*o);
+				rc = shell_text(u, &g, "tar");
+				done = true;
+			}
+		if (done)
+			continue;
+		if (in_list(a, sepopts) && k + 1 < u->n) {
+			rc = shell_text(u, &u->v[++k], "tar");
+			continue;
+		}
+		if (a[0] == '-' && a[1] == 'I' && a[2]) {
+			struct sh_field g = *f;
+			g.text = (char *)a + 2;
+			rc = shell_text(u, &g, "tar");
+		}
+	}
+	return rc;
+}
+
+static int do_su(struct uw *u)
+{
+	for (size_t k = 1; k < u->n; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres)
+			continue;
+		if ((fis(f, "-c") || fis(f, "--command")) && k + 1 < u->n)
+			return shell_text(u, &u->v[k + 1], u->name);
+		if (starts_with(f->text, "--command=")) {
+			struct sh_field g = *f;
+			g.text = f->text + 10;
+			return shell_text(u, &g, u->name);
+		}
+	}
+	if (strcmp(u->name, "script") == 0)
+		return 0;
+	return stdin_code(u, NULL);
+}
+
+/* ---- interpreters ------------------------------------------------------ */
+
+static int code_arg(struct uw *u, const struct sh_field *f, const char *arg_text,
+		    const char *lang, const char *flag)
+{
+	char via[64];
+	snprintf(via, sizeof(via), "%s %s", u->name, flag);
+	if (f->unres || f->lookalike) {
+		char buf[160];
+		snprintf(buf, sizeof(buf), "%s: %s", via, sub_reason(u, f, "code is not static"));
+		mark(u, buf);
+		return 0;
+	}
+	return sh_interp_scan(u->ctx, lang, arg_text, strlen(arg_text), via, u->depth + 1, u->idx);
+}
+
+/* Generic interpreter option walk. code_opts: short options whose argument
+ * is code; arg_opts: short options taking an argument (attached or next);
+ * attached_only: options whose argument can only be attached. */
+static int do_interp(struct uw *u, const char *lang, const char *code_opts, const char *arg_opts,
+		     const char *attached_only, const char *const *long_code,
+		     const char *const *long_arg, const char *stop_opts)
+{
+	size_t i = 1;
+	bool had_code = false;
+	int rc = 0;
+	while (i < u->n && rc == 0) {
+		const struct sh_field *f = &u->v[i];
+		if (f->unres) {
+			markf(u, "%s: options are not static", u->name);
+			return 0;
+		}
+		const char *a = f->text;
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break;
+		if (a[1] == '-') {
+			const char *eq = strchr(a, '=');
+			size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+			bool is_code = false;
+			for (const char *const *l = long_code; l && *l; l++)
+				if (strlen(*l) == nl && strncmp(a + 2, *l, nl) == 0)
+					is_code = true;
+			if (is_code) {
+				had_code = true;
+				if (eq) {
+					rc = code_arg(u, f, eq + 1, lang, "--eval");
+				} else if (i + 1 < u->n) {
+					i++;
+					rc = code_arg(u, &u->v[i], u->v[i].text, lang, a);
+				}
+				i++;
+				continue;
+			}
+			if (!eq && in_list(a + 2, long_arg))
+				i++;
+			i++;
+			continue;
+		}
+		bool consumed_next = false;
+		for (size_t j = 1; a[j]; j++) {
+			char c = a[j];
+			if (strchr(code_opts, c)) {
+				char flag[3] = {'-', c, '\0'};
+				had_code = true;
+				if (a[j + 1]) {
+					rc = code_arg(u, f, a + j + 1, lang, flag);
+				} else if (i + 1 < u->n) {
+					rc = code_arg(u, &u->v[i + 1], u->v[i + 1].text, lang, flag);
+					consumed_next = true;
+				}
+				break;
+			}
+			if (stop_opts && strchr(stop_opts, c))
+				return rc; /* e.g. python -m: runs a module */
+			if (attached_only && strchr(attached_only, c))
+				break;
+			if (arg_opts && strchr(arg_opts, c)) {
+				if (!a[j + 1])
+					consumed_next = true;
+				break;
+			}
+		}
+		i += consumed_next ? 2 : 1;
+	}
+	if (rc < 0 || had_code)
+		return rc;
+	if (i < u->n) {
+		const struct sh_field *f = &u->v[i];
+		if (f->procsub) {
+			char buf[160];
+			snprintf(buf, sizeof(buf), "%s runs a process substitution: %s", u->name,
+				 sub_reason(u, f, "code not static"));
+			mark(u, buf);
+			return 0;
+		}
+		if (!f->unres && (strcmp(f->text, "-") == 0 || strcmp(f->text, "/dev/stdin") == 0))
+			return stdin_code(u, lang);
+		return 0;
+	}
+	return stdin_code(u, lang);
+}
+
+static int do_python(struct uw *u)
+{
+	return do_interp(u, "python", "c", "WXQ", NULL, NULL, NULL, "m");
+}
+
+static int do_perl(struct uw *u)
+{
+	return do_interp(u, "perl", "eE", "", "0lixCdDIMmV", NULL, NULL, NULL);
+}
+
+static int do_ruby(struct uw *u)
+{
+	return do_interp(u, "ruby", "e", "rICEF", "xTWK0l", NULL, NULL, NULL);
+}
+
+static int do_node(struct uw *u)
+{
+	static const char *const lc[] = {"eval", "print", NULL};
+	static const char *const la[] = {"require", "import", "loader", "input-type", NULL};
+	return do_interp(u, "node", "ep", "r", NULL, lc, la, NULL);
+}
+
+static int do_php(struct uw *u)
+{
+	return do_interp(u, "php", "rBRE", "dcfFz", NULL, NULL, NULL, NULL);
+}
+
+static int do_awk(struct uw *u)
+{
+	static const char *const larg[] = {"field-separator", "assign", "file", "source", "include",
+					   "load", "exec", NULL};
+	size_t i = 1;
+	bool from_file = false, had_src = false;
+	int rc = 0;
+	while (i < u->n && rc == 0) {
+		const struct sh_field *f = &u->v[i];
+		if (f->unres) {
+			markf(u, "%s: options are not static", u->name);
+			return 0;
+		}
+		const char *a = f->text;
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break;
+		if (a[1] == '-') {
+			bool src = starts_with(a, "--source");
+			if (starts_with(a, "--file") || starts_with(a, "--exec"))
+				from_file = true;
+			const char *eq = strchr(a, '=');
+			const struct sh_field *arg = NULL;
+			if (eq) {
+				if (src) {
+					struct sh_field g = *f;
+					g.text = (char *)eq + 1;
+					had_src = true;
+					rc = code_arg(u, &g, g.text, "awk", "--source");
+				}
+			} else if (in_list(a + 2, larg) && i + 1 < u->n) {
+				arg = &u->v[++i];
+				if (src) {
+					had_src = true;
+					rc = code_arg(u, arg, arg->text, "awk", "--source");
+				}
+			}
+			i++;
+			continue;
+		}
+		char c = a[1];
+		const struct sh_field *arg = f;
+		const char *val = a + 2;
+		if (strchr("FvfeiElW", c) && !a[2] && i + 1 < u->n) {
+			arg = &u->v[++i];
+			val = arg->text;
+		}
+		if (c == 'f' || c == 'E')
+			from_file = true;
+		if (c == 'e') {
+			had_src = true;
+			rc = code_arg(u, arg, val, "awk", "-e");
+		}
+		i++;
+	}
+	if (rc < 0 || from_file || had_src || i >= u->n)
+		return rc;
+	const struct sh_field *prog = &u->v[i];
+	if (prog->unres || prog->lookalike) {
+		if (strstr(prog->text, "system") || strchr(prog->text, '|') ||
+		    strstr(prog->text, "getline"))
+			markf(u, "%s: program is not static", u->name);
+		return 0;
+	}
+	char via[64];
+	snprintf(via, sizeof(via), "%s", u->name);
+	return sh_interp_scan(u->ctx, "awk", prog->text, strlen(prog->text), via, u->depth + 1,
+			      u->idx);
+}
+
+/* ---- misc wrappers ------------------------------------------------------ */
+
+static int do_time(struct uw *u)
+{
+	static const char *const larg[] = {"format", "output", NULL};
+	return after_opts(u, "fo", larg);
+}
+
+static int do_stdbuf(struct uw *u)
+{
+	static const char *const larg[] = {"input", "output", "error", NULL};
+	return after_opts(u, "ioe", larg);
+}
+
+static int do_exec(struct uw *u)
+{
+	return after_opts(u, "a", NULL);
+}
+
+static int do_plain(struct uw *u)
+{
+	return after_opts(u, NULL, NULL);
+}
+
+static int do_strace(struct uw *u)
+{
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "eoOpPsSuEabIX", NULL, &unk);
+	if (unk) {
+		markf(u, "%s: cannot tell which command runs", u->name);
+		return 0;
+	}
+	if (has_opt(u, 1, i, 'p', NULL))
+		return 0;
+	return inner(u, i, u->name);
+}
+
+static int do_taskset(struct uw *u)
+{
+	bool unk = false;
+	size_t i = skip_opts(u, 1, NULL, NULL, &unk);
+	if (unk || has_opt(u, 1, i, 'p', "pid"))
+		return 0;
+	return inner(u, i + 1, "taskset");
+}
+
+static int do_chrt(struct uw *u)
+{
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "T P D", NULL, &unk);
+	if (unk || has_opt(u, 1, i, 'p', "pid"))
+		return 0;
+	return inner(u, i + 1, "chrt");
+}
+
+static int do_unshare(struct uw *u)
+{
+	return after_opts(u, "SGRwl", NULL);
+}
+
+static int do_nsenter(struct uw *u)
+{
+	return after_opts(u, "tSGrw", NULL);
+}
+
+static int do_prlimit(struct uw *u)
+{
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "po", NULL, &unk);
+	if (unk || has_opt(u, 1, i, 'p', "pid"))
+		return 0;
+	return inner(u, i, "prlimit");
+}
+
+static int do_systemd_run(struct uw *u)
+{
+	static const char *const larg[] = {"property", "setenv", "unit", "uid", "gid", "machine",
+					   "host", "description", "slice", "working-directory",
+					   "nice", NULL};
+	return after_opts(u, "pEuMHd", larg);
+}
+
+static int do_faketime(struct uw *u)
+{
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "p", NULL, &unk);
+	if (unk)
+		return 0;
+	return inner(u, i + 1, "faketime");
+}
+
+static int do_proxychains(struct uw *u)
+{
+	return after_opts(u, "f", NULL);
+}
+
+struct handler {
+	const char *name;
+	int (*fn)(struct uw *u);
+};
+
+static const struct handler handlers[] = {
+	{"sh", do_shell}, {"bash", do_shell}, {"zsh", do_shell}, {"dash", do_shell},
+	{"ksh", do_shell}, {"mksh", do_shell}, {"ash", do_shell}, {"yash", do_shell},
+	{"posh", do_shell}, {"rbash", do_shell}, {"fish", do_shell}, {"ksh93", do_shell},
+	{"tcsh", do_shell}, {"csh", do_shell},
+	{"eval", do_eval}, {"source", do_source}, {".", do_source},
+	{"sudo", do_sudo}, {"doas", do_doas}, {"env", do_env},
+	{"command", do_command}, {"builtin", do_plain}, {"exec", do_exec},
+	{"nice", do_nice}, {"nohup", do_plain}, {"time", do_time}, {"timeout", do_timeout},
+	{"setsid", do_plain}, {"stdbuf", do_stdbuf}, {"ionice", do_ionice},
+	{"flock", do_flock}, {"chroot", do_chroot}, {"busybox", do_busybox},
+	{"xargs", do_xargs}, {"watch", do_watch}, {"find", do_find}, {"git", do_git},
+	{"tar", do_tar}, {"gtar", do_tar}, {"bsdtar", do_tar},
+	{"su", do_su}, {"runuser", do_su}, {"script", do_su},
+	{"awk", do_awk}, {"gawk", do_awk}, {"mawk", do_awk}, {"nawk", do_awk},
+	{"perl", do_perl}, {"ruby", do_ruby}, {"node", do_node}, {"nodejs", do_node},
+	{"php", do_php},
+	{"strace", do_strace}, {"ltrace", do_strace}, {"taskset", do_taskset},
+	{"chrt", do_chrt}, {"unshare", do_unshare}, {"nsenter", do_nsenter},
+	{"prlimit", do_prlimit}, {"systemd-run", do_systemd_run},
+	{"unbuffer", do_plain}, {"fakeroot", do_plain}, {"torsocks", do_plain},
+	{"catchsegv", do_plain}, {"proxychains", do_proxychains},
+	{"proxychains4", do_proxychains}, {"faketime", do_faketime},
+	{"caffeinate", do_plain}, {"firejail", do_plain}, {"valgrind", do_plain},
+};
+
+static bool is_python(const char *n)
+{
+	if (starts_with(n, "pypy"))
+		return true;
+	if (!starts_with(n, "python"))
+		return false;
+	for (n += 6; *n; n++)
+		if (!((*n >= '0' && *n <= '9') || *n == '.'))
+			return false;
+	return true;
+}
+
+static bool is_perl(const char *n)
+{
+	if (!starts_with(n, "perl"))
+		return false;
+	for (n += 4; *n; n++)
+		if (!((*n >= '0' && *n <= '9') || *n == '.'))
+			return false;
+	return true;
+}
+
+int sh_unwrap(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
+	      const struct sh_redir_raw *const *redirs, size_t nredirs,
+	      const char *via, unsigned depth, const struct sh_stdin *in,
+	      const struct sh_nodes *ns)
+{
+	int idx = sh_emit(ctx, argv, argc, redirs, nredirs, via, depth);
+	if (idx < 0)
+		return idx;
+	if (argc == 0)
+		return 0;
+	struct uw u = {
+		.ctx = ctx, .v = argv, .n = argc, .idx = idx, .via = via, .depth = depth,
+		.in = in, .ns = ns,
+	};
+	if (argv[0].unres) {
+		char buf[160];
+		snprintf(buf, sizeof(buf), "command name is not static (%s)",
+			 sub_reason(&u, &argv[0], "expansion"));
+		mark(&u, buf);
+		return 0;
+	}
+	if (argv[0].lookalike) {
+		mark(&u, "look-alike character in command name");
+		return 0;
+	}
+	u.name = sh_basename(argv[0].text);
+	for (size_t i = 0; i < ARRAY_SIZE(handlers); i++)
+		if (strcmp(handlers[i].name, u.name) == 0)
+			return handlers[i].fn(&u);
+	if (is_python(u.name))
+		return do_python(&u);
+	if (is_perl(u.name))
+		return do_perl(&u);
+	if (strcmp(u.name, "bun") == 0 || strcmp(u.name, "deno") == 0)
+		return do_node(&u);
+	return 0;
+}
