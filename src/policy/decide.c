@@ -101,7 +101,7 @@ typedef struct line_state {
 	const char *suggestion;
 } line_state;
 
-static void line_offer(line_state *ls, policy_decision d, const char *rule, char *reason,
+static void line_offer(line_state *ls, policy_decision d, const char *rule_id, char *reason,
 		       const char *suggestion)
 {
 	if (ls->set && d <= ls->d) {
@@ -111,7 +111,7 @@ static void line_offer(line_state *ls, policy_decision d, const char *rule, char
 	free(ls->reason);
 	ls->set = true;
 	ls->d = d;
-	ls->rule = rule;
+	ls->rule = rule_id;
 	ls->reason = reason;
 	ls->suggestion = suggestion;
 }

@@ -37,7 +37,7 @@ enum path_class {
 	PC_DEVICE = 1u << 6,    /* /dev/... except the harmless pseudo devices */
 	PC_NETWORK = 1u << 7,   /* bash's /dev/tcp/... and /dev/udp/... */
 	PC_TMP = 1u << 8,       /* /tmp, /var/tmp, /dev/shm */
-	PC_PSEUDO = 1u << 9,    /* /dev/null, /dev/zero, /dev/std*, /dev/fd/*, /dev/tty, ... */
+	PC_PSEUDO = 1u << 9,    /* /dev/null, /dev/zero, /dev/std..., /dev/fd/..., /dev/tty, ... */
 	PC_OTHER = 1u << 10,    /* outside and none of the above */
 	PC_UNKNOWN = 1u << 11,  /* cannot be resolved statically */
 };

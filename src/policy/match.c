@@ -3,9 +3,10 @@
  * `*_all` lists, where every item must.
  *
  * Path conditions are fail-closed: a word that cannot be resolved statically
- * is "unknown". For hold/deny rules an unknown path satisfies the condition
- * (the rule fires, capped at the policy's `unresolved:` decision); for allow
- * rules it never does, and every path must be in the listed classes. */
+ * is "unknown". For hold/deny rules that name commands (and for redirection
+ * targets in any rule) an unknown path satisfies the condition: the rule
+ * fires, capped at the policy's `unresolved:` decision. For allow rules it
+ * never does, and every path must be in the listed classes. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 
@@ -69,6 +70,7 @@ typedef struct pcheck {
 	const pathcond *pc;
 	bool allow;
 	const policy_ctx *ctx;
+	bool unknown_ok; /* an unknown path may satisfy the condition */
 	int state;     /* existential (hold/deny): best enum pstate seen */
 	bool all_ok;   /* universal (allow): every candidate matched */
 	size_t seen;
@@ -87,7 +89,7 @@ static void pcheck_word(pcheck *pk, const char *word, bool unknown)
 			pk->all_ok = false;
 			return;
 		}
-		if (pk->state < P_UNKNOWN) {
+		if (pk->unknown_ok && pk->state < P_UNKNOWN) {
 			pk->state = P_UNKNOWN;
 			free(pk->detail);
 			if (asprintf(&pk->detail, "%s: cannot be resolved statically", word) < 0) {
@@ -121,11 +123,13 @@ static int pcheck_done(pcheck *pk)
 	return pk->state;
 }
 
-static void pcheck_init(pcheck *pk, const pathcond *pc, bool allow, const policy_ctx *ctx)
+static void pcheck_init(pcheck *pk, const pathcond *pc, bool allow, bool unknown_ok,
+			const policy_ctx *ctx)
 {
 	memset(pk, 0, sizeof(*pk));
 	pk->pc = pc;
 	pk->allow = allow;
+	pk->unknown_ok = unknown_ok;
 	pk->ctx = ctx;
 	pk->all_ok = true;
 }
@@ -281,9 +285,13 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	if (m->text.n && !glob_any(&m->text, mc->text, fl))
 		goto no;
 
+	/* Unknown operands satisfy path conditions of rules about specific
+	 * commands (rm "$x" may well be rm /); rules about any command would
+	 * otherwise fire on every "$x". Unknown redirection targets always do. */
+	bool unk_ops = m->command.n > 0;
 	pcheck pk;
 	if (m->paths.set) {
-		pcheck_init(&pk, &m->paths, allow, mc->ctx);
+		pcheck_init(&pk, &m->paths, allow, unk_ops, mc->ctx);
 		for (size_t k = sub; k < v->npositional; k++)
 			if (!v->implicit_unknown_operand || !strstr(word_at(v, k), "{}"))
 				pcheck_word(&pk, word_at(v, k), v->pos_unknown[k]);
@@ -293,7 +301,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			goto no;
 	}
 	if (m->dest.set) {
-		pcheck_init(&pk, &m->dest, allow, mc->ctx);
+		pcheck_init(&pk, &m->dest, allow, unk_ops, mc->ctx);
 		if (v->implicit_unknown_operand)
 			implicit_operands(&pk, v);
 		else if (v->npositional > sub)
@@ -302,7 +310,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			goto no;
 	}
 	for (size_t o = 0; o < m->noptions; o++) {
-		pcheck_init(&pk, &m->options[o].cond, allow, mc->ctx);
+		pcheck_init(&pk, &m->options[o].cond, allow, unk_ops, mc->ctx);
 		size_t pos = 0;
 		bool unk = false;
 		const char *val;
@@ -316,7 +324,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			const pathcond *pc = pass == 0 ? &m->redirects : &m->reads;
 			if (!pc->set)
 				continue;
-			pcheck_init(&pk, pc, allow, mc->ctx);
+			pcheck_init(&pk, pc, allow, true, mc->ctx);
 			for (size_t i = 0; i < cmd->nredirs; i++) {
 				const shell_redir *rd = &cmd->redirs[i];
 				bool is_read = rd->kind == SHELL_REDIR_READ;

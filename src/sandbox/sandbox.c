@@ -10,6 +10,7 @@
 #include "sandbox/sandbox.h"
 
 #include "sandbox/capture.h"
+#include "sandbox/quota.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/syscalls.h"
@@ -173,6 +174,8 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	if (n != 1)
 		_exit(1);
 	close(sync_r);
+	if (c == 'm') /* the cgroup could not be joined: cap memory with RLIMIT_AS */
+		((sandbox_spec *)s)->harden.address_space_bytes = s->limits.memory_bytes;
 
 	bool index_on = false, userxattr = false;
 	int r = mounts_build_view(s, &index_on, &userxattr, rep.msg, sizeof rep.msg);
@@ -227,8 +230,10 @@ static int status_code(int st)
 	return 255;
 }
 
-int sandbox_run(const sandbox_spec *s, sandbox_outcome *o, txbox_error *err)
+int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 {
+	sandbox_spec local = *spec; /* hardening adjusted to the limits in force */
+	const sandbox_spec *s = &local;
 	memset(o, 0, sizeof *o);
 	o->validation_exit = -1;
 	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, repp[2] = {-1, -1}, syncp[2] = {-1, -1};
@@ -247,6 +252,10 @@ int sandbox_run(const sandbox_spec *s, sandbox_outcome *o, txbox_error *err)
 	if (s->limits.memory_bytes || s->limits.pids)
 		cg = limits_cgroup_create(s->txid, &s->limits, &o->mechanism, &warn);
 	txbox_error_clear(&warn);
+	if (!cg && s->limits.memory_bytes && !local.harden.address_space_bytes)
+		local.harden.address_space_bytes = s->limits.memory_bytes; /* best effort without cgroups */
+	if (s->limits.disk_bytes && (!local.harden.fsize_bytes || local.harden.fsize_bytes > s->limits.disk_bytes))
+		local.harden.fsize_bytes = s->limits.disk_bytes;
 
 	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
 	if (!s->network)
@@ -300,8 +309,9 @@ int sandbox_run(const sandbox_spec *s, sandbox_outcome *o, txbox_error *err)
 		limits_cgroup_destroy(cg);
 		cg = NULL;
 		o->mechanism = TXBOX_LIMITS_RLIMIT;
-	}
-	write_all(syncp[1], "g", 1);
+		write_all(syncp[1], s->limits.memory_bytes ? "m" : "g", 1);
+	} else
+		write_all(syncp[1], "g", 1);
 	close(syncp[1]);
 	syncp[1] = -1;
 
@@ -311,6 +321,7 @@ int sandbox_run(const sandbox_spec *s, sandbox_outcome *o, txbox_error *err)
 	capture_init(&cap_err, s->output_limit, s->passthrough_stderr);
 	uint64_t deadline = s->timeout_sec > 0 ? t0 + (uint64_t)(s->timeout_sec * 1e9) : 0;
 	bool out_open = true, err_open = true, child_done = false;
+	uint64_t last_measure = t0;
 	fcntl(outp[0], F_SETFL, O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
 	while (out_open || err_open || !child_done) {
@@ -335,12 +346,22 @@ int sandbox_run(const sandbox_spec *s, sandbox_outcome *o, txbox_error *err)
 		}
 		if (pidfd < 0 && !child_done && tmo < 0)
 			tmo = 50; /* no pidfd: poll the child periodically */
+		bool measure = s->limits.disk_bytes && s->upper_fd >= 0 && !child_done && !o->limit;
+		if (measure && (tmo < 0 || tmo > 100))
+			tmo = 100;
 		int pr = np ? poll(pf, (nfds_t)np, tmo) : (usleep(10000), 0);
 		if (pr < 0 && errno != EINTR)
 			break;
 		if (deadline && !o->timed_out && clock_now_ns() >= deadline) {
 			o->timed_out = true;
 			kill(pid, SIGKILL);
+		}
+		if (measure && clock_now_ns() - last_measure >= 100000000ull) {
+			last_measure = clock_now_ns();
+			if (quota_usage(s->upper_fd, s->limits.disk_bytes - 1) >= s->limits.disk_bytes) {
+				o->limit = "disk";
+				kill(pid, SIGKILL);
+			}
 		}
 		if (iout >= 0 && pr > 0 && (pf[iout].revents & (POLLIN | POLLHUP | POLLERR)))
 			out_open = capture_read(&cap_out, outp[0]);
@@ -368,14 +389,21 @@ int sandbox_run(const sandbox_spec *s, sandbox_outcome *o, txbox_error *err)
 		n = read(repp[0], &rep, sizeof rep);
 	while (n < 0 && errno == EINTR);
 
-	o->limit = cg ? limits_cgroup_exceeded(cg) : NULL;
+	if (!o->limit && cg)
+		o->limit = limits_cgroup_exceeded(cg);
+	if (!o->limit && s->limits.disk_bytes && s->upper_fd >= 0 &&
+	    quota_usage(s->upper_fd, s->limits.disk_bytes - 1) >= s->limits.disk_bytes)
+		o->limit = "disk";
 	limits_cgroup_destroy(cg);
 	o->out = capture_take(&cap_out, &o->out_len, &o->out_truncated);
 	o->err = capture_take(&cap_err, &o->err_len, &o->err_truncated);
 
-	if (o->timed_out) {
+	if (o->timed_out || (o->limit && n != (ssize_t)sizeof rep)) {
 		o->started = true;
-		return 0;
+		if (!o->timed_out)
+			o->signal = SIGKILL, o->exit_code = 128 + SIGKILL;
+		r = 0;
+		goto out_pipes;
 	}
 	if (n != (ssize_t)sizeof rep) {
 		r = txbox_fail(err, -EIO, "the sandbox init died before reporting (killed from outside?)");

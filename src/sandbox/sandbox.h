@@ -22,6 +22,7 @@ typedef struct sandbox_spec {
 	const char *cwd;          /* absolute path inside the view to start in */
 	const char *upper_path;   /* absolute path of the layer's upper dir */
 	const char *work_path;    /* absolute path of the layer's work dir */
+	int upper_fd;             /* the upper dir, for measuring the disk limit (or -1) */
 	const char *state_name;   /* name of the state dir inside the workspace to hide (".txbox"), or NULL */
 	bool hide_state_by_whiteout; /* the layer's upper already holds a whiteout for state_name */
 	const char *const *argv;  /* NULL-terminated */

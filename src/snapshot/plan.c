@@ -275,7 +275,7 @@ static int walk_dir(walk *w, int ufd, int wfd, const char *rel, unsigned depth)
 {
 	if (depth > 4096)
 		return txbox_fail(w->err, -ELOOP, "%s: directory tree deeper than 4096 levels", rel);
-	int dupfd = fcntl(ufd, F_DUPFD_CLOEXEC, 3);
+	int dupfd = openat(ufd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset: never share a readdir position */
 	if (dupfd < 0)
 		return txbox_fail_errno(w->err, -errno, "dup");
 	_cleanup_closedir_ DIR *d = fdopendir(dupfd);

@@ -96,7 +96,7 @@ static int prepare_dir_children(int dfd, const char *relpath, bool strip_setuid,
 {
 	if (depth > 4096)
 		return txbox_fail(err, -ELOOP, "%s: directory tree deeper than 4096 levels", relpath);
-	int dupfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	int dupfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset: never share a readdir position */
 	if (dupfd < 0)
 		return txbox_fail_errno(err, -errno, "dup");
 	_cleanup_closedir_ DIR *d = fdopendir(dupfd);

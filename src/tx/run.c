@@ -241,6 +241,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		.workspace = ws,
 		.cwd = cwd_in ? cwd_in : ws,
 		.upper_path = upper_path,
+		.upper_fd = t.top.upper_fd,
 		.work_path = work_path,
 		.state_name = sd.state_inside ? TX_STATE_DIR_NAME : NULL,
 		.hide_state_by_whiteout = t.top.state_whiteout,

@@ -199,7 +199,7 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
 
 int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 {
-	int dupfd = fcntl(s->txs_fd, F_DUPFD_CLOEXEC, 3);
+	int dupfd = openat(s->txs_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset: never share a readdir position */
 	if (dupfd < 0)
 		return txbox_fail_errno(err, -errno, "dup");
 	_cleanup_closedir_ DIR *d = fdopendir(dupfd);

@@ -90,7 +90,7 @@ static int remove_children(int dfd, txbox_error *err, unsigned depth)
 {
 	if (depth > 4096)
 		return txbox_fail(err, -ELOOP, "directory tree deeper than 4096 levels");
-	int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	int dup_fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset: never share a readdir position */
 	if (dup_fd < 0)
 		return txbox_fail_errno(err, -errno, "dup");
 	_cleanup_closedir_ DIR *d = fdopendir(dup_fd);

@@ -1,0 +1,550 @@
+/* Interpreter code strings (python -c, perl -e, ruby -e, node -e, php -r,
+ * awk programs): recognise the obvious calls that run commands or delete
+ * files and report them as commands of their own.
+ *
+ *   shell text   os.system("…"), os.popen, subprocess.*("…"), system "…",
+ *                `…`, qx{…}, %x(…), execSync("…"), shell_exec("…"), awk
+ *                system("…"), "…" | getline, print | "…"   → parsed as shell
+ *   argv         subprocess.run(["rm", "-rf", "x"]), system("rm", "-rf"),
+ *                spawnSync("rm", ["-rf", "x"])                → that argv
+ *   deletions    shutil.rmtree(p), FileUtils.rm_rf(p), fs.rmSync(p),
+ *                rmtree(p)                    → argv rm -rf p
+ *                os.remove / os.unlink / unlink / fs.unlinkSync → rm p
+ *                os.rmdir / rmdir                               → rmdir p
+ * When such a call's argument is not a plain literal (a variable, a
+ * concatenation, an interpolating string), the interpreter command is
+ * marked unresolved. This is a heuristic scan, not a parser of these
+ * languages: it errs towards reporting more.
+ */
+#include "shell/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum ik { IK_SHELL, IK_ARGV, IK_SPAWN, IK_RMRF, IK_RM, IK_RMDIR };
+
+struct ipat {
+	const char *name;
+	enum ik kind;
+};
+
+static const struct ipat py_pats[] = {
+	{"os.system", IK_SHELL}, {"os.popen", IK_SHELL}, {"subprocess.run", IK_ARGV},
+	{"subprocess.call", IK_ARGV}, {"subprocess.check_call", IK_ARGV},
+	{"subprocess.check_output", IK_ARGV}, {"subprocess.Popen", IK_ARGV},
+	{"subprocess.getoutput", IK_SHELL}, {"subprocess.getstatusoutput", IK_SHELL},
+	{"commands.getoutput", IK_SHELL}, {"pty.spawn", IK_ARGV}, {"os.execvp", IK_SPAWN},
+	{"os.execv", IK_SPAWN}, {"os.execlp", IK_ARGV}, {"os.execl", IK_ARGV},
+	{"os.spawnlp", IK_ARGV}, {"shutil.rmtree", IK_RMRF}, {"os.remove", IK_RM},
+	{"os.unlink", IK_RM}, {"os.rmdir", IK_RMDIR}, {"os.removedirs", IK_RMDIR},
+	{"system", IK_SHELL}, {"rmtree", IK_RMRF}, {"check_output", IK_ARGV},
+	{"check_call", IK_ARGV}, {"getoutput", IK_SHELL},
+	{NULL, 0},
+};
+static const struct ipat perl_pats[] = {
+	{"system", IK_ARGV}, {"exec", IK_ARGV}, {"rmtree", IK_RMRF}, {"remove_tree", IK_RMRF},
+	{"unlink", IK_RM}, {"rmdir", IK_RMDIR}, {NULL, 0},
+};
+static const struct ipat ruby_pats[] = {
+	{"system", IK_ARGV}, {"exec", IK_ARGV}, {"spawn", IK_ARGV}, {"IO.popen", IK_SHELL},
+	{"Open3.capture2", IK_ARGV}, {"Open3.capture2e", IK_ARGV}, {"Open3.capture3", IK_ARGV},
+	{"Open3.popen3", IK_ARGV}, {"FileUtils.rm_rf", IK_RMRF}, {"FileUtils.rm_r", IK_RMRF},
+	{"FileUtils.remove_dir", IK_RMRF}, {"FileUtils.remove_entry", IK_RMRF},
+	{"FileUtils.rm", IK_RM}, {"File.delete", IK_RM}, {"File.unlink", IK_RM},
+	{"Dir.rmdir", IK_RMDIR}, {NULL, 0},
+};
+static const struct ipat node_pats[] = {
+	{"execSync", IK_SHELL}, {"child_process.exec", IK_SHELL}, {"cp.exec", IK_SHELL},
+	{"exec", IK_SHELL}, {"execFileSync", IK_SPAWN}, {"execFile", IK_SPAWN},
+	{"spawnSync", IK_SPAWN}, {"spawn", IK_SPAWN}, {"rmSync", IK_RMRF}, {"rmdirSync", IK_RMRF},
+	{"fs.rm", IK_RMRF}, {"fs.rmdir", IK_RMRF}, {"unlinkSync", IK_RM}, {"fs.unlink", IK_RM},
+	{"Bun.spawn", IK_ARGV}, {"Deno.Command", IK_SPAWN}, {NULL, 0},
+};
+static const struct ipat php_pats[] = {
+	{"system", IK_SHELL}, {"exec", IK_SHELL}, {"shell_exec", IK_SHELL},
+	{"passthru", IK_SHELL}, {"popen", IK_SHELL}, {"proc_open", IK_ARGV},
+	{"pcntl_exec", IK_SPAWN}, {"unlink", IK_RM}, {"rmdir", IK_RMDIR}, {NULL, 0},
+};
+static const struct ipat awk_pats[] = {
+	{"system", IK_SHELL}, {NULL, 0},
+};
+
+struct scan {
+	struct sh_ctx *ctx;
+	const char *lang;
+	const char *s;
+	size_t n;
+	const char *via;
+	unsigned depth;
+	int idx;
+	char reason[160];
+};
+
+static bool ident(char c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9');
+}
+
+static void skip_ws(const struct scan *sc, size_t *i)
+{
+	while (*i < sc->n && strchr(" \t\r\n", sc->s[*i]))
+		(*i)++;
+}
+
+static void unresolved(struct scan *sc, const char *what)
+{
+	snprintf(sc->reason, sizeof(sc->reason), "%s: %s with a non-literal argument", sc->via,
+		 what);
+	sh_mark_unresolved(sc->ctx, sc->idx, sc->reason);
+}
+
+static bool lang_is(const struct scan *sc, const char *l)
+{
+	return strcmp(sc->lang, l) == 0;
+}
+
+/* String literal at *i → out. Returns 1 when a static literal was read, 0
+ * if there is no literal here, -1 if it is a literal with interpolation. */
+static int literal(const struct scan *sc, size_t *i, struct sbuf *out)
+{
+	const char *s = sc->s;
+	size_t n = sc->n, p = *i;
+	bool raw = false, fmt = false;
+	if (lang_is(sc, "python")) {
+		size_t k = p;
+		while (k < n && k - p < 2 && strchr("rRbBuUfF", s[k])) {
+			if (s[k] == 'r' || s[k] == 'R')
+				raw = true;
+			if (s[k] == 'f' || s[k] == 'F')
+				fmt = true;
+			k++;
+		}
+		if (k < n && (s[k] == '"' || s[k] == '\''))
+			p = k;
+	}
+	if (p >= n)
+		return 0;
+	char q = s[p];
+	bool ok_q = q == '"' || q == '\'' || (q == '`' && lang_is(sc, "node"));
+	if (lang_is(sc, "awk"))
+		ok_q = q == '"';
+	if (!ok_q)
+		return 0;
+	size_t ql = 1;
+	if (lang_is(sc, "python") && p + 2 < n && s[p + 1] == q && s[p + 2] == q)
+		ql = 3;
+	p += ql;
+	bool interp = false;
+	bool single_raw = q == '\'' && !lang_is(sc, "python") && !lang_is(sc, "node");
+	for (;;) {
+		if (p >= n)
+			return 0; /* unterminated: not a literal we understand */
+		char c = s[p];
+		if (c == q && (ql == 1 || (p + 2 < n && s[p + 1] == q && s[p + 2] == q)))
+			break;
+		if (c == '\\' && p + 1 < n) {
+			char e = s[p + 1];
+			if (raw || (single_raw && e != '\\' && e != '\'')) {
+				sbuf_putc(out, c);
+				p++;
+				continue;
+			}
+			p += 2;
+			switch (e) {
+			case 'n': sbuf_putc(out, '\n'); break;
+			case 't': sbuf_putc(out, '\t'); break;
+			case 'r': sbuf_putc(out, '\r'); break;
+			case '0': sbuf_putc(out, '\0'); break;
+			case '\n': break;
+			default:
+				if (e == q || e == '\\' || e == '"' || e == '\'' || e == '$' || e == '`' ||
+				    e == '/')
+					sbuf_putc(out, e);
+				else {
+					sbuf_putc(out, '\\');
+					sbuf_putc(out, e);
+				}
+			}
+			continue;
+		}
+		if (fmt && (c == '{'))
+			interp = true;
+		if (!single_raw && q != '\'' &&
+		    ((c == '$' && (lang_is(sc, "perl") || lang_is(sc, "php")) && p + 1 < n &&
+		      (ident(s[p + 1]) || s[p + 1] == '{')) ||
+		     (c == '@' && lang_is(sc, "perl") && p + 1 < n && ident(s[p + 1])) ||
+		     (c == '#' && lang_is(sc, "ruby") && p + 1 < n && s[p + 1] == '{') ||
+		     (c == '$' && q == '`' && p + 1 < n && s[p + 1] == '{')))
+			interp = true;
+		sbuf_putc(out, c);
+		p++;
+	}
+	*i = p + ql;
+	return interp ? -1 : 1;
+}
+
+/* After a literal: is the argument finished (no concatenation etc.)? */
+static bool arg_ends(const struct scan *sc, size_t i)
+{
+	skip_ws(sc, &i);
+	if (i >= sc->n)
+		return true;
+	char c = sc->s[i];
+	return c == ')' || c == ',' || c == ';' || c == ']' || c == '}' ||
+	       (lang_is(sc, "perl") && (c == 'o' || c == 'a')) /* or/and */;
+}
+
+static int emit_argv(struct scan *sc, char **words, bool *unres, size_t nw)
+{
+	if (nw == 0)
+		return 0;
+	struct sh_field *f = calloc(nw, sizeof(*f));
+	if (!f)
+		return txbox_fail(sc->ctx->err, -ENOMEM, "shell: out of memory");
+	for (size_t k = 0; k < nw; k++) {
+		f[k].text = words[k];
+		f[k].unres = unres[k];
+	}
+	int rc = sh_unwrap(sc->ctx, f, nw, NULL, 0, sc->via, sc->depth, NULL, NULL);
+	free(f);
+	return rc;
+}
+
+static int emit_shell(struct scan *sc, const char *text, size_t len)
+{
+	return sh_reparse(sc->ctx, text, len, sc->via, sc->depth, sc->idx, NULL);
+}
+
+/* Read a list of literals "[a, b]" / "(a, b)" or bare "a, b" up to ')'.
+ * Returns number of words (>= 0), words/unres filled (max cap). */
+static size_t literal_list(struct scan *sc, size_t *i, char close, char **words, bool *unres,
+			   size_t cap, bool *bad)
+{
+	size_t nw = 0;
+	for (;;) {
+		skip_ws(sc, i);
+		if (*i >= sc->n)
+			break;
+		if (close && sc->s[*i] == close) {
+			(*i)++;
+			break;
+		}
+		struct sbuf b = {0};
+		int r = literal(sc, i, &b);
+		if (r == 1 && arg_ends(sc, *i)) {
+			if (nw < cap) {
+				words[nw] = sbuf_take(&b);
+				unres[nw] = false;
+				if (words[nw])
+					nw++;
+			} else
+				sbuf_free(&b);
+		} else {
+			sbuf_free(&b);
+			*bad = true;
+			if (nw < cap) {
+				words[nw] = strdup("…");
+				unres[nw] = true;
+				if (words[nw])
+					nw++;
+			}
+			/* skip this element */
+			size_t d = 0;
+			while (*i < sc->n) {
+				char c = sc->s[*i];
+				if (c == '(' || c == '[' || c == '{')
+					d++;
+				else if (c == ')' || c == ']' || c == '}') {
+					if (d == 0)
+						break;
+					d--;
+				} else if (c == ',' && d == 0)
+					break;
+				(*i)++;
+			}
+		}
+		skip_ws(sc, i);
+		if (*i < sc->n && sc->s[*i] == ',') {
+			(*i)++;
+			continue;
+		}
+		if (close && *i < sc->n && sc->s[*i] == close)
+			(*i)++;
+		break;
+	}
+	return nw;
+}
+
+#define MAXW 64
+
+static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
+{
+	skip_ws(sc, &i);
+	bool paren = i < sc->n && sc->s[i] == '(';
+	bool bare_ok = lang_is(sc, "perl") || lang_is(sc, "ruby");
+	if (!paren && !bare_ok)
+		return 0;
+	if (paren) {
+		i++;
+		skip_ws(sc, &i);
+		if (i < sc->n && sc->s[i] == ')')
+			return 0; /* no arguments: e.g. platform.system() */
+	} else if (i >= sc->n || !(sc->s[i] == '"' || sc->s[i] == '\'' || sc->s[i] == '$' ||
+				   sc->s[i] == '@')) {
+		return 0; /* e.g. a method named system without arguments */
+	}
+	char *words[MAXW];
+	bool unres[MAXW];
+	int rc = 0;
+	size_t nw = 0;
+	if (i < sc->n && (sc->s[i] == '[' || (sc->s[i] == '(' && !lang_is(sc, "node")))) {
+		/* list form: argv */
+		if (pt->kind == IK_SHELL || pt->kind >= IK_RMRF) {
+			unresolved(sc, pt->name);
+			return 0;
+		}
+		char close = sc->s[i] == '[' ? ']' : ')';
+		i++;
+		bool bad = false;
+		nw = literal_list(sc, &i, close, words, unres, MAXW, &bad);
+		rc = emit_argv(sc, words, unres, nw);
+		if (bad)
+			unresolved(sc, pt->name);
+		return rc;
+	}
+	struct sbuf b = {0};
+	size_t at = i;
+	int r = literal(sc, &i, &b);
+	if (r != 1 || !arg_ends(sc, i)) {
+		sbuf_free(&b);
+		unresolved(sc, pt->name);
+		return 0;
+	}
+	skip_ws(sc, &i);
+	bool more = i < sc->n && sc->s[i] == ',';
+	switch (pt->kind) {
+	case IK_SHELL:
+		rc = b.oom ? -ENOMEM : emit_shell(sc, b.s ? b.s : "", b.len);
+		break;
+	case IK_ARGV:
+		if (more && !lang_is(sc, "python")) {
+			/* system("rm", "-rf", "/") */
+			bool bad = false;
+			i = at;
+			nw = literal_list(sc, &i, paren ? ')' : 0, words, unres, MAXW, &bad);
+			rc = emit_argv(sc, words, unres, nw);
+			if (bad)
+				unresolved(sc, pt->name);
+		} else
+			rc = b.oom ? -ENOMEM : emit_shell(sc, b.s ? b.s : "", b.len);
+		break;
+	case IK_SPAWN: {
+		words[nw] = sbuf_take(&b);
+		unres[nw] = false;
+		if (words[nw])
+			nw++;
+		if (more) {
+			i++;
+			skip_ws(sc, &i);
+			if (i < sc->n && sc->s[i] == '[') {
+				i++;
+				bool bad = false;
+				nw += literal_list(sc, &i, ']', words + nw, unres + nw, MAXW - nw, &bad);
+				if (bad)
+					unresolved(sc, pt->name);
+			}
+		}
+		rc = emit_argv(sc, words, unres, nw);
+		break;
+	}
+	case IK_RMRF:
+	case IK_RM:
+	case IK_RMDIR: {
+		words[nw] = strdup(pt->kind == IK_RMDIR ? "rmdir" : "rm");
+		unres[nw++] = false;
+		if (pt->kind == IK_RMRF) {
+			words[nw] = strdup("-rf");
+			unres[nw++] = false;
+		}
+		words[nw] = sbuf_take(&b);
+		unres[nw++] = false;
+		bool fail = false;
+		for (size_t k = 0; k < nw; k++)
+			if (!words[k])
+				fail = true;
+		if (fail) {
+			for (size_t k = 0; k < nw; k++)
+				free(words[k]);
+			return txbox_fail(sc->ctx->err, -ENOMEM, "shell: out of memory");
+		}
+		rc = emit_argv(sc, words, unres, nw);
+		break;
+	}
+	}
+	sbuf_free(&b);
+	if (rc == -ENOMEM)
+		rc = txbox_fail(sc->ctx->err, -ENOMEM, "shell: out of memory");
+	return rc;
+}
+
+/* `…`, qx{…}, %x(…) in perl/ruby/php. */
+static int backticks(struct scan *sc)
+{
+	const char *s = sc->s;
+	size_t n = sc->n;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		size_t st, en;
+		char close;
+		if (s[i] == '`') {
+			st = i + 1;
+			close = '`';
+		} else if ((lang_is(sc, "perl") && s[i] == 'q' && i + 2 < n && s[i + 1] == 'x' &&
+			    (i == 0 || !ident(s[i - 1])) && strchr("{([</|!", s[i + 2])) ||
+			   (lang_is(sc, "ruby") && s[i] == '%' && i + 2 < n && s[i + 1] == 'x' &&
+			    strchr("{([</|!", s[i + 2]))) {
+			char o = s[i + 2];
+			close = o == '{' ? '}' : o == '(' ? ')' : o == '[' ? ']' : o == '<' ? '>' : o;
+			st = i + 3;
+		} else
+			continue;
+		const char *e = memchr(s + st, close, n - st);
+		if (!e)
+			return 0;
+		en = (size_t)(e - s);
+		bool interp = false;
+		for (size_t k = st; k < en; k++)
+			if ((s[k] == '$' && k + 1 < en && (ident(s[k + 1]) || s[k + 1] == '{')) ||
+			    (s[k] == '#' && k + 1 < en && s[k + 1] == '{'))
+				interp = true;
+		if (interp)
+			unresolved(sc, "backquoted command");
+		else
+			rc = emit_shell(sc, s + st, en - st);
+		i = en;
+	}
+	return rc;
+}
+
+/* awk: system("…") handled by patterns; here pipes: "cmd" | getline,
+ * print … | "cmd", cmd | getline with a variable. */
+static int awk_pipes(struct scan *sc)
+{
+	const char *s = sc->s;
+	size_t n = sc->n;
+	size_t last_lit_end = (size_t)-1;
+	struct sbuf last = {0};
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0;) {
+		char c = s[i];
+		if (c == '"') {
+			sbuf_free(&last);
+			size_t k = i;
+			int r = literal(sc, &k, &last);
+			if (r == 0) {
+				i++;
+				continue;
+			}
+			i = k;
+			last_lit_end = i;
+			continue;
+		}
+		if (c == '|' && i + 1 < n && s[i + 1] == '|') {
+			i += 2;
+			continue;
+		}
+		if (c == '|') {
+			size_t j = i + 1;
+			if (j < n && s[j] == '&')
+				j++;
+			skip_ws(sc, &j);
+			bool before_lit = false;
+			size_t b = i;
+			while (b > 0 && strchr(" \t", s[b - 1]))
+				b--;
+			if (last_lit_end != (size_t)-1 && b == last_lit_end)
+				before_lit = true;
+			if (j + 7 <= n && strncmp(s + j, "getline", 7) == 0) {
+				if (before_lit)
+					rc = emit_shell(sc, last.s ? last.s : "", last.len);
+				else
+					unresolved(sc, "command | getline");
+			} else if (j < n && s[j] == '"') {
+				struct sbuf cmd = {0};
+				size_t k = j;
+				int r = literal(sc, &k, &cmd);
+				if (r == 1)
+					rc = emit_shell(sc, cmd.s ? cmd.s : "", cmd.len);
+				else
+					unresolved(sc, "print | command");
+				sbuf_free(&cmd);
+			} else {
+				unresolved(sc, "print | command");
+			}
+			i = j;
+			continue;
+		}
+		i++;
+	}
+	sbuf_free(&last);
+	return rc;
+}
+
+int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_t len,
+		   const char *via, unsigned depth, int cmd_idx)
+{
+	struct scan sc = {
+		.ctx = ctx, .lang = lang, .s = code, .n = len, .via = via, .depth = depth,
+		.idx = cmd_idx,
+	};
+	if (depth > ctx->max_depth)
+		return txbox_fail(ctx->err, -ELOOP, "shell: re-parse depth limit (%u) exceeded (%s)",
+				  ctx->max_depth, via);
+	const struct ipat *pats = strcmp(lang, "python") == 0 ? py_pats
+				  : strcmp(lang, "perl") == 0 ? perl_pats
+				  : strcmp(lang, "ruby") == 0 ? ruby_pats
+				  : strcmp(lang, "node") == 0 ? node_pats
+				  : strcmp(lang, "php") == 0  ? php_pats
+							      : awk_pats;
+	int rc = 0;
+	size_t *done = NULL, ndone = 0, dcap = 0, matches = 0;
+	for (size_t pi = 0; pats[pi].name && rc == 0; pi++) {
+		const char *nm = pats[pi].name;
+		size_t nl = strlen(nm);
+		const char *p = code;
+		while (rc == 0 && (p = memmem(p, len - (size_t)(p - code), nm, nl)) != NULL) {
+			size_t at = (size_t)(p - code);
+			p += nl;
+			if (at > 0 && (ident(code[at - 1]) || code[at - 1] == '$' ||
+				       code[at - 1] == '>' || code[at - 1] == ':'))
+				continue;
+			if (at + nl < len && ident(code[at + nl]))
+				continue;
+			/* os.system and system match the same call: once only */
+			bool seen = false;
+			for (size_t k = 0; k < ndone && !seen; k++)
+				seen = done[k] == at + nl;
+			if (seen)
+				continue;
+			if (++matches > 1000) {
+				sh_mark_unresolved(ctx, cmd_idx, "interpreter code: too many calls");
+				free(done);
+				return 0;
+			}
+			if (sh_vec_reserve((void **)&done, &dcap, ndone + 1, sizeof(*done)) < 0) {
+				free(done);
+				return txbox_fail(ctx->err, -ENOMEM, "shell: out of memory");
+			}
+			done[ndone++] = at + nl;
+			rc = handle_call(&sc, &pats[pi], at + nl);
+		}
+	}
+	free(done);
+	if (rc == 0 && (lang_is(&sc, "perl") || lang_is(&sc, "ruby") || lang_is(&sc, "php")))
+		rc = backticks(&sc);
+	if (rc == 0 && lang_is(&sc, "awk"))
+		rc = awk_pipes(&sc);
+	return rc;
+}
