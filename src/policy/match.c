@@ -3,10 +3,10 @@
  * `*_all` lists, where every item must.
  *
  * Path conditions are fail-closed: a word that cannot be resolved statically
- * is "unknown". For hold/deny rules that name commands (and for redirection
- * targets in any rule) an unknown path satisfies the condition: the rule
- * fires, capped at the policy's `unresolved:` decision. For allow rules it
- * never does, and every path must be in the listed classes. */
+ * is "unknown". For hold/deny rules that name commands, and in conditions
+ * that list the class `unknown`, an unknown path satisfies the condition:
+ * the rule fires, capped at the policy's `unresolved:` decision. For allow
+ * rules it never does, and every path must be in the listed classes. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 
@@ -129,7 +129,7 @@ static void pcheck_init(pcheck *pk, const pathcond *pc, bool allow, bool unknown
 	memset(pk, 0, sizeof(*pk));
 	pk->pc = pc;
 	pk->allow = allow;
-	pk->unknown_ok = unknown_ok;
+	pk->unknown_ok = unknown_ok || (pc->classes & PC_UNKNOWN);
 	pk->ctx = ctx;
 	pk->all_ok = true;
 }
@@ -162,6 +162,16 @@ static bool take_pcheck(mstate *ms, pcheck *pk)
 }
 
 static const char *word_at(const cmdview *v, size_t k) { return v->words[v->positional[k]]; }
+
+/* `{}` of find -exec, and the `…` the parser appends for what xargs reads:
+ * stand-ins for the implicit operands. */
+static bool is_implicit_word(const cmdview *v, size_t k)
+{
+	if (!v->implicit_unknown_operand)
+		return false;
+	const char *w = word_at(v, k);
+	return strstr(w, "{}") || (v->pos_unknown[k] && strcmp(w, "\u2026") == 0);
+}
 
 /* Operands a command gets from xargs / find -exec: the start paths of a
  * `find` feeding it (its operands: what it walks), else unknown. */
@@ -285,15 +295,16 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	if (m->text.n && !glob_any(&m->text, mc->text, fl))
 		goto no;
 
-	/* Unknown operands satisfy path conditions of rules about specific
-	 * commands (rm "$x" may well be rm /); rules about any command would
-	 * otherwise fire on every "$x". Unknown redirection targets always do. */
+	/* Unknown paths satisfy path conditions of rules about specific
+	 * commands (rm "$x" may well be rm /), and conditions that list the
+	 * class `unknown`; rules about any command would otherwise fire on
+	 * every "$x". */
 	bool unk_ops = m->command.n > 0;
 	pcheck pk;
 	if (m->paths.set) {
 		pcheck_init(&pk, &m->paths, allow, unk_ops, mc->ctx);
 		for (size_t k = sub; k < v->npositional; k++)
-			if (!v->implicit_unknown_operand || !strstr(word_at(v, k), "{}"))
+			if (!is_implicit_word(v, k))
 				pcheck_word(&pk, word_at(v, k), v->pos_unknown[k]);
 		if (v->implicit_unknown_operand)
 			implicit_operands(&pk, v);
@@ -324,13 +335,13 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			const pathcond *pc = pass == 0 ? &m->redirects : &m->reads;
 			if (!pc->set)
 				continue;
-			pcheck_init(&pk, pc, allow, true, mc->ctx);
+			pcheck_init(&pk, pc, allow, unk_ops, mc->ctx);
 			for (size_t i = 0; i < cmd->nredirs; i++) {
 				const shell_redir *rd = &cmd->redirs[i];
 				bool is_read = rd->kind == SHELL_REDIR_READ;
 				if (is_read != (pass == 1))
 					continue;
-				pcheck_word(&pk, rd->target ? rd->target : "",
+				pcheck_word(&pk, rd->target ? rd->target : "the redirection target",
 					    rd->unresolved || !rd->target);
 			}
 			if (!take_pcheck(&ms, &pk))

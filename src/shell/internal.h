@@ -108,6 +108,7 @@ struct sh_ctx {
 	size_t max_nodes;
 	size_t nodes_used;
 	unsigned pipe_seq;
+	unsigned wrap_nest; /* nested wrapper unwrapping (bounded) */
 	txbox_error *err;
 	shell_analysis *out;
 	size_t out_cap;
@@ -224,6 +225,10 @@ char *sh_word_text(const struct sh_word *w, bool *unres);
 bool sh_word_is(const struct sh_word *w, const char *s);
 /* Brace-expand w into fields appended to node (count units into budget). */
 int sh_word_fields(struct sh_parser *p, const struct sh_word *w, struct sh_node *n);
+/* Normalise look-alikes in an argv string given directly (no shell):
+ * command word (cmd): any look-alike sets *flag; arguments: a leading
+ * Unicode dash becomes '-', Unicode spaces set *flag. */
+int sh_normalize_lookalike(char **text, bool cmd, bool *flag);
 /* Length of the assignment prefix "NAME=" / "NAME+=" / "NAME[...]=" or 0. */
 size_t sh_word_assign_len(const struct sh_word *w);
 

@@ -19,6 +19,7 @@
 #include "shell/internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -133,11 +133,11 @@ static int read_token(struct sh_parser *p, struct sh_tok *t)
 		return 0;
 	}
 	char c = p->s[p->pos];
-	struct {
+	static const struct {
 		const char *op;
 		enum sh_tk t;
 		int rop;
-	} static const ops[] = {
+	} ops[] = {
 		{";;&", TK_DSEMIAMP, 0}, {";;", TK_DSEMI, 0}, {";&", TK_SEMIAMP, 0},
 		{";", TK_SEMI, 0}, {"&&", TK_AND, 0}, {"&>>", TK_REDIR, R_AMPDGT},
 		{"&>", TK_REDIR, R_AMPGT}, {"&", TK_AMP, 0}, {"||", TK_OR, 0},

@@ -21,6 +21,8 @@
 #include "util/cleanup.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -62,10 +64,13 @@ static void mark(struct uw *u, const char *reason)
 	sh_mark_unresolved(u->ctx, u->idx, reason);
 }
 
-static void markf(struct uw *u, const char *fmt, const char *a)
+__attribute__((format(printf, 2, 3))) static void markf(struct uw *u, const char *fmt, ...)
 {
-	char buf[160];
-	snprintf(buf, sizeof(buf), fmt, a);
+	char buf[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
 	mark(u, buf);
 }
 
@@ -1291,14 +1296,24 @@ int sh_unwrap(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
 		return 0;
 	}
 	u.name = sh_basename(argv[0].text);
-	for (size_t i = 0; i < ARRAY_SIZE(handlers); i++)
+	int (*fn)(struct uw *) = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(handlers) && !fn; i++)
 		if (strcmp(handlers[i].name, u.name) == 0)
-			return handlers[i].fn(&u);
-	if (is_python(u.name))
-		return do_python(&u);
-	if (is_perl(u.name))
-		return do_perl(&u);
-	if (strcmp(u.name, "bun") == 0 || strcmp(u.name, "deno") == 0)
-		return do_node(&u);
-	return 0;
+			fn = handlers[i].fn;
+	if (!fn && is_python(u.name))
+		fn = do_python;
+	if (!fn && is_perl(u.name))
+		fn = do_perl;
+	if (!fn && (strcmp(u.name, "bun") == 0 || strcmp(u.name, "deno") == 0))
+		fn = do_node;
+	if (!fn)
+		return 0;
+	if (ctx->wrap_nest >= 64) {
+		mark(&u, "too many nested wrappers");
+		return 0;
+	}
+	ctx->wrap_nest++;
+	int rc = fn(&u);
+	ctx->wrap_nest--;
+	return rc;
 }

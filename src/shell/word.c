@@ -29,6 +29,7 @@
 #include "shell/internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -654,6 +655,37 @@ int sh_expand_body(struct sh_parser *parent, const char *body, size_t len, size_
 	}
 	sh_word_free(&w);
 	return rc;
+}
+
+int sh_normalize_lookalike(char **text, bool cmd, bool *flag)
+{
+	char *t = *text;
+	size_t n = strlen(t);
+	for (size_t i = 0; i < n;) {
+		int kind;
+		size_t l = lookalike_at(t, n, i, &kind);
+		if (!l) {
+			i++;
+			continue;
+		}
+		if (cmd || kind == LA_SPACE)
+			*flag = true;
+		if (!cmd && kind == LA_DASH && i == 0) {
+			*flag = true;
+			char *r = malloc(n - l + 2);
+			if (!r)
+				return -ENOMEM;
+			r[0] = '-';
+			memcpy(r + 1, t + l, n - l + 1);
+			free(t);
+			*text = t = r;
+			n = strlen(t);
+			i = 1;
+			continue;
+		}
+		i += l;
+	}
+	return 0;
 }
 
 /* Text of cells [0, n) without markers; CF_HOME handled. */
