@@ -117,6 +117,36 @@ bool builtin_fork_bomb(const char *text, size_t len)
 	return false;
 }
 
+bool builtin_fork_bomb_unquoted(const char *text, size_t len)
+{
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return builtin_fork_bomb(text, len); /* fail closed */
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	for (size_t i = 0; i < len; i++) {
+		if (copy[i] == '\\') {
+			i++;
+		} else if (copy[i] == '\'') {
+			size_t j = i + 1;
+			while (j < len && copy[j] != '\'')
+				copy[j++] = ' ';
+			i = j;
+		} else if (copy[i] == '"') {
+			size_t j = i + 1;
+			while (j < len && copy[j] != '"') {
+				if (copy[j] == '\\' && j + 1 < len)
+					copy[j++] = ' ';
+				copy[j++] = ' ';
+			}
+			i = j;
+		}
+	}
+	bool r = builtin_fork_bomb(copy, len);
+	free(copy);
+	return r;
+}
+
 bool builtin_non_ascii(const char *s)
 {
 	for (; *s; s++)

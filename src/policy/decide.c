@@ -160,6 +160,25 @@ static int track_cd(const cmdview *v, policy_ctx *ctx, char **cwd)
 	return 0;
 }
 
+/* Fork bombs: in the line outside quoted strings, or in the code a shell
+ * command runs (sh -c '...', eval '...'), where quotes no longer hide it. */
+static bool line_has_fork_bomb(const char *text, size_t len, const cmdview *views, size_t n)
+{
+	static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash",
+					     "busybox", "eval", "su", "sudo", "script", "watch"};
+	if (builtin_fork_bomb_unquoted(text, len))
+		return true;
+	for (size_t c = 0; c < n; c++) {
+		bool shell = false;
+		for (size_t k = 0; k < sizeof(shells) / sizeof(*shells) && !views[c].name_unknown; k++)
+			shell = shell || strcmp(views[c].name, shells[k]) == 0;
+		for (size_t w = views[c].start + 1; shell && w < views[c].nwords; w++)
+			if (builtin_fork_bomb(views[c].words[w], strlen(views[c].words[w])))
+				return true;
+	}
+	return false;
+}
+
 static void analysisp(shell_analysis *a) { shell_analysis_free(a); }
 static void errorp(txbox_error *e) { txbox_error_clear(e); }
 
@@ -198,19 +217,6 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 	}
 	size_t tlen = strlen(text);
 
-	/* line-level built-ins */
-	for (size_t i = 0; i < p->nrules; i++) {
-		const rule *ru = &p->rules[i];
-		if ((ru->m.builtins & BUILTIN_FORK_BOMB) && builtin_fork_bomb(text, tlen)) {
-			_cleanup_free_ char *shown = show_text(text);
-			char *reason = NULL;
-			if (!shown || asprintf(&reason, "%s: %s", shown, ru->reason) < 0)
-				goto oom;
-			line_offer(&ls, ru->decision, ru->id, reason, ru->suggestion);
-			break;
-		}
-	}
-
 	int pr = argc == 1 ? shell_analyze(text, tlen, NULL, &a, &perr)
 			   : shell_analyze_argv(argv, argc, NULL, &a, &perr);
 	if (pr < 0) {
@@ -230,6 +236,8 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 	}
 
 	views = calloc(a.ncmds + 1, sizeof(*views));
+	if (!views)
+		goto oom;
 	out->cmds = calloc(a.ncmds + 1, sizeof(*out->cmds));
 	if (!views || !out->cmds)
 		goto oom;
@@ -242,6 +250,19 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 					views[nviews].operand_source = &views[j];
 					break;
 				}
+	}
+
+	/* line-level built-ins */
+	for (size_t i = 0; i < p->nrules; i++) {
+		const rule *ru = &p->rules[i];
+		if ((ru->m.builtins & BUILTIN_FORK_BOMB) && line_has_fork_bomb(text, tlen, views, nviews)) {
+			_cleanup_free_ char *shown = show_text(text);
+			char *reason = NULL;
+			if (!shown || asprintf(&reason, "%s: %s", shown, ru->reason) < 0)
+				goto oom;
+			line_offer(&ls, ru->decision, ru->id, reason, ru->suggestion);
+			break;
+		}
 	}
 
 	for (size_t c = 0; c < a.ncmds; c++) {

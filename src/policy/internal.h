@@ -214,6 +214,8 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res);
 /* ---- built-in detectors ----------------------------------------------------- */
 
 bool builtin_fork_bomb(const char *text, size_t len);
+/* The same on shell text with quoted strings blanked out (they are data). */
+bool builtin_fork_bomb_unquoted(const char *text, size_t len);
 bool builtin_non_ascii(const char *s);
 /* Fold look-alike characters of one word into words appended to *out:
  * Unicode dashes -> '-', zero-width characters dropped, Unicode spaces split. */

@@ -71,6 +71,7 @@ typedef struct pcheck {
 	bool allow;
 	const policy_ctx *ctx;
 	bool unknown_ok; /* an unknown path may satisfy the condition */
+	bool contents;   /* words stand for what is found below them (find start paths) */
 	int state;     /* existential (hold/deny): best enum pstate seen */
 	bool all_ok;   /* universal (allow): every candidate matched */
 	size_t seen;
@@ -83,6 +84,8 @@ static void pcheck_word(pcheck *pk, const char *word, bool unknown)
 	_cleanup_free_ char *resolved = NULL;
 	unsigned c = path_classify_word(word, unknown, pk->ctx, &resolved);
 	bool hit = false;
+	if (pk->contents && c == PC_WORKSPACE)
+		c = PC_INSIDE;
 	pk->seen++;
 	if (c & PC_UNKNOWN) {
 		if (pk->allow) {
@@ -182,8 +185,10 @@ static void implicit_operands(pcheck *pk, const cmdview *v)
 		pcheck_word(pk, "{}", true);
 		return;
 	}
+	pk->contents = true;
 	for (size_t k = 0; k < src->npositional; k++)
 		pcheck_word(pk, word_at(src, k), src->pos_unknown[k]);
+	pk->contents = false;
 }
 
 int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
@@ -234,15 +239,34 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			return 0;
 	}
 
+	/* A dynamic word could be any flag or operand: for hold/deny rules about
+	 * specific commands it satisfies flag, operand and word conditions (the
+	 * decision is then capped like for unknown paths). */
+	bool unk_words = false, unk_ops = false;
+	if (!allow && m->command.n) {
+		for (size_t k = v->start + 1; k < v->nwords; k++)
+			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0)
+				unk_words = true;
+		for (size_t k = sub; k < v->npositional; k++)
+			if (v->pos_unknown[k] && !is_implicit_word(v, k))
+				unk_ops = true;
+	}
+#define NEED(cond, unk)                          \
+	do {                                     \
+		if (!(cond)) {                   \
+			if (!(unk))              \
+				goto no;         \
+			ms.unknown_used = true;  \
+		}                                \
+	} while (0)
+
 	for (size_t i = 0; i < m->flags.n; i++)
-		if (!cmdview_has_flag(v, m->flags.v[i], true))
-			goto no;
+		NEED(cmdview_has_flag(v, m->flags.v[i], true), unk_words);
 	if (m->flags_any.n) {
 		bool any = false;
 		for (size_t i = 0; i < m->flags_any.n && !any; i++)
 			any = cmdview_has_flag(v, m->flags_any.v[i], true);
-		if (!any)
-			goto no;
+		NEED(any, unk_words);
 	}
 	for (size_t i = 0; i < m->flags_none.n; i++)
 		if (cmdview_has_flag(v, m->flags_none.v[i], false))
@@ -258,30 +282,27 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		bool any = false;
 		for (size_t k = sub; k < v->npositional && !any; k++)
 			any = !v->pos_unknown[k] && glob_any(&m->args, word_at(v, k), fl);
-		if (!any)
-			goto no;
+		NEED(any, unk_ops);
 	}
 	for (size_t i = 0; i < m->args_all.n; i++) {
 		bool any = false;
 		for (size_t k = sub; k < v->npositional && !any; k++)
 			any = !v->pos_unknown[k] && fnmatch(m->args_all.v[i], word_at(v, k), fl) == 0;
-		if (!any)
-			goto no;
+		NEED(any, unk_ops);
 	}
 	if (m->words.n) {
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && glob_any(&m->words, v->words[k], fl);
-		if (!any)
-			goto no;
+		NEED(any, unk_words);
 	}
 	for (size_t i = 0; i < m->words_all.n; i++) {
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && fnmatch(m->words_all.v[i], v->words[k], fl) == 0;
-		if (!any)
-			goto no;
+		NEED(any, unk_words);
 	}
+#undef NEED
 
 	if (m->with.n) {
 		bool any = false;
@@ -299,10 +320,10 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	 * commands (rm "$x" may well be rm /), and conditions that list the
 	 * class `unknown`; rules about any command would otherwise fire on
 	 * every "$x". */
-	bool unk_ops = m->command.n > 0;
+	bool unk_paths = m->command.n > 0;
 	pcheck pk;
 	if (m->paths.set) {
-		pcheck_init(&pk, &m->paths, allow, unk_ops, mc->ctx);
+		pcheck_init(&pk, &m->paths, allow, unk_paths, mc->ctx);
 		for (size_t k = sub; k < v->npositional; k++)
 			if (!is_implicit_word(v, k))
 				pcheck_word(&pk, word_at(v, k), v->pos_unknown[k]);
@@ -312,7 +333,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			goto no;
 	}
 	if (m->dest.set) {
-		pcheck_init(&pk, &m->dest, allow, unk_ops, mc->ctx);
+		pcheck_init(&pk, &m->dest, allow, unk_paths, mc->ctx);
 		if (v->implicit_unknown_operand)
 			implicit_operands(&pk, v);
 		else if (v->npositional > sub)
@@ -321,7 +342,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			goto no;
 	}
 	for (size_t o = 0; o < m->noptions; o++) {
-		pcheck_init(&pk, &m->options[o].cond, allow, unk_ops, mc->ctx);
+		pcheck_init(&pk, &m->options[o].cond, allow, unk_paths, mc->ctx);
 		size_t pos = 0;
 		bool unk = false;
 		const char *val;
@@ -335,7 +356,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			const pathcond *pc = pass == 0 ? &m->redirects : &m->reads;
 			if (!pc->set)
 				continue;
-			pcheck_init(&pk, pc, allow, unk_ops, mc->ctx);
+			pcheck_init(&pk, pc, allow, unk_paths, mc->ctx);
 			for (size_t i = 0; i < cmd->nredirs; i++) {
 				const shell_redir *rd = &cmd->redirs[i];
 				bool is_read = rd->kind == SHELL_REDIR_READ;

@@ -165,17 +165,15 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	init_report rep;
 	memset(&rep, 0, sizeof rep);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* Wait for the parent: maps written, cgroup joined. EOF = parent died. */
 	char c;
 	ssize_t n;
-	do
-		n = read(sync_r, &c, 1);
-	while (n < 0 && errno == EINTR);
-	if (n != 1)
-		_exit(1);
-	close(sync_r);
-	if (c == 'm') /* the cgroup could not be joined: cap memory with RLIMIT_AS */
-		((sandbox_spec *)s)->harden.address_space_bytes = s->limits.memory_bytes;
+	if (s->use_userns) { /* the maps must be written before any mount */
+		do
+			n = read(sync_r, &c, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1)
+			_exit(1);
+	}
 
 	bool index_on = false, userxattr = false;
 	int r = mounts_build_view(s, &index_on, &userxattr, rep.msg, sizeof rep.msg);
@@ -186,6 +184,18 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 		write_all(rep_w, &rep, sizeof rep);
 		_exit(1);
 	}
+
+	/* The view is built while the supervisor puts us in the cgroup (joining
+	 * a v1 memory cgroup takes milliseconds); wait for it before the
+	 * command exists. EOF means the supervisor died. */
+	do
+		n = read(sync_r, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		_exit(1);
+	close(sync_r);
+	if (c == 'm') /* the cgroup could not be joined: cap memory with RLIMIT_AS */
+		((sandbox_spec *)s)->harden.address_space_bytes = s->limits.memory_bytes;
 
 	int status = 0;
 	bool started = false;
@@ -302,6 +312,7 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 			limits_cgroup_destroy(cg);
 			goto out_pipes;
 		}
+		write_all(syncp[1], "u", 1);
 	}
 	if (cg && limits_cgroup_attach(cg, pid, &warn) < 0) {
 		/* Could not join: fall back to rlimits rather than run unlimited silently. */

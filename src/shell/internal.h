@@ -60,6 +60,7 @@ struct sh_field {
 	char *text;
 	bool unres;     /* contains an expansion that cannot be known */
 	bool lookalike; /* unquoted Unicode space / zero-width / dash look-alike */
+	bool lookalike_q; /* look-alike inside quotes (matters in command names) */
 	bool procsub;   /* contains <(…) or >(…) */
 	size_t sub_begin, sub_end; /* nodes produced by substitutions inside the word */
 };

@@ -202,14 +202,19 @@ static int emit_argv(struct scan *sc, char **words, bool *unres, size_t nw)
 	if (nw == 0)
 		return 0;
 	struct sh_field *f = calloc(nw, sizeof(*f));
-	if (!f)
-		return txbox_fail(sc->ctx->err, -ENOMEM, "shell: out of memory");
-	for (size_t k = 0; k < nw; k++) {
-		f[k].text = words[k];
-		f[k].unres = unres[k];
+	int rc;
+	if (!f) {
+		rc = txbox_fail(sc->ctx->err, -ENOMEM, "shell: out of memory");
+	} else {
+		for (size_t k = 0; k < nw; k++) {
+			f[k].text = words[k];
+			f[k].unres = unres[k];
+		}
+		rc = sh_unwrap(sc->ctx, f, nw, NULL, 0, sc->via, sc->depth, NULL, NULL);
+		free(f);
 	}
-	int rc = sh_unwrap(sc->ctx, f, nw, NULL, 0, sc->via, sc->depth, NULL, NULL);
-	free(f);
+	for (size_t k = 0; k < nw; k++)
+		free(words[k]);
 	return rc;
 }
 

@@ -1291,7 +1291,7 @@ int sh_unwrap(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
 		mark(&u, buf);
 		return 0;
 	}
-	if (argv[0].lookalike) {
+	if (argv[0].lookalike || argv[0].lookalike_q) {
 		mark(&u, "look-alike character in command name");
 		return 0;
 	}

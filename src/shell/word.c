@@ -1071,6 +1071,7 @@ static int add_field(struct sh_parser *p, const struct sh_word *w, struct sh_nod
 		return oom(p);
 	fl->unres = u;
 	fl->lookalike = w->lookalike;
+	fl->lookalike_q = w->lookalike_q;
 	fl->procsub = w->procsub;
 	fl->sub_begin = w->sub_begin;
 	fl->sub_end = w->sub_end;

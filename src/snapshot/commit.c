@@ -19,6 +19,7 @@
 #include "util/fsutil.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,17 +328,43 @@ static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op 
 int commit_reverse(int ws_fd, int upper_fd, int displaced_fd, const plan *p, size_t n, txbox_error *err)
 {
 	int r = 0;
+	/* Entries first (newest op first), then the metadata and times of
+	 * directories — restoring an entry changes its parent's mtime. */
 	for (size_t i = n; i-- > 0;) {
+		if (p->ops[i].kind == PLAN_META)
+			continue;
 		int q = reverse_one(ws_fd, upper_fd, displaced_fd, &p->ops[i], i, err);
 		if (q < 0)
 			r = q; /* keep going: restore as much as possible */
 	}
+	for (size_t i = p->n; i-- > 0;) { /* all METAs: one may have been half-applied */
+		if (p->ops[i].kind != PLAN_META || i > n)
+			continue;
+		int q = reverse_one(ws_fd, upper_fd, displaced_fd, &p->ops[i], i, err);
+		if (q < 0)
+			r = q;
+	}
 	return r;
+}
+
+/* Fault injection for the crash-safety tests: TXBOX_FAULT_COMMIT_AFTER=N
+ * kills the process with SIGKILL after N ops of a commit were applied. */
+static long fault_after(void)
+{
+	const char *v = getenv("TXBOX_FAULT_COMMIT_AFTER");
+	if (!v || !*v)
+		return -1;
+	char *end;
+	long n = strtol(v, &end, 10);
+	return (*end || n < 0) ? -1 : n;
 }
 
 int commit_apply(int ws_fd, int upper_fd, int displaced_fd, const plan *p, txbox_error *err)
 {
+	long crash_at = fault_after();
 	for (size_t i = 0; i < p->n; i++) {
+		if (crash_at >= 0 && (long)i == crash_at)
+			raise(SIGKILL);
 		int r = apply_one(ws_fd, upper_fd, displaced_fd, &p->ops[i], i, err);
 		if (r < 0) {
 			txbox_error rerr = TXBOX_ERROR_INIT;

@@ -25,7 +25,7 @@ int txbox_check(const txbox_check_opts *opts, txbox_decision *out, txbox_error *
 	r = run_load_policy(opts->policy_file, &pol, err);
 	if (r < 0)
 		return r;
-	_cleanup_free_ char *cwd = getcwd(NULL, 0);
+	_cleanup_free_ char *cwd = run_start_dir(ws);
 	policy_ctx ctx = {.workspace = ws, .cwd = cwd ? cwd : ws, .home = getenv("HOME")};
 	policy_verdict v;
 	r = policy_decide(pol, &ctx, opts->argv, opts->argc, &v, err);

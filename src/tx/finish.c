@@ -2,10 +2,13 @@
  *
  * Commit protocol (crash-safe; each step durable before the next):
  *   1. plan the merge from the layer and prepare the layer (plan.c)
- *   2. syncfs: the layer's data is on disk before any name points at it
- *   3. journal the plan, state := applying
+ *   2. the layer's data is made durable before any name points at it
+ *      (fdatasync of each published file; syncfs for large plans)
+ *   3. journal the plan (written, fsynced, renamed into place) — from now
+ *      on the journal's presence means "applying"
  *   4. apply the plan with renames (commit.c)
- *   5. syncfs: the renames are on disk
+ *   5. the renames are made durable (fsync of each changed directory;
+ *      syncfs for large plans)
  *   6. state := committed — the commit point — then remove the tx dir
  * A crash before 6 is reversed from the journal by `txbox recover` (or the
  * next txbox run): the workspace returns to the whole before-state. After
@@ -13,10 +16,14 @@
 #include "tx/tx.h"
 
 #include "util/cleanup.h"
+#include "util/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int lock_workspace(tx_state_dir *s, txbox_error *err)
@@ -32,6 +39,67 @@ static int lock_workspace(tx_state_dir *s, txbox_error *err)
 		}
 	}
 	return fd;
+}
+
+/* Small plans sync exactly what they touch; large ones sync the filesystem. */
+#define SYNC_PER_FILE_MAX 256
+
+static int sync_layer_data(tx_state_dir *s, tx *t, const plan *p, txbox_error *err)
+{
+	bool whole = p->n > SYNC_PER_FILE_MAX;
+	for (size_t i = 0; i < p->n && !whole; i++) {
+		const plan_op *o = &p->ops[i];
+		if (o->kind != PLAN_PUT && o->kind != PLAN_INPLACE)
+			continue;
+		if (S_ISDIR(o->new_st.st_mode)) {
+			whole = true; /* a whole tree moves: its files are many and unknown here */
+			break;
+		}
+		if (!S_ISREG(o->new_st.st_mode))
+			continue;
+		_cleanup_close_ int fd = fs_open_beneath(t->top.upper_fd, o->path, O_RDONLY, 0);
+		if (fd < 0 || fdatasync(fd) < 0)
+			whole = true;
+	}
+	if (whole && syncfs(s->ws_fd) < 0)
+		return txbox_fail_errno(err, -errno, "syncfs before commit");
+	return 0;
+}
+
+static int sync_workspace_dirs(tx_state_dir *s, const plan *p, txbox_error *err)
+{
+	if (p->n > SYNC_PER_FILE_MAX) {
+		if (syncfs(s->ws_fd) < 0)
+			return txbox_fail_errno(err, -errno, "syncfs after commit");
+		return 0;
+	}
+	const char *last = NULL;
+	size_t last_len = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		const char *path = p->ops[i].path;
+		const char *slash = strrchr(path, '/');
+		size_t plen = slash ? (size_t)(slash - path) : 0;
+		if (last && plen == last_len && !strncmp(last, path, plen))
+			continue;
+		last = path;
+		last_len = plen;
+		int fd;
+		if (!plen)
+			fd = openat(s->ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		else {
+			_cleanup_free_ char *parent = strndup(path, plen);
+			fd = parent ? fs_open_beneath(s->ws_fd, parent, O_RDONLY | O_DIRECTORY, 0) : -ENOMEM;
+		}
+		if (fd < 0 || fsync(fd) < 0) {
+			if (fd >= 0)
+				close(fd);
+			if (syncfs(s->ws_fd) < 0)
+				return txbox_fail_errno(err, -errno, "syncfs after commit");
+			return 0;
+		}
+		close(fd);
+	}
+	return 0;
 }
 
 int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, bool userxattr, tx_commit_info *info, txbox_error *err)
@@ -61,14 +129,10 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, bool userxattr, tx_comm
 		r = 0;
 		goto out;
 	}
-	if (syncfs(s->ws_fd) < 0) {
-		r = txbox_fail_errno(err, -errno, "syncfs before commit");
-		goto out;
-	}
-	r = journal_write(t->fd, &p, err);
+	r = sync_layer_data(s, t, &p, err);
 	if (r < 0)
 		goto out;
-	r = tx_set_state(t, "applying", err);
+	r = journal_write(t->fd, &p, err);
 	if (r < 0)
 		goto out;
 	displaced = openat(t->fd, "displaced", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -77,16 +141,11 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, bool userxattr, tx_comm
 		goto out;
 	}
 	r = commit_apply(s->ws_fd, t->top.upper_fd, displaced, &p, err);
-	if (r < 0) {
-		txbox_error e2 = TXBOX_ERROR_INIT;
-		if (tx_set_state(t, "running", &e2) < 0) /* leave it for recover: journal still there */
-			txbox_error_clear(&e2);
+	if (r < 0) /* reversed already; the journal stays for recover if that failed */
 		goto out;
-	}
-	if (syncfs(s->ws_fd) < 0) {
-		r = txbox_fail_errno(err, -errno, "syncfs after commit");
+	r = sync_workspace_dirs(s, &p, err);
+	if (r < 0)
 		goto out;
-	}
 	r = tx_set_state(t, "committed", err);
 out:
 	plan_free(&p);

@@ -111,7 +111,7 @@ static void set_error(txbox_result *res, txbox_error *e)
 
 /* The directory inside the view to start in: the caller's cwd when it is
  * inside the workspace, else the workspace root. */
-static char *start_dir(const char *ws)
+char *run_start_dir(const char *ws)
 {
 	_cleanup_free_ char *cwd = getcwd(NULL, 0);
 	size_t n = strlen(ws);
@@ -145,7 +145,6 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	tx t = {.fd = -1, .top = {.upper_fd = -1, .work_fd = -1}};
 	char **masked = NULL, **envp = NULL;
 	_cleanup_free_ char *cwd_in = NULL;
-	_cleanup_free_ char *cwd = NULL;
 	_cleanup_free_ char *state_abs = NULL, *upper_path = NULL, *work_path = NULL, *ws_state = NULL;
 	_cleanup_free_ const char **argv = NULL;
 	policy_verdict verdict;
@@ -163,9 +162,9 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		goto fail;
 	const policy_sandbox *ps = policy_get_sandbox(pol);
 	const char *home = getenv("HOME");
-	cwd = getcwd(NULL, 0);
+	cwd_in = run_start_dir(ws); /* where the command starts: relative paths are judged from there */
 	if (!opts->skip_policy) {
-		policy_ctx ctx = {.workspace = ws, .cwd = cwd ? cwd : ws, .home = home};
+		policy_ctx ctx = {.workspace = ws, .cwd = cwd_in ? cwd_in : ws, .home = home};
 		if (policy_decide(pol, &ctx, opts->argv, opts->argc, &verdict, &e) < 0)
 			goto fail;
 		have_verdict = true;
@@ -217,7 +216,6 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 			txbox_fail(&e, -ENOMEM, "out of memory");
 		goto fail_tx;
 	}
-	cwd_in = start_dir(ws);
 	if (opts->state_dir)
 		state_abs = realpath(opts->state_dir, NULL);
 	if (asprintf(&upper_path, "%s/tx/%s/layers/0/upper", state_abs ? state_abs : ws_state, t.id) < 0 ||

@@ -233,8 +233,9 @@ int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 			tx_close(&t);
 			continue; /* open on purpose, waiting for commit/rollback */
 		}
+		/* A journal without the commit point: the commit was under way. */
 		int r;
-		if (!strcmp(st, "applying"))
+		if (strcmp(st, "committed") != 0 && faccessat(t.fd, "journal", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 			r = tx_reverse_journal(s, &t, err);
 		else
 			r = tx_remove(s, &t, err);

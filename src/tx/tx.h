@@ -74,6 +74,9 @@ struct policy;
 struct policy_verdict;
 int run_load_policy(const char *file, struct policy **out, txbox_error *err);
 int run_fill_decision(const struct policy_verdict *v, txbox_decision *d);
+/* The directory the command starts in: the caller's cwd when it is inside
+ * the workspace (and not in its state dir), else the workspace root. */
+char *run_start_dir(const char *ws);
 
 /* result.c */
 txbox_result *result_new(void);

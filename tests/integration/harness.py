@@ -81,6 +81,7 @@ class Context:
         self._ref_manifest = None
         self.notes = []
         self._dirs = []
+        self.policy_file = None
 
     def note(self, msg):
         self.notes.append(msg)
@@ -114,13 +115,16 @@ class Context:
     def run_txbox(self, args, cwd, *, stdin=subprocess.DEVNULL, input=None, timeout=600,
                   env=None):
         """Run txbox with args (list of str/bytes). Returns TxResult."""
-        cmd = [self.txbox] + list(args)
+        args = list(args)
+        if self.policy_file and args[:1] == ["run"] and "--policy" not in args:
+            args[1:1] = ["--policy", self.policy_file]
+        cmd = [self.txbox] + args
         t0 = time.time()
         t0_ns = time.time_ns()
         try:
-            p = subprocess.run(cmd, cwd=cwd, stdin=stdin if input is None else subprocess.PIPE,
-                               input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               timeout=timeout, env=env)
+            io = {"input": input} if input is not None else {"stdin": stdin}
+            p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=timeout, env=env, **io)
         except subprocess.TimeoutExpired as e:
             raise Fail("txbox did not finish within %ds: %s" % (timeout, _cmdline(cmd)))
         t1_ns = time.time_ns()

@@ -4,6 +4,9 @@
 usage: run.py [-k PATTERN]... [--as-user USER] [--list] [-v] [--keep]
 
   TXBOX           path of the binary (default: <repo>/build/src/cli/txbox)
+  TXBOX_IT_POLICY unset: every run gets --policy with an empty rule list (the
+                  suite tests transactions and the sandbox, not classification);
+                  "builtin": the built-in default policy; else a policy FILE
   -k PATTERN      run only tests whose name contains PATTERN (or matches it as
                   a shell glob when it contains * ? [); repeatable (OR)
   --as-user USER  (as root) run the whole suite as USER: the runner copies
@@ -18,10 +21,13 @@ indented lines starting with "    "), or `skip NAME: reason`; `# ...` lines
 are notes. The last line is exactly `integration: N passed, N failed`; the
 exit status is 1 when anything failed.
 
-Temp dirs: /var/tmp/txbox-it-XXXXXX (one per suite run, removed at the end;
-one sub-directory per test, removed after the test). Not /tmp: txbox gives the
-sandbox a private /tmp, and the workspaces and the shared assets (100 MiB
-file, tar archive, C project) must be visible inside at the same path.
+Temp dirs: /var/lib/txbox-it/run-XXXXXX as root, ~/.cache/txbox-it/run-XXXXXX
+otherwise, $TXBOX_IT_TMPDIR/run-XXXXXX when set (one per suite run, removed at
+the end; one sub-directory per test, removed after the test). Not /tmp nor
+/var/tmp: txbox gives the sandbox a private tmpfs on both, so the shared
+assets (100 MiB file, tar archive, C project) and the isolation tests'
+"outside" sentinels would be invisible inside. Workspaces under the host's
+/tmp and /var/tmp are covered by isolation/workspace-under-tmp.
 """
 
 import fnmatch
@@ -42,7 +48,34 @@ from harness import Context, Fail, Skip, rmtree_force, which  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_TXBOX = os.path.join(REPO, "build", "src", "cli", "txbox")
-TMP_PARENT = "/var/tmp"
+
+
+def tmp_parent():
+    """Where the suite's temp root goes. NOT /tmp or /var/tmp: txbox gives the
+    sandbox a private /tmp and /var/tmp (tmpfs), so the shared assets (and
+    the "outside" sentinels of the isolation tests) would be invisible inside.
+    A real host directory, shown read-only inside, is what an agent's
+    workspace normally is: /var/lib/txbox-it as root, ~/.cache/txbox-it
+    otherwise; $TXBOX_IT_TMPDIR overrides."""
+    p = os.environ.get("TXBOX_IT_TMPDIR")
+    if not p:
+        if os.geteuid() == 0:
+            p = "/var/lib/txbox-it"
+        else:
+            p = os.path.join(os.path.expanduser("~"), ".cache", "txbox-it")
+    os.makedirs(p, mode=0o755, exist_ok=True)
+    return p
+# The suite tests snapshot / sandbox / commit, not classification: by default
+# every `txbox run` gets --policy with no rules (everything statically
+# resolvable is allowed; the sandbox section keeps its defaults: no network,
+# setuid stripped, secrets masked). TXBOX_IT_POLICY=builtin runs with the
+# built-in default policy instead; TXBOX_IT_POLICY=FILE with FILE.
+PERMISSIVE_POLICY = """\
+# txbox integration tests: no classification rules
+version: 1
+unresolved: hold
+rules: []
+"""
 ORDER = ["oracle/", "exit/", "isolation/", "guard/", "timeout/", "commit/", "rollback/"]
 
 
@@ -129,7 +162,8 @@ def as_user(opts, argv):
         return 2
     runuser = which("runuser")
     setpriv = which("setpriv")
-    top = tempfile.mkdtemp(prefix="txbox-it-", dir=TMP_PARENT)
+    parent = tmp_parent()
+    top = tempfile.mkdtemp(prefix="run-", dir=parent)
     try:
         os.chmod(top, 0o755)
         suite = os.path.join(top, "suite")
@@ -162,6 +196,9 @@ def as_user(opts, argv):
             "HOME": work, "USER": pw.pw_name, "LOGNAME": pw.pw_name,
             "LANG": "C.UTF-8", "TXBOX": txbox_path(),
         }
+        if os.environ.get("TXBOX_IT_POLICY"):
+            v = os.environ["TXBOX_IT_POLICY"]
+            env["TXBOX_IT_POLICY"] = v if v == "builtin" else os.path.abspath(v)
         py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
         cmd = [py, os.path.join(suite, "run.py")] + cleaned + ["--tmp-root", work]
         if runuser:
@@ -179,6 +216,10 @@ def as_user(opts, argv):
             out("# kept %s" % top)
         else:
             rmtree_force(top)
+            try:
+                os.rmdir(parent)
+            except OSError:
+                pass
 
 
 def main(argv):
@@ -198,17 +239,28 @@ def main(argv):
         return 1
     own_root = opts["tmp_root"] is None
     if own_root:
-        tmp_root = tempfile.mkdtemp(prefix="txbox-it-", dir=TMP_PARENT)
+        parent = tmp_parent()
+        tmp_root = tempfile.mkdtemp(prefix="run-", dir=parent)
     else:
         tmp_root = opts["tmp_root"]
     os.chmod(tmp_root, 0o755)
     privileged = os.geteuid() == 0
     ctx = Context(txbox, tmp_root, privileged, verbose=opts["verbose"], keep=opts["keep"])
+    pol = os.environ.get("TXBOX_IT_POLICY", "")
+    if pol == "builtin":
+        ctx.policy_file = None
+    elif pol:
+        ctx.policy_file = os.path.abspath(pol)
+    else:
+        ctx.policy_file = os.path.join(tmp_root, "permissive-policy.yaml")
+        with open(ctx.policy_file, "w") as f:
+            f.write(PERMISSIVE_POLICY)
     if opts["verbose"]:
         import manifest
         _orig = manifest.format_diff
         manifest.format_diff = lambda lines, limit=40: _orig(lines, 100000)
-    out("# txbox %s, uid %d, tmp %s, %d test(s)" % (txbox, os.geteuid(), tmp_root, len(tests)))
+    out("# txbox %s, uid %d, tmp %s, policy %s, %d test(s)" % (
+        txbox, os.geteuid(), tmp_root, ctx.policy_file or "built-in", len(tests)))
     passed = failed = skipped = 0
     t_start = time.monotonic()
     try:
@@ -263,6 +315,10 @@ def main(argv):
                 out("# kept %s" % tmp_root)
             else:
                 rmtree_force(tmp_root)
+                try:
+                    os.rmdir(parent)
+                except OSError:
+                    pass
         else:
             for f in os.listdir(tmp_root):
                 rmtree_force(os.path.join(tmp_root, f))

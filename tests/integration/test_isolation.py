@@ -5,25 +5,37 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 import manifest as mf
-from harness import Fail, Skip, check, sh_quote, short_json, small_ws, test, which
+from harness import Fail, Skip, check, rmtree_force, sh_quote, short_json, small_ws, test, which
 
 Q = sh_quote
 
 
 def _host_probe_paths(token):
+    """Host paths a sandboxed write must not reach: (must_fail, private). The
+    first are shown read-only inside (writes must fail); the second are
+    private tmpfs inside (writes may succeed there but must not reach the host)."""
     home = os.environ.get("HOME") or "/root"
-    paths = ["/txbox-it-probe-" + token, "/etc/txbox-it-probe-" + token,
-             "/usr/txbox-it-probe-" + token, "/var/tmp/txbox-it-probe-" + token,
-             os.path.join(home, "txbox-it-probe-" + token)]
-    return list(dict.fromkeys(paths))
+    fail = ["/txbox-it-probe-" + token, "/etc/txbox-it-probe-" + token,
+            "/usr/txbox-it-probe-" + token, "/var/txbox-it-probe-" + token,
+            os.path.join(home, "txbox-it-probe-" + token)]
+    private = ["/tmp/txbox-it-probe-" + token, "/var/tmp/txbox-it-probe-" + token,
+               "/dev/shm/txbox-it-probe-" + token]
+    return list(dict.fromkeys(fail)), private
 
 
 @test("isolation/writes-outside-workspace-fail")
 def writes_outside(ctx):
+    """Sentinels next to the workspace (a real host directory, read-only
+    inside): every write, delete, rename, chmod, xattr and link there, through
+    an absolute or relative path, `..` or a symlink in the workspace, must
+    fail, and the host must be unchanged afterwards (directory mtimes
+    included). Probes in /, /etc, /usr, /var and $HOME likewise; probes in
+    /tmp, /var/tmp and /dev/shm (private inside) only must not reach the host."""
     base = ctx.mkdtemp("iso")
     ws = small_ws(ctx, parent=base)
     out = os.path.join(base, "outside")
@@ -42,45 +54,74 @@ def writes_outside(ctx):
     parent_before = mf.manifest(base, skip_top=("ws",))
     ws_before = mf.manifest(ws)
     token = secrets.token_hex(6)
-    probes = _host_probe_paths(token)
+    probes_fail, probes_private = _host_probe_paths(token)
     O, P = Q(out), Q(base)
     attempts = [
-        "echo x > %s/new" % O, "echo x >> %s/file" % O, "rm -f %s/file" % O,
-        "mkdir %s/newdir" % O, "rm -r %s/dir" % O, "touch %s/file" % O, "touch %s" % O,
-        "chmod 777 %s" % O, "chmod 600 %s/file" % O, "mv %s/file %s/moved" % (O, O),
-        "ln -s x %s/lnk" % O, "ln %s/file %s/hardlnk" % (O, O), "truncate -s 0 %s/file" % O,
-        "setfattr -n user.x -v 1 %s/file" % O,
-        "echo x > %s/sibling-new" % P, "echo x >> %s/sibling.txt" % P, "rm -f %s/sibling.txt" % P,
-        "echo pwned > esc", "echo x > escdir/via-symlink", "echo x >> esc_rel",
+        "echo x > %s/new" % O, "echo x >> %s/file" % O, "rm %s/file" % O,
+        "mkdir %s/newdir" % O, "rm -r %s/dir" % O, "rmdir %s/dir" % O, "touch %s/file" % O,
+        "touch %s" % O, "chmod 777 %s" % O, "chmod 600 %s/file" % O,
+        "mv %s/file %s/moved" % (O, O), "ln -s x %s/lnk" % O, "ln %s/file %s/hardlnk" % (O, O),
+        "truncate -s 0 %s/file" % O, "setfattr -n user.x -v 1 %s/file" % O,
+        "echo x > %s/sibling-new" % P, "echo x >> %s/sibling.txt" % P, "rm %s/sibling.txt" % P,
+        "echo pwned > esc", "echo x > escdir/via-symlink", "echo x >> esc_rel", "rm escdir/file",
         "echo x > ../sibling-new2", "cd .. && mkdir up-dir", "mv known.txt ../stolen",
-        "ln known.txt ../hardlink-out",
-    ] + ["echo x > %s" % Q(p) for p in probes]
-    script = ("t() { if sh -c \"$1\" 2>/dev/null; then echo \"ESCAPED: $1\"; "
-              "else echo \"blocked: $1\"; fi; }\n" +
-              "".join("t %s\n" % Q(a) for a in attempts) + "exit 0\n")
+        "ln known.txt ../hardlink-out", "cp known.txt ../copied",
+    ] + ["echo x > %s" % Q(p) for p in probes_fail]
+    private = ["echo x > %s" % Q(p) for p in probes_private]
+    # one static line per attempt (no `sh -c "$1"`: a dynamic command would
+    # be held by the policy as unresolved)
+    script = "".join("if ( %s ) 2>/dev/null; then echo %s; else echo %s; fi\n"
+                     % (a, Q("ESCAPED: " + a), Q("blocked: " + a)) for a in attempts)
+    script += "".join("( %s ) 2>/dev/null\n" % a for a in private) + "exit 0\n"
     try:
         res = ctx.run_json(ws, script)
     finally:
-        leaked = [p for p in probes if os.path.lexists(p)]
+        leaked = [p for p in probes_fail + probes_private if os.path.lexists(p)]
         for p in leaked:
             try:
                 os.unlink(p)
             except OSError:
                 pass
     problems = []
-    escaped = [l for l in res.stdout_bytes().decode("utf-8", "replace").splitlines()
-               if l.startswith("ESCAPED")]
-    problems += escaped
+    text = res.stdout_bytes().decode("utf-8", "replace")
+    escaped = [l for l in text.splitlines() if l.startswith("ESCAPED")]
+    blocked = [l for l in text.splitlines() if l.startswith("blocked")]
+    problems += ["write succeeded inside (must fail: the path is on the read-only host view): " + l[9:]
+                 for l in escaped]
     problems += ["host file created: %s" % p for p in leaked]
     lines = mf.diff(parent_before, mf.manifest(base, skip_top=("ws",)), dir_mtime=True,
                     root_mtime=True)
-    problems += ["outside the workspace: " + l for l in lines]
+    problems += ["host changed outside the workspace: " + l for l in lines]
+    if not problems and len(escaped) + len(blocked) != len(attempts):
+        problems.append("the script did not run every attempt: %r" % text[-300:])
     if problems:
-        raise Fail("writes escaped the sandbox:\n" + "\n".join("  " + p for p in problems[:30]))
+        raise Fail("%d problem(s):\n" % len(problems) + "\n".join("  " + p for p in problems[:40]))
     res.expect(outcome="committed", exit_status=0)
     lines = mf.diff(ws_before, mf.manifest(ws), dir_mtime=True)
     check(not lines, "workspace changed although every write was outside it:\n" +
           mf.format_diff(["  " + l for l in lines]))
+
+
+@test("isolation/workspace-under-tmp")
+def workspace_under_tmp(ctx):
+    """A workspace under the host's /tmp or /var/tmp (private tmpfs inside the
+    sandbox) is still the real workspace: the command sees its files and the
+    commit reaches the host."""
+    for top in ("/tmp", "/var/tmp"):
+        d = tempfile.mkdtemp(prefix="txbox-it-", dir=top)
+        try:
+            ws = small_ws(ctx, parent=d)
+            res = ctx.run_json(ws, "cat known.txt && echo new > new.txt && rm sub/inner.txt")
+            res.expect(outcome="committed", exit_status=0)
+            check(res.stdout_bytes() == b"known\n", "%s: the workspace's files are not visible inside: %r"
+                  % (top, res.stdout_bytes()))
+            check(os.path.isfile(os.path.join(ws, "new.txt")), "%s: new.txt not committed" % top)
+            check(not os.path.exists(os.path.join(ws, "sub", "inner.txt")), "%s: deletion not committed" % top)
+            res = ctx.run_json(ws, "echo x > rolled && exit 1")
+            res.expect(outcome="rolled_back", exit_status=1)
+            check(not os.path.exists(os.path.join(ws, "rolled")), "%s: rollback left a file" % top)
+        finally:
+            rmtree_force(d)
 
 
 @test("isolation/commit-does-not-follow-symlinks-out")
@@ -205,7 +246,7 @@ def host_processes(ctx):
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        script = ("for p in /proc/[0-9]*; do printf '%s ' \"${p#/proc/}\"; "
+        script = ("for p in /proc/[0-9]*; do printf '%%s ' \"${p#/proc/}\"; "
                   "tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done; "
                   "test -e /proc/%d && echo HOSTPID_EXISTS; exit 0" % proc.pid)
         res = ctx.run_json(ws, script)
@@ -227,9 +268,9 @@ def host_processes(ctx):
     if len(pids) > 30:
         problems.append("%d processes visible inside (expected only the sandbox's own)" % len(pids))
     if problems:
-        raise Fail("; ".join(problems) + "\n  inside /proc: %r" % out[:600])
+        raise Fail("; ".join(problems) + "\n  pids visible inside: %s" % pids[:40])
     res.expect(outcome="committed", exit_status=0)
-    if "HOSTPID_EXISTS" in out:
+    if "HOSTPID_EXISTS" in lines:
         ctx.note("host pid %d also exists inside (a sandbox pid with the same number? visible pids: %r)"
                  % (proc.pid, pids[:10]))
 

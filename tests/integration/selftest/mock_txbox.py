@@ -34,13 +34,15 @@ def main(argv):
     i = 1
     while i < len(argv) and argv[i] != "--":
         a = argv[i]
-        if a in ("-w", "--timeout", "--validate"):
+        if a in ("-w", "--timeout", "--validate", "--policy"):
             if i + 1 >= len(argv):
                 die("%s needs an argument" % a)
             v = argv[i + 1]
             if a == "-w":
                 ws = os.path.abspath(v)
                 ws_arg = v
+            elif a == "--policy":
+                pass
             elif a == "--timeout":
                 try:
                     timeout = float(v)
@@ -76,8 +78,10 @@ def main(argv):
     before = mf.manifest(ws)
     argvx = ["/bin/sh", "-c", cmd[0]] if len(cmd) == 1 else cmd
     t0 = time.time()
+    here = os.getcwd()
+    cwd = here if (here + "/").startswith(ws + "/") else ws
     p = subprocess.Popen(argvx, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
+                         stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
     timed_out = False
     try:
         out, err = p.communicate(timeout=timeout)
@@ -109,7 +113,7 @@ def main(argv):
     else:
         res["exit_code"] = 0
         if validate is not None:
-            v = subprocess.run(["/bin/sh", "-c", validate], stdin=subprocess.DEVNULL)
+            v = subprocess.run(["/bin/sh", "-c", validate], stdin=subprocess.DEVNULL, cwd=cwd)
             if v.returncode != 0:
                 res["rollback_reason"], status = "validation", 1
     if status == 0:

@@ -1,0 +1,51 @@
+#!/bin/sh
+# Build every libFuzzer target fuzz/*/fuzz_*.c with clang (ASan + UBSan) and
+# run each for a bounded time.
+#   fuzz/run-fuzz.sh [SECONDS]   (default 60 per target)
+# Environment: FUZZ_OUT (build/work directory, default /tmp/txbox-fuzz),
+# CC (default clang), FUZZ_JOBS (parallel workers per target, default 1).
+set -eu
+
+secs=${1:-60}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+out=${FUZZ_OUT:-/tmp/txbox-fuzz}
+cc=${CC:-clang}
+jobs=${FUZZ_JOBS:-1}
+mkdir -p "$out"
+
+# Core sources a target may need: util plus the module of the target's directory.
+status=0
+for target in "$here"/*/fuzz_*.c; do
+	[ -e "$target" ] || continue
+	mod=$(basename "$(dirname "$target")")
+	name=$(basename "$target" .c)
+	bin="$out/$name"
+	srcs="$root/src/util/error.c"
+	for f in "$root/src/$mod"/*.c; do
+		[ -e "$f" ] && srcs="$srcs $f"
+	done
+	echo "== building $name ($mod)"
+	# shellcheck disable=SC2086
+	"$cc" -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+		-I"$root/include" -I"$root/src" $srcs "$target" -o "$bin"
+	corpus="$out/corpus-$name"
+	mkdir -p "$corpus"
+	seeds="$(dirname "$target")/corpus"
+	echo "== running $name for ${secs}s"
+	par=""
+	[ "$jobs" -gt 1 ] && par="-jobs=$jobs -workers=$jobs"
+	# run inside $out: libFuzzer writes fuzz-N.log files to the current directory
+	# shellcheck disable=SC2086
+	if ! (cd "$out" && "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+		-max_len=65536 $par -artifact_prefix="$out/$name-" \
+		"$corpus" $( [ -d "$seeds" ] && echo "$seeds" ) >"$out/$name.log" 2>&1); then
+		echo "!! $name failed; see $out/$name.log"
+		tail -n 40 "$out/$name.log"
+		status=1
+	else
+		tail -n 1 "$out/$name.log"
+	fi
+done
+exit $status
