@@ -85,6 +85,7 @@ if [ -f tests/integration/run.py ]; then
 		counted integration-user python3 tests/integration/run.py --as-user "$TEST_USER"
 	fi
 fi
+counted crash python3 tests/crash/crash_test.py
 if [ -f tests/security/run.py ]; then
 	counted security-root python3 tests/security/run.py
 	if id "$TEST_USER" >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

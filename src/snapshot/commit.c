@@ -19,6 +19,7 @@
 #include "util/fsutil.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -95,7 +96,89 @@ static int set_meta(int dirfd, const char *name, const struct stat *st, txbox_er
 	return 0;
 }
 
-static int apply_meta(int ws_fd, int upper_fd, const plan_op *o, txbox_error *err)
+/* Non-overlay xattr names of path into buf; returns the list length (0 if none). */
+static ssize_t own_xattr_names(const char *path, char *buf, size_t len)
+{
+	ssize_t n = llistxattr(path, buf, len);
+	if (n <= 0)
+		return 0;
+	ssize_t w = 0;
+	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(buf + off) + 1) {
+		if (fs_xattr_is_overlay_private(buf + off))
+			continue;
+		size_t l = strlen(buf + off) + 1;
+		memmove(buf + w, buf + off, l);
+		w += (ssize_t)l;
+	}
+	return w;
+}
+
+/* Save the xattrs of path as displaced/<idx>.x ([u32 len][name][u32 len][value]…)
+ * when it or the layer's entry has any, so a reversal can restore them. */
+static int save_xattrs(const char *path, const char *upath, int displaced_fd, size_t idx, txbox_error *err)
+{
+	char names[8192], unames[8192];
+	ssize_t n = own_xattr_names(path, names, sizeof names);
+	if (n == 0 && own_xattr_names(upath, unames, sizeof unames) == 0)
+		return 0;
+	char fn[40];
+	snprintf(fn, sizeof fn, "%zu.x", idx);
+	_cleanup_close_ int fd = openat(displaced_fd, fn, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "saving xattrs");
+	static char val[65536];
+	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(names + off) + 1) {
+		ssize_t vl = lgetxattr(path, names + off, val, sizeof val);
+		if (vl < 0)
+			continue;
+		uint32_t kl = (uint32_t)strlen(names + off), l = (uint32_t)vl;
+		if (write(fd, &kl, 4) != 4 || write(fd, names + off, kl) != (ssize_t)kl || write(fd, &l, 4) != 4 ||
+		    write(fd, val, l) != (ssize_t)l)
+			return txbox_fail_errno(err, -errno, "saving xattrs");
+	}
+	if (fsync(fd) < 0)
+		return txbox_fail_errno(err, -errno, "saving xattrs");
+	return 0;
+}
+
+static int restore_xattrs(const char *path, int displaced_fd, size_t idx, txbox_error *err)
+{
+	char fn[40];
+	snprintf(fn, sizeof fn, "%zu.x", idx);
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	txbox_error e = TXBOX_ERROR_INIT;
+	if (fs_read_file_at(displaced_fd, fn, 16 * 1024 * 1024, &buf, &len, &e) < 0) {
+		txbox_error_clear(&e); /* nothing saved: nothing to restore */
+		return 0;
+	}
+	char names[8192];
+	ssize_t n = own_xattr_names(path, names, sizeof names);
+	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(names + off) + 1)
+		lremovexattr(path, names + off);
+	size_t pos = 0;
+	while (pos + 4 <= len) {
+		uint32_t kl, vl;
+		memcpy(&kl, buf + pos, 4);
+		pos += 4;
+		if (kl == 0 || kl > 255 || pos + kl + 4 > len)
+			return txbox_fail(err, -EINVAL, "damaged saved xattrs for op %zu", idx);
+		char name[256];
+		memcpy(name, buf + pos, kl);
+		name[kl] = '\0';
+		pos += kl;
+		memcpy(&vl, buf + pos, 4);
+		pos += 4;
+		if (pos + vl > len)
+			return txbox_fail(err, -EINVAL, "damaged saved xattrs for op %zu", idx);
+		if (lsetxattr(path, name, buf + pos, vl, 0) < 0 && errno != ENOTSUP)
+			return txbox_fail_errno(err, -errno, "restoring xattr %s", name);
+		pos += vl;
+	}
+	return 0;
+}
+
+static int apply_meta(int ws_fd, int upper_fd, int displaced_fd, size_t idx, const plan_op *o, txbox_error *err)
 {
 	const char *wname, *uname;
 	_cleanup_close_ int wpar = o->path[0] ? snapshot_open_parent(ws_fd, o->path, &wname, err) : -1;
@@ -119,7 +202,10 @@ static int apply_meta(int ws_fd, int upper_fd, const plan_op *o, txbox_error *er
 		fs_fd_path(ud, up);
 		fs_fd_path(wd, wp);
 	}
-	int r = sync_xattrs(up, wp, err);
+	int r = save_xattrs(wp, up, displaced_fd, idx, err);
+	if (r < 0)
+		return r;
+	r = sync_xattrs(up, wp, err);
 	if (r < 0)
 		return r;
 	struct stat want = o->new_st;
@@ -193,7 +279,7 @@ static int apply_inplace(int ws_fd, int upper_fd, int displaced_fd, const plan_o
 	r = copy_data(uf, wf);
 	if (r < 0)
 		return txbox_fail_errno(err, r, "rewriting %s", o->path);
-	return apply_meta(ws_fd, upper_fd, o, err);
+	return apply_meta(ws_fd, upper_fd, displaced_fd, idx, o, err);
 }
 
 static int apply_link(int ws_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
@@ -219,7 +305,7 @@ static int apply_link(int ws_fd, int displaced_fd, const plan_op *o, size_t idx,
 static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
 {
 	if (o->kind == PLAN_META)
-		return apply_meta(ws_fd, upper_fd, o, err);
+		return apply_meta(ws_fd, upper_fd, displaced_fd, idx, o, err);
 	if (o->kind == PLAN_INPLACE)
 		return apply_inplace(ws_fd, upper_fd, displaced_fd, o, idx, err);
 	if (o->kind == PLAN_LINK)
@@ -297,6 +383,14 @@ static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op 
 		if (fstatat(wd, wname, &cur, wname[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH) < 0 ||
 		    cur.st_ino != o->old_ino)
 			return 0; /* not ours any more */
+		char wp[PATH_MAX];
+		if (wname[0])
+			prepare_xattr_path(wd, wname, wp, sizeof wp);
+		else
+			fs_fd_path(wd, wp);
+		int r = restore_xattrs(wp, displaced_fd, idx, err);
+		if (r < 0)
+			return r;
 		struct stat old = o->old_st;
 		old.st_mode = (cur.st_mode & S_IFMT) | (o->old_st.st_mode & 07777);
 		return set_meta(wd, wname, &old, err);

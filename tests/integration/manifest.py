@@ -19,7 +19,9 @@ as bytes; the root itself is b"."; the top-level ".txbox" is skipped):
   rdev        for device nodes
   mtime_ns    for every entry (directories too; whether a directory's mtime is
               compared is the caller's choice, see diff())
-  blocks      st_blocks (informational only, never compared)
+  blocks, nlink, ino, ctime_ns
+              informational only, never compared (ino/ctime tell which paths a
+              native run touched, see touched_paths())
 
 and the hard-link groups: the set of path-sets of regular files that share a
 (st_dev, st_ino) with st_nlink > 1 (compared as sets of path-sets, never by
@@ -82,7 +84,7 @@ def content_hash(path, size):
 
 class Entry:
     __slots__ = ("type", "mode", "uid", "gid", "size", "sha256", "target",
-                 "xattrs", "rdev", "mtime_ns", "blocks", "nlink")
+                 "xattrs", "rdev", "mtime_ns", "blocks", "nlink", "ino", "ctime_ns")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -143,7 +145,7 @@ class Manifest:
         t = _type_of(st.st_mode)
         e = Entry(type=t, mode=stat.S_IMODE(st.st_mode), uid=st.st_uid,
                   gid=st.st_gid, mtime_ns=st.st_mtime_ns, blocks=st.st_blocks,
-                  nlink=st.st_nlink)
+                  nlink=st.st_nlink, ino=st.st_ino, ctime_ns=st.st_ctime_ns)
         if t == "f":
             e.size = st.st_size
             try:
@@ -294,6 +296,19 @@ def changed_paths(before, after, *, dir_mtime=False):
                         root_mtime=dir_mtime)
         if d:
             out[p] = "type_changed" if d[0][0] == "type" else "changed"
+    return out
+
+
+def touched_paths(before, after):
+    """Paths a run touched, judged by identity rather than content: added,
+    deleted, or a different inode or ctime afterwards (a rewrite with
+    identical content, a replacement by an identical copy, a chmod back to
+    the same mode all count)."""
+    out = set(before.paths() ^ after.paths())
+    for p in before.paths() & after.paths():
+        b, a = before.entries[p], after.entries[p]
+        if b.ino != a.ino or b.ctime_ns != a.ctime_ns:
+            out.add(p)
     return out
 
 

@@ -81,6 +81,11 @@ static inline const shell_cmd *find_cmd(const shell_analysis *a, const char *j)
 	return find_cmd_via(a, j, "*");
 }
 
+static inline const char *via_name(const char *via)
+{
+	return via ? via : "(top)";
+}
+
 static inline void dump(const shell_analysis *a)
 {
 	for (size_t i = 0; i < a->ncmds; i++) {
@@ -97,7 +102,7 @@ static inline void dump(const shell_analysis *a)
 	do {                                                                   \
 		if (!find_cmd_via(&(a), (j), (via))) {                         \
 			dump(&(a));                                            \
-			fail_msg("no command '%s' via %s", (j), (via) ? (via) : "(top)"); \
+			fail_msg("no command '%s' via %s", (j), via_name(via)); \
 		}                                                              \
 	} while (0)
 

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""Invariant 3: a crash at any instant of a commit recovers to the whole
+before-state (or, once the commit point is passed, the whole after-state).
+
+For each workload, txbox is SIGKILLed (TXBOX_FAULT_COMMIT_AFTER=N, a fault
+injection point in snapshot/commit.c) after N of its commit ops, for every N
+from 0 until the commit completes. Recovery is then triggered both ways that
+exist — `txbox recover` and simply the next `txbox run` — and the workspace
+manifest must equal the before-manifest exactly (type, mode, owner, size,
+content, symlink target, xattrs, hard-link groups, mtimes of every entry,
+directories included). Also: SIGKILL of txbox while the command runs leaves
+no transaction, mount or process behind after the next invocation.
+
+Ends with "crash: N passed, N failed".
+"""
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TXBOX = os.environ.get("TXBOX", os.path.join(ROOT, "build/src/cli/txbox"))
+POLICY = None
+
+WORKLOADS = {
+    "mixed": "rm f1; echo new > f2; mkdir e; echo z > e/z; rm -r d; ln -s f3 l; chmod 700 .; "
+             "setfattr -n user.t -v 1 f4; mv f5 f6",
+    "replace-types": "rm -r d && echo file > d; rm f1 && mkdir f1; rm sl && mkdir sl; touch -d @1000 f3",
+    "hardlinks": "echo more >> h1; ln h1 h3; ln f2 f2b",
+    "many": "mkdir -p many sub && " + " && ".join(f"echo {i} > sub/{i}" for i in range(1, 13))
+            + " && rm f1 f2 f3 && touch -d @5 f4",
+}
+
+
+def manifest(root):
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        if rel_dir == ".":
+            dirnames[:] = [d for d in dirnames if d != ".txbox"]
+        for name in [""] + sorted(dirnames + filenames) if rel_dir == "." else sorted(dirnames + filenames):
+            p = os.path.join(dirpath, name) if name else dirpath
+            rel = os.path.normpath(os.path.join(rel_dir, name)) if name else rel_dir
+            st = os.lstat(p)
+            entry = [st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns]
+            if os.path.islink(p):
+                entry.append(os.readlink(p))
+            elif os.path.isfile(p):
+                with open(p, "rb") as f:
+                    entry.append(hashlib.sha256(f.read()).hexdigest())
+                entry.append(st.st_nlink)
+            try:
+                xs = sorted((k, os.getxattr(p, k, follow_symlinks=False))
+                            for k in os.listxattr(p, follow_symlinks=False) if ".overlay." not in k)
+            except OSError:
+                xs = []
+            entry.append(xs)
+            out[rel] = entry
+    # hard-link groups as sets of paths
+    groups = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        if os.path.relpath(dirpath, root) == ".":
+            dirnames[:] = [d for d in dirnames if d != ".txbox"]
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            if st.st_nlink > 1 and not os.path.islink(p):
+                groups.setdefault((st.st_dev, st.st_ino), []).append(os.path.relpath(p, root))
+    out["<groups>"] = sorted(sorted(g) for g in groups.values())
+    return out
+
+
+def strip_new_mtimes(m, before):
+    out = {}
+    for k, v in m.items():
+        if k != "<groups>" and before.get(k) != v and isinstance(v, list):
+            v = v[:3] + [None] + v[4:]
+        out[k] = v
+    return out
+
+
+def fixture(ws):
+    os.makedirs(os.path.join(ws, "d"))
+    for i in range(1, 6):
+        with open(os.path.join(ws, f"f{i}"), "w") as f:
+            f.write(f"{i}\n")
+    with open(os.path.join(ws, "d", "k"), "w") as f:
+        f.write("keep\n")
+    with open(os.path.join(ws, "h1"), "w") as f:
+        f.write("h\n")
+    os.link(os.path.join(ws, "h1"), os.path.join(ws, "h2"))
+    os.symlink("f2", os.path.join(ws, "sl"))
+    os.setxattr(os.path.join(ws, "f4"), "user.t", b"0")
+    t = 1700000000
+    for dirpath, dirnames, filenames in os.walk(ws, topdown=False):
+        for n in filenames + dirnames:
+            os.utime(os.path.join(dirpath, n), ns=(t * 10**9, t * 10**9), follow_symlinks=False)
+    # create the state dir first so the root's mtime is not disturbed by it
+    subprocess.run([TXBOX, "run", "-w", ws, "--policy", POLICY, "--", "true"], capture_output=True)
+    os.utime(ws, ns=(t * 10**9, t * 10**9))
+
+
+def run_tx(ws, cmd, env=None):
+    return subprocess.run([TXBOX, "run", "-w", ws, "--policy", POLICY, "--", cmd], capture_output=True,
+                          env=env, timeout=60)
+
+
+def diff(a, b):
+    lines = []
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            lines.append(f"  {k}: {a.get(k)} != {b.get(k)}")
+    return "\n".join(lines[:10])
+
+
+def main():
+    global POLICY
+    tmp = tempfile.mkdtemp(prefix="txbox-crash-", dir="/var/tmp")
+    passed = failed = 0
+    # A permissive policy: the crash tests are about the commit, not classification.
+    POLICY = os.path.join(tmp, "policy.yaml")
+    with open(os.path.join(ROOT, "policy/default.yaml")) as f:
+        pol = f.read()
+    with open(POLICY, "w") as f:
+        f.write(pol.replace("    memory: 4G", "    memory: 0").replace("    pids: 1024", "    pids: 0"))
+    try:
+        for name, cmd in WORKLOADS.items():
+            # the after-state, for reference
+            ref = os.path.join(tmp, f"{name}-ref")
+            fixture(ref)
+            r = run_tx(ref, cmd)
+            after = manifest(ref)
+            n = 0
+            ok = True
+            while True:
+                ws = os.path.join(tmp, f"{name}-{n}")
+                fixture(ws)
+                before = manifest(ws)
+                env = dict(os.environ, TXBOX_FAULT_COMMIT_AFTER=str(n))
+                r = run_tx(ws, cmd, env)
+                completed = r.returncode == 0
+                if r.returncode not in (0, -9, 137):
+                    print(f"FAIL crash/{name}/{n}: txbox exited {r.returncode}: {r.stderr.decode()[-400:]}")
+                    ok = False
+                    break
+                how = "recover" if n % 2 == 0 else "next run"
+                if how == "recover":
+                    rr = subprocess.run([TXBOX, "recover", "-w", ws], capture_output=True)
+                    if rr.returncode != 0:
+                        print(f"FAIL crash/{name}/{n}: recover exited {rr.returncode}: {rr.stderr.decode()}")
+                        ok = False
+                else:
+                    subprocess.run([TXBOX, "run", "-w", ws, "--policy", POLICY, "--", "true"], capture_output=True)
+                    os.utime(ws, ns=(before["."][3], before["."][3])) if False else None
+                got = manifest(ws)
+                want = after if completed else before
+                if completed:  # new entries carry the time they were made: compare all but their mtimes
+                    got, want = strip_new_mtimes(got, before), strip_new_mtimes(want, before)
+                if how == "next run" and not completed:
+                    # the next run's own (empty) commit leaves the root as it found it
+                    pass
+                if got != want:
+                    print(f"FAIL crash/{name}/{n} ({'after' if completed else 'before'} expected, via {how}):\n"
+                          + diff(want, got))
+                    ok = False
+                leftovers = [e for e in os.listdir(os.path.join(ws, ".txbox", "tx"))]
+                if leftovers:
+                    print(f"FAIL crash/{name}/{n}: transactions left behind: {leftovers}")
+                    ok = False
+                shutil.rmtree(ws)
+                if completed or n > 200:
+                    break
+                n += 1
+            if ok and n > 0:
+                print(f"ok crash/{name} (killed after 0..{n - 1} ops, all recovered; {n} is the full commit)")
+                passed += 1
+            else:
+                if n == 0:
+                    print(f"FAIL crash/{name}: the fault injection never fired (commit had no ops?)")
+                failed += 1
+
+        # SIGKILL of txbox while the command runs
+        ws = os.path.join(tmp, "killed")
+        fixture(ws)
+        before = manifest(ws)
+        marker = f"txbox-crash-marker-{os.getpid()}"
+        p = subprocess.Popen([TXBOX, "run", "-w", ws, "--policy", POLICY, "--",
+                              f"echo x > f1; rm f2; exec -a {marker} sleep 60"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        time.sleep(0.3)
+        alive = subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout.strip()
+        subprocess.run([TXBOX, "run", "-w", ws, "--policy", POLICY, "--", "true"], capture_output=True)
+        got = manifest(ws)
+        left = os.listdir(os.path.join(ws, ".txbox", "tx"))
+        mounts = [l for l in open("/proc/self/mountinfo") if ws in l]
+        if alive or left or mounts or got != before:
+            print(f"FAIL crash/sigkill-during-run: alive={alive!r} left={left} mounts={len(mounts)}\n"
+                  + diff(before, got))
+            failed += 1
+        else:
+            print("ok crash/sigkill-during-run (sandbox died with txbox; next run cleaned up; workspace intact)")
+            passed += 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"crash: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,306 @@
+/* Wrappers, shells with -c, eval, interpreters and other commands that run
+ * commands. */
+#include "helpers.h"
+
+static void test_privilege_wrappers(void **state)
+{
+	(void)state;
+	shell_analysis a = analyze_ok("sudo -u root -E rm -rf /");
+	assert_cmd(a, "sudo -u root -E rm -rf /", NULL);
+	assert_cmd(a, "rm -rf /", "sudo");
+	shell_analysis_free(&a);
+
+	a = analyze_ok("sudo --user=bob -- FOO=1 ls; sudo -l rm; sudo -e /etc/hosts");
+	assert_cmd(a, "ls", "sudo");
+	assert_no_cmd(a, "rm");
+	assert_no_cmd(a, "/etc/hosts");
+	shell_analysis_free(&a);
+
+	a = analyze_ok("doas -u root rm x; echo 'rm -rf /' | sudo -s");
+	assert_cmd(a, "rm x", "doas");
+	const shell_cmd *c = find_cmd(&a, "sudo -s");
+	assert_non_null(c);
+	assert_true(c->unresolved);
+	shell_analysis_free(&a);
+}
+
+static void test_exec_wrappers(void **state)
+{
+	(void)state;
+	struct {
+		const char *text, *inner, *via;
+	} cases[] = {
+		{"env -i FOO=1 -u BAR rm -rf /", "rm -rf /", "env"},
+		{"env -C /tmp --unset=X rm a", "rm a", "env"},
+		{"env -S 'rm -rf /tmp/x' y", "rm -rf /tmp/x y", "env -S"},
+		{"env --split-string='A=1 rm b'", "rm b", "env -S"},
+		{"command -p rm c", "rm c", "command"},
+		{"builtin eval 'rm d'", "rm d", "eval"},
+		{"exec -a name rm e", "rm e", "exec"},
+		{"nice -n 10 rm f", "rm f", "nice"},
+		{"nice -5 rm f2", "rm f2", "nice"},
+		{"nohup rm g", "rm g", "nohup"},
+		{"/usr/bin/time -p -o out rm h", "rm h", "time"},
+		{"timeout -s KILL -k 5 10s rm i", "rm i", "timeout"},
+		{"timeout --signal=TERM 1m rm i2", "rm i2", "timeout"},
+		{"setsid -f rm j", "rm j", "setsid"},
+		{"stdbuf -oL -e 0 rm k", "rm k", "stdbuf"},
+		{"ionice -c 3 -n7 rm l", "rm l", "ionice"},
+		{"flock -w 5 /tmp/lock rm m", "rm m", "flock"},
+		{"flock /tmp/lock -c 'rm n'", "rm n", "flock -c"},
+		{"chroot --userspec=1:1 /srv rm o", "rm o", "chroot"},
+		{"busybox rm p", "rm p", "busybox"},
+		{"xargs -0 -n 1 -I{} rm {}", "rm {} …", "xargs"},
+		{"xargs", "echo …", "xargs"},
+		{"watch -n 1 rm q '&&' ls", "rm q", "watch"},
+		{"watch -x rm r", "rm r", "watch"},
+		{"strace -f -o log rm s", "rm s", "strace"},
+		{"taskset -c 1 rm t", "rm t", "taskset"},
+		{"unshare -rm rm u", "rm u", "unshare"},
+		{"sudo env nice -n 1 timeout 5 rm v", "rm v", "timeout"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		shell_analysis a = analyze_ok(cases[i].text);
+		assert_true(a.ncmds >= 2);
+		assert_null(a.cmds[0].via);
+		assert_cmd(a, cases[i].inner, cases[i].via);
+		shell_analysis_free(&a);
+	}
+	/* xargs marks the unknown arguments */
+	shell_analysis a = analyze_ok("find . | xargs rm");
+	const shell_cmd *c = find_cmd_via(&a, "rm …", "xargs");
+	assert_non_null(c);
+	assert_true(c->word_unresolved[1]);
+	assert_false(c->unresolved);
+	shell_analysis_free(&a);
+	/* command -v only looks up */
+	a = analyze_ok("command -v rm");
+	assert_int_equal(a.ncmds, 1);
+	shell_analysis_free(&a);
+}
+
+static void test_find(void **state)
+{
+	(void)state;
+	shell_analysis a = analyze_ok(
+		"find / -name '*.tmp' -exec rm -f {} \\; -o -execdir sh -c 'rm \"$1\"' _ {} + -delete");
+	assert_cmd(a, "rm -f {}", "find -exec");
+	assert_cmd(a, "sh -c rm \"$1\" _ {}", "find -execdir");
+	assert_cmd(a, "rm $1", "sh -c");
+	const shell_cmd *f = &a.cmds[0];
+	assert_string_equal(f->argv[0], "find");
+	assert_string_equal(f->argv[f->argc - 1], "-delete");
+	shell_analysis_free(&a);
+
+	a = analyze_ok("find . -ok rm {} ';' -okdir mv {} x \\;");
+	assert_cmd(a, "rm {}", "find -ok");
+	assert_cmd(a, "mv {} x", "find -okdir");
+	shell_analysis_free(&a);
+}
+
+static void test_shells(void **state)
+{
+	(void)state;
+	const char *shells[] = {"sh", "bash", "zsh", "dash", "ksh", "/bin/sh"};
+	for (size_t i = 0; i < ARRAY_SIZE(shells); i++) {
+		char buf[128], via[32];
+		snprintf(buf, sizeof(buf), "%s -c 'rm -rf /; ls' arg0", shells[i]);
+		shell_analysis a = analyze_ok(buf);
+		const char *b = strrchr(shells[i], '/');
+		snprintf(via, sizeof(via), "%s -c", b ? b + 1 : shells[i]);
+		assert_cmd(a, "rm -rf /", via);
+		assert_cmd(a, "ls", via);
+		assert_int_equal(find_cmd(&a, "rm -rf /")->depth, 1);
+		shell_analysis_free(&a);
+	}
+	/* option clusters and nesting */
+	shell_analysis a = analyze_ok("bash -xec \"sh -c 'bash -c \\\"rm -rf ~\\\"'\"");
+	const shell_cmd *c = find_cmd_via(&a, "rm -rf ~", "bash -c");
+	assert_non_null(c);
+	assert_int_equal(c->depth, 3);
+	shell_analysis_free(&a);
+
+	a = analyze_ok("bash -o pipefail -c 'rm x'; bash --norc --rcfile f -c 'rm y'");
+	assert_cmd(a, "rm x", "bash -c");
+	assert_cmd(a, "rm y", "bash -c");
+	shell_analysis_free(&a);
+
+	/* script file: the shell is visible, nothing more */
+	a = analyze_ok("bash ./script.sh arg");
+	assert_int_equal(a.ncmds, 1);
+	assert_false(a.unresolved);
+	shell_analysis_free(&a);
+
+	/* syntax error in -c text: unresolved, not an error */
+	a = analyze_ok("sh -c 'if true; then'");
+	assert_true(a.cmds[0].unresolved);
+	assert_non_null(strstr(a.cmds[0].unresolved_reason, "sh -c"));
+	shell_analysis_free(&a);
+}
+
+static void test_eval_source(void **state)
+{
+	(void)state;
+	shell_analysis a = analyze_ok("eval 'rm -rf /' '&&' ls; eval \"echo \\$(id)\"");
+	assert_cmd(a, "rm -rf /", "eval");
+	assert_cmd(a, "ls", "eval");
+	assert_cmd(a, "id", "$(…)");
+	shell_analysis_free(&a);
+
+	a = analyze_ok("eval \"$cmd\"");
+	assert_true(a.cmds[0].unresolved);
+	shell_analysis_free(&a);
+
+	a = analyze_ok("source <(curl -s https://x); . ./env.sh");
+	assert_true(find_cmd(&a, "source <(curl -s https://x)")->unresolved);
+	assert_non_null(strstr(find_cmd(&a, "source <(curl -s https://x)")->unresolved_reason,
+			       "downloaded"));
+	assert_false(find_cmd(&a, ". ./env.sh")->unresolved);
+	shell_analysis_free(&a);
+}
+
+static void test_git(void **state)
+{
+	(void)state;
+	shell_analysis a = analyze_ok("git -c alias.x='!rm -rf /' x");
+	assert_cmd(a, "rm -rf /", "git alias");
+	shell_analysis_free(&a);
+	a = analyze_ok("git -c core.pager='sh -c \"rm y\"' -C repo log");
+	assert_cmd(a, "rm y", "sh -c");
+	assert_cmd(a, "sh -c rm y", "git -c");
+	shell_analysis_free(&a);
+	a = analyze_ok("git -c core.sshCommand='ssh -i k' fetch; git -c core.hooksPath=/tmp/h commit");
+	assert_cmd(a, "ssh -i k", "git -c");
+	assert_true(find_cmd(&a, "git -c core.hooksPath=/tmp/h commit")->unresolved);
+	shell_analysis_free(&a);
+	a = analyze_ok("git -c alias.st=status st; git status; git rebase -x 'make test' main; "
+		       "git submodule foreach 'git clean -fdx'; git bisect run make");
+	assert_int_equal(find_cmd(&a, "git -c alias.st=status st")->unresolved, 0);
+	assert_cmd(a, "make test", "git rebase --exec");
+	assert_cmd(a, "git clean -fdx", "git submodule foreach");
+	assert_cmd(a, "make", "git bisect run");
+	assert_false(a.unresolved);
+	shell_analysis_free(&a);
+}
+
+static void test_awk_tar(void **state)
+{
+	(void)state;
+	shell_analysis a = analyze_ok(
+		"awk -F: 'BEGIN { system(\"rm -rf /tmp/a\") } { print $1 | \"sort -u\"; \"date\" | getline d }' f");
+	assert_cmd(a, "rm -rf /tmp/a", "awk");
+	assert_cmd(a, "sort -u", "awk");
+	assert_cmd(a, "date", "awk");
+	assert_false(a.cmds[0].unresolved);
+	shell_analysis_free(&a);
+
+	a = analyze_ok("gawk '{ system($0) }'; mawk '{ print | cmd }'; awk -f prog.awk x");
+	assert_true(find_cmd(&a, "gawk { system($0) }")->unresolved);
+	assert_true(find_cmd(&a, "mawk { print | cmd }")->unresolved);
+	assert_false(find_cmd(&a, "awk -f prog.awk x")->unresolved);
+	shell_analysis_free(&a);
+
+	a = analyze_ok("awk '{ print $1 }' f; awk 'BEGIN { if (a || b) print 1 }'");
+	assert_false(a.unresolved);
+	shell_analysis_free(&a);
+
+	a = analyze_ok("tar --checkpoint=1 --checkpoint-action=exec='rm -rf /' -cf x.tar d; "
+		       "tar xf a.tar --to-command='sh -c \"cat\"'; tar -I 'zstd -d' -xf b; "
+		       "tar --use-compress-program=pigz -cf c d");
+	assert_cmd(a, "rm -rf /", "tar");
+	assert_cmd(a, "cat", "sh -c");
+	assert_cmd(a, "zstd -d", "tar");
+	assert_cmd(a, "pigz", "tar");
+	shell_analysis_free(&a);
+}
+
+static void test_interpreters(void **state)
+{
+	(void)state;
+	shell_analysis a = analyze_ok(
+		"python3 -c 'import os, shutil, subprocess; os.system(\"rm -rf /a\"); "
+		"shutil.rmtree(\"/b\"); subprocess.run([\"rm\", \"-rf\", \"/c\"]); "
+		"subprocess.call(\"ls /d\", shell=True); os.remove(\"/e\"); print(platform.system())'");
+	const shell_cmd *py = &a.cmds[0];
+	assert_string_equal(py->argv[0], "python3");
+	assert_false(py->unresolved);
+	assert_cmd(a, "rm -rf /a", "python3 -c");
+	assert_cmd(a, "rm -rf /b", "python3 -c");
+	assert_cmd(a, "rm -rf /c", "python3 -c");
+	assert_cmd(a, "ls /d", "python3 -c");
+	assert_cmd(a, "rm /e", "python3 -c");
+	shell_analysis_free(&a);
+
+	a = analyze_ok("python -c 'import os; os.system(cmd)'; python -m http.server");
+	assert_true(a.cmds[0].unresolved);
+	assert_false(find_cmd(&a, "python -m http.server")->unresolved);
+	shell_analysis_free(&a);
+
+	a = analyze_ok("perl -e 'system(\"rm\", \"-rf\", \"/x\"); `id`; unlink \"f\"; qx{ls}' -ne 'print'");
+	assert_cmd(a, "rm -rf /x", "perl -e");
+	assert_cmd(a, "id", "perl -e");
+	assert_cmd(a, "rm f", "perl -e");
+	assert_cmd(a, "ls", "perl -e");
+	shell_analysis_free(&a);
+
+	a = analyze_ok("perl -pi -e 's/a/b/' f; perl -e 'system \"rm $x\"'");
+	assert_false(find_cmd(&a, "perl -pi -e s/a/b/ f")->unresolved);
+	assert_true(find_cmd(&a, "perl -e system \"rm $x\"")->unresolved);
+	shell_analysis_free(&a);
+
+	a = analyze_ok("ruby -e 'FileUtils.rm_rf(\"/r\"); system \"ls\"; %x(id)'");
+	assert_cmd(a, "rm -rf /r", "ruby -e");
+	assert_cmd(a, "ls", "ruby -e");
+	assert_cmd(a, "id", "ruby -e");
+	shell_analysis_free(&a);
+
+	a = analyze_ok("node -e 'require(\"child_process\").execSync(\"rm -rf /n\"); "
+		       "cp.spawnSync(\"rm\", [\"-r\", \"/m\"])'; node --eval='fs.rmSync(\"/o\")'");
+	assert_cmd(a, "rm -rf /n", "node -e");
+	assert_cmd(a, "rm -r /m", "node -e");
+	assert_cmd(a, "rm -rf /o", "node --eval");
+	shell_analysis_free(&a);
+
+	a = analyze_ok("php -r 'system(\"rm -rf /p\"); echo `id`;'");
+	assert_cmd(a, "rm -rf /p", "php -r");
+	assert_cmd(a, "id", "php -r");
+	shell_analysis_free(&a);
+
+	/* heredoc fed to an interpreter */
+	a = analyze_ok("python3 <<EOF\nimport os\nos.system('rm -rf /h')\nEOF");
+	assert_cmd(a, "rm -rf /h", "python3 <<");
+	shell_analysis_free(&a);
+}
+
+static void test_argv_api(void **state)
+{
+	(void)state;
+	const char *argv[] = {"sudo", "bash", "-c", "rm -rf / && echo $(id)"};
+	shell_analysis a;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(shell_analyze_argv(argv, 4, NULL, &a, &err), 0);
+	assert_cmd(a, "sudo bash -c rm -rf / && echo $(id)", NULL);
+	assert_cmd(a, "bash -c rm -rf / && echo $(id)", "sudo");
+	assert_cmd(a, "rm -rf /", "bash -c");
+	assert_cmd(a, "id", "$(…)");
+	shell_analysis_free(&a);
+
+	/* argv words are literal: no expansion */
+	const char *argv2[] = {"rm", "$HOME", "*"};
+	assert_int_equal(shell_analyze_argv(argv2, 3, NULL, &a, &err), 0);
+	assert_string_equal(a.cmds[0].argv[1], "$HOME");
+	assert_false(a.unresolved);
+	shell_analysis_free(&a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_privilege_wrappers), cmocka_unit_test(test_exec_wrappers),
+		cmocka_unit_test(test_find),               cmocka_unit_test(test_shells),
+		cmocka_unit_test(test_eval_source),        cmocka_unit_test(test_git),
+		cmocka_unit_test(test_awk_tar),            cmocka_unit_test(test_interpreters),
+		cmocka_unit_test(test_argv_api),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
