@@ -57,6 +57,29 @@ static char *show_text(const char *text)
 	return show_argv(one, 1, NULL);
 }
 
+/* A command with its redirections, for reasons: "echo x > /etc/passwd". */
+static char *show_cmd(const shell_cmd *cmd)
+{
+	char *base = show_argv(cmd->argv, cmd->argc, NULL);
+	for (size_t i = 0; base && i < cmd->nredirs && i < 4; i++) {
+		const shell_redir *rd = &cmd->redirs[i];
+		const char *op = rd->kind == SHELL_REDIR_READ ? "<" : rd->kind == SHELL_REDIR_APPEND ? ">>" : ">";
+		char *t = NULL;
+		if (asprintf(&t, "%s %s %.*s", base, op, SHOW_MAX, rd->target ? rd->target : "?") < 0)
+			t = NULL;
+		free(base);
+		base = t;
+	}
+	if (base && cmd->via) {
+		char *t = NULL;
+		if (asprintf(&t, "%s (via %s)", base, cmd->via) < 0)
+			t = NULL;
+		free(base);
+		base = t;
+	}
+	return base;
+}
+
 static char **copy_argv(char *const *argv, size_t argc)
 {
 	char **v = calloc(argc + 1, sizeof(*v));
@@ -283,7 +306,7 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 			break;
 		}
 		_cleanup_free_ char *detail = res.detail;
-		_cleanup_free_ char *shown = show_argv(cmd->argv, cmd->argc, cmd->via);
+		_cleanup_free_ char *shown = show_cmd(cmd);
 		if (!shown)
 			goto oom;
 		const char *rid = hit ? hit->id : "default";
