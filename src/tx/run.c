@@ -210,6 +210,19 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 
 	/* 4–5: execute and validate. */
 	masked = expand_home_list(ps->masked_paths, home);
+	if (masked && opts->state_dir && !sd.state_inside) {
+		/* a state dir outside the workspace holds other transactions' layers */
+		_cleanup_free_ char *sabs = realpath(opts->state_dir, NULL);
+		size_t n = 0;
+		while (masked[n])
+			n++;
+		char **m2 = sabs ? realloc(masked, (n + 2) * sizeof *m2) : NULL;
+		if (m2) {
+			masked = m2;
+			masked[n] = steal_ptr(sabs);
+			masked[n + 1] = NULL;
+		}
+	}
 	envp = secrets_filter_env(environ, (const char *const *)ps->env_deny, &e);
 	if (!masked || !envp) {
 		if (!e.code)

@@ -195,8 +195,16 @@ def commit_oracle(ctx, wl):
     text = wl.render(ctx.assets if wl.uses_assets() else "")
     native, nwin = _native(text, A)
     res = ctx.run_json(B, text)
-    res.expect(outcome="committed", exit_status=0, exit_code=0, signal=None,
-               rollback_reason=None)
+    try:
+        res.expect(outcome="committed", exit_status=0, exit_code=0, signal=None,
+                   rollback_reason=None)
+    except Fail as e:
+        # not committed: then the workspace must at least be exactly as before
+        lines = mf.diff(before, mf.manifest(B), dir_mtime=True)
+        if lines:
+            raise Fail(str(e) + "\n  AND the workspace is neither the before- nor the native after-state; "
+                       "vs before:\n" + mf.format_diff(["    " + x for x in lines], 20))
+        raise Fail(str(e) + "\n  (the workspace is unchanged)")
     ma, mb = mf.manifest(A), mf.manifest(B)
     lines = mf.diff(ma, mb, mtime_check=_window_rule(nwin, (res.t0_ns, res.t1_ns)),
                     volatile=wl.volatile)
@@ -232,10 +240,15 @@ def rollback_oracle(ctx, wl):
     else:
         full = "{\n" + text + "\n} && echo " + marker + "\nexit 1\n"
     res = ctx.run_json(B, full)
-    res.expect(outcome="rolled_back", exit_status=1, exit_code=1, signal=None,
-               rollback_reason="exit_status")
     after = mf.manifest(B)
     lines = mf.diff(before, after, dir_mtime=True, root_mtime=False)
+    try:
+        res.expect(outcome="rolled_back", exit_status=1, exit_code=1, signal=None,
+                   rollback_reason="exit_status")
+    except Fail as e:
+        raise Fail(str(e) + ("\n  AND the workspace differs from before:\n" +
+                             mf.format_diff(["    " + x for x in lines], 20) if lines
+                             else "\n  (the workspace is unchanged)"))
     if lines:
         raise Fail("workspace after rollback differs from before (expected = before):\n"
                    + mf.format_diff(["  " + x for x in lines]))
