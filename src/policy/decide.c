@@ -212,6 +212,8 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 	_cleanup_(errorp) txbox_error perr = TXBOX_ERROR_INIT;
 	_cleanup_free_ char *ws = NULL, *cwd = NULL, *home = NULL, *joined = NULL;
 	cmdview *views = NULL;
+	_cleanup_free_ long *with_count = NULL;
+	_cleanup_free_ signed char *text_hit = NULL;
 	size_t nviews = 0;
 	line_state ls = {0};
 	int r = -ENOMEM;
@@ -259,20 +261,26 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 	}
 
 	views = calloc(a.ncmds + 1, sizeof(*views));
-	if (!views)
+	with_count = malloc((p->nrules + 1) * sizeof(*with_count));
+	text_hit = malloc(p->nrules + 1);
+	if (!views || !with_count || !text_hit)
 		goto oom;
+	for (size_t i = 0; i < p->nrules; i++) {
+		with_count[i] = -1;
+		text_hit[i] = -1;
+	}
 	out->cmds = calloc(a.ncmds + 1, sizeof(*out->cmds));
 	if (!views || !out->cmds)
 		goto oom;
+	const cmdview *last_find = NULL; /* feeds later xargs / find -exec commands */
 	for (; nviews < a.ncmds; nviews++) {
-		if (cmdview_init(&views[nviews], p, &a.cmds[nviews]) < 0)
+		cmdview *cv = &views[nviews];
+		if (cmdview_init(cv, p, &a.cmds[nviews]) < 0)
 			goto oom;
-		if (views[nviews].implicit_unknown_operand)
-			for (size_t j = nviews; j-- > 0;)
-				if (!views[j].name_unknown && strcmp(views[j].name, "find") == 0) {
-					views[nviews].operand_source = &views[j];
-					break;
-				}
+		if (cv->implicit_unknown_operand)
+			cv->operand_source = last_find;
+		if (!cv->name_unknown && strcmp(cv->name, "find") == 0)
+			last_find = cv;
 	}
 
 	/* line-level built-ins */
@@ -290,7 +298,7 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 
 	for (size_t c = 0; c < a.ncmds; c++) {
 		const shell_cmd *cmd = &a.cmds[c];
-		match_ctx mc = {p, &nctx, &a, views, nviews, c, text};
+		match_ctx mc = {p, &nctx, &a, views, nviews, c, text, with_count, text_hit};
 		policy_decision d = POLICY_ALLOW;
 		const rule *hit = NULL;
 		match_result res = {0};
@@ -306,11 +314,11 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 			break;
 		}
 		_cleanup_free_ char *detail = res.detail;
-		_cleanup_free_ char *shown = show_cmd(cmd);
-		if (!shown)
-			goto oom;
 		const char *rid = hit ? hit->id : "default";
 		bool unresolved = cmd->unresolved || views[c].name_unknown;
+		_cleanup_free_ char *shown = NULL;
+		if ((hit || unresolved) && !(shown = show_cmd(cmd)))
+			goto oom;
 		if (unresolved && p->unresolved > d) {
 			d = p->unresolved;
 			rid = "unresolved";

@@ -200,6 +200,10 @@ typedef struct match_ctx {
 	size_t nviews;
 	size_t self;
 	const char *text; /* the whole line */
+	/* per-rule caches of line-level facts (index: rule), -1 = not computed:
+	 * how many commands of the line match `with`; whether `text` matches */
+	long *with_count;
+	signed char *text_hit;
 } match_ctx;
 
 typedef struct match_result {

@@ -15,11 +15,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+static bool glob_one(const char *pat, const char *s, int flags)
+{
+	if (!strpbrk(pat, "*?[\\")) /* literal: skip fnmatch */
+		return (flags & FNM_CASEFOLD ? strcasecmp(pat, s) : strcmp(pat, s)) == 0;
+	return fnmatch(pat, s, flags) == 0;
+}
 
 static bool glob_any(const strlist *l, const char *s, int flags)
 {
 	for (size_t i = 0; i < l->n; i++)
-		if (fnmatch(l->v[i], s, flags) == 0)
+		if (glob_one(l->v[i], s, flags))
 			return true;
 	return false;
 }
@@ -225,7 +233,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			for (size_t k = 0; k < alt->n && all; k++) {
 				if (v->pos_unknown[k] && !allow)
 					unk = true;
-				else if (v->pos_unknown[k] || fnmatch(alt->v[k], word_at(v, k), 0) != 0)
+				else if (v->pos_unknown[k] || !glob_one(alt->v[k], word_at(v, k), 0))
 					all = false;
 			}
 			if (all) {
@@ -304,17 +312,25 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	}
 #undef NEED
 
+	size_t ri = (size_t)(r - mc->p->rules);
 	if (m->with.n) {
-		bool any = false;
-		for (size_t j = 0; j < mc->nviews && !any; j++)
-			any = j != mc->self && !mc->views[j].name_unknown &&
-			      glob_any(&m->with, mc->views[j].name, 0);
-		if (!any)
+		if (mc->with_count[ri] < 0) {
+			long count = 0;
+			for (size_t j = 0; j < mc->nviews; j++)
+				count += !mc->views[j].name_unknown && glob_any(&m->with, mc->views[j].name, 0);
+			mc->with_count[ri] = count;
+		}
+		long others = mc->with_count[ri] - (!v->name_unknown && glob_any(&m->with, v->name, 0));
+		if (others <= 0)
 			goto no;
 	}
 
-	if (m->text.n && !glob_any(&m->text, mc->text, fl))
-		goto no;
+	if (m->text.n) {
+		if (mc->text_hit[ri] < 0)
+			mc->text_hit[ri] = glob_any(&m->text, mc->text, fl);
+		if (!mc->text_hit[ri])
+			goto no;
+	}
 
 	/* Unknown paths satisfy path conditions of rules about specific
 	 * commands (rm "$x" may well be rm /), and conditions that list the

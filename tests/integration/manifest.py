@@ -53,12 +53,12 @@ def _is_overlay_xattr(name):
     return n.startswith(OVERLAY_XATTR_PREFIXES)
 
 
-def content_hash(path, size):
+def content_hash(path, size, dir_fd=None):
     """sha256 over (size, sha256 of each 1 MiB chunk). Chunks lying entirely
     in a hole (SEEK_DATA) are not read: their digest is the all-zero chunk's."""
     h = hashlib.sha256()
     h.update(b"size:%d\n" % size)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY, dir_fd=dir_fd)
     try:
         off = 0
         while off < size:
@@ -122,9 +122,13 @@ class Manifest:
         self.errors = []           # (path, message) for unreadable entries
         self._scan()
 
-    def _xattrs(self, full, rel):
+    # Everything is read relative to directory fds (openat/fstatat style), so
+    # trees deeper than PATH_MAX are fine; xattrs go through
+    # /proc/self/fd/DIRFD/NAME (short, and the last component is not followed).
+
+    def _xattrs(self, xpath, rel):
         try:
-            names = os.listxattr(full, follow_symlinks=False)
+            names = os.listxattr(xpath, follow_symlinks=False)
         except OSError as e:
             self.errors.append((rel, "listxattr: %s" % e))
             return ()
@@ -134,14 +138,15 @@ class Manifest:
                 self.overlay_xattrs.append((rel, name))
                 continue
             try:
-                val = os.getxattr(full, name, follow_symlinks=False)
+                val = os.getxattr(xpath, name, follow_symlinks=False)
             except OSError as e:
                 self.errors.append((rel, "getxattr %s: %s" % (name, e)))
                 continue
             out.append((name, val))
         return tuple(sorted(out))
 
-    def _add(self, full, rel, st, inodes):
+    def _add(self, name, dir_fd, rel, st, inodes):
+        """name relative to dir_fd (dir_fd None: name is the root path)."""
         t = _type_of(st.st_mode)
         e = Entry(type=t, mode=stat.S_IMODE(st.st_mode), uid=st.st_uid,
                   gid=st.st_gid, mtime_ns=st.st_mtime_ns, blocks=st.st_blocks,
@@ -149,42 +154,54 @@ class Manifest:
         if t == "f":
             e.size = st.st_size
             try:
-                e.sha256 = content_hash(full, st.st_size)
+                e.sha256 = content_hash(name, st.st_size, dir_fd=dir_fd)
             except OSError as ex:
                 self.errors.append((rel, "read: %s" % ex))
                 e.sha256 = "<unreadable>"
             if st.st_nlink > 1:
                 inodes.setdefault((st.st_dev, st.st_ino), set()).add(rel)
         elif t == "l":
-            e.target = os.readlink(full)
+            e.target = os.readlink(name, dir_fd=dir_fd)
             e.size = st.st_size
         elif t in ("c", "b"):
             e.rdev = (os.major(st.st_rdev), os.minor(st.st_rdev))
-        e.xattrs = self._xattrs(full, rel)
+        xpath = name if dir_fd is None else b"/proc/self/fd/%d/%s" % (dir_fd, name)
+        e.xattrs = self._xattrs(xpath, rel)
         self.entries[rel] = e
+
+    def _walk(self, fd, rel_dir, inodes):
+        try:
+            names = sorted(os.listdir(fd))
+        except OSError as ex:
+            self.errors.append((rel_dir or b".", "listdir: %s" % ex))
+            return
+        for name in (os.fsencode(n) for n in names):
+            if not rel_dir and name in self.skip_top:
+                continue
+            rel = rel_dir + b"/" + name if rel_dir else name
+            st = os.lstat(name, dir_fd=fd)
+            self._add(name, fd, rel, st, inodes)
+            if stat.S_ISDIR(st.st_mode):
+                try:
+                    sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                  dir_fd=fd)
+                except OSError as ex:
+                    self.errors.append((rel, "open dir: %s" % ex))
+                    continue
+                try:
+                    self._walk(sub, rel, inodes)
+                finally:
+                    os.close(sub)
 
     def _scan(self):
         inodes = {}
         st = os.lstat(self.root)
-        self._add(self.root, b".", st, inodes)
-        stack = [(self.root, b"")]
-        while stack:
-            full_dir, rel_dir = stack.pop()
-            try:
-                it = list(os.scandir(full_dir))
-            except OSError as ex:
-                self.errors.append((rel_dir or b".", "scandir: %s" % ex))
-                continue
-            for de in it:
-                name = de.name
-                if not rel_dir and name in self.skip_top:
-                    continue
-                rel = rel_dir + b"/" + name if rel_dir else name
-                full = de.path
-                st = os.lstat(full)
-                self._add(full, rel, st, inodes)
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append((full, rel))
+        self._add(self.root, None, b".", st, inodes)
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self._walk(fd, b"", inodes)
+        finally:
+            os.close(fd)
         self.links = {frozenset(paths) for paths in inodes.values() if len(paths) > 1}
 
     # convenience

@@ -221,4 +221,21 @@ w("misc/mixed",
   "echo n >> file_small && rm -r dir && mv dir2 dir && ln -s dir dirlink && mkdir -p new/a && "
   "echo 1 > new/a/1 && chmod 700 new && rm link_abs && mkfifo new/p && "
   "touch -d @1234567890 file_4097 && ln file_4097 new/hard && rm \"$(printf 'new\\nline')\"")
+w("misc/path-longer-than-PATH_MAX",
+  "cd \"$(dirname \"$(find deep -name leaf)\")\" && i=0 && while [ $i -lt 80 ]; do "
+  "mkdir long-component-name-for-exceeding-path-max-$i && cd long-component-name-for-exceeding-path-max-$i "
+  "&& i=$((i+1)); done && echo bottom > f && ln -s ../../x lnk")
+w("misc/readonly-dir-after-write", "echo x > dir2/new && mkdir dir2/sub && echo y > dir2/sub/y && "
+                                   "chmod 555 dir2/sub dir2")
+w("misc/new-files-explicit-mtime", "touch -d @1111111111.5 brandnew && mkdir nd2 && "
+                                   "echo c > nd2/f && touch -d @1111111112 nd2/f && ln -s x nd2/l && "
+                                   "touch -h -d @1111111113 nd2/l")
+w("misc/xattr-large-value", "setfattr -n user.big -v \"$(head -c 3000 /dev/zero | tr '\\0' a)\" file_small && "
+                            "setfattr -n user.empty -v '' file_4095", needs=("setfattr",))
+w("rename/hardlink-member", "mv hl2 hl2_moved && mv sub/hl3 hl3_moved")
+w("rename/dir-into-new-dir-same-name", "mv dir x && mkdir dir && mv x dir/x")
+w("rename/swap-dirs", "mv dir tmpd && mv dir2 dir && mv tmpd dir2")
+w("rename/onto-deleted", "rm -r sub && mv dir sub")
+w("rename/dir-with-big-file", "mkdir -p big/inner && cp file_1m big/inner/ && mv big big2 && mv big2/inner big2/in2")
+w("m/sym-loop", "ln -s self selfloop && ln -s b a_loop && ln -s a_loop b")
 W.sort(key=lambda x: x.name)

@@ -501,9 +501,8 @@ done_() { echo PROBE-DONE; exit 0; }
         res.killed_by_harness = killed
         res.env = e
         if use_pty:
-            os.close(slave)
-            res.pty_master = master
-            self.on_cleanup(lambda: os.close(master))
+            res.pty_master, res.pty_slave = master, slave
+            self.on_cleanup(lambda: (os.close(master), os.close(slave)))
         self.runs.append(res)
         if self.verbose:
             print("#   %s (%.2fs): %s" % (os.path.basename(script or cmd[0]), elapsed, res.describe()))

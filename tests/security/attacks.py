@@ -1,0 +1,1491 @@
+"""The attacks. Each runs inside `txbox run` (with the permissive policy, so
+the sandbox and not the policy is what stops it) and then checks the host.
+
+Conventions: attack scripts print `BLOCKED step: why` / `ESCAPED step: what`
+(see harness.Ctx.PRELUDE and c/probe.h) and end with PROBE-DONE and exit 0,
+so the transaction commits and the commit path sees whatever the attack left
+behind. Everything an attack creates is named after ctx.pwn (txsec-pwn-MARK)
+so the generic marker scan finds it wherever it lands."""
+
+import os
+import resource
+import shutil
+import socket
+import stat
+import subprocess
+import threading
+import time
+
+from harness import (Fail, Skip, attack, check, file_sha, read_text, rmtree_force, short, snapshot,
+                     snapshot_diff, which, HostSleep, Listener)
+
+MIB = 1 << 20
+
+# The secrets the default policy masks; the suite plants a fake of each in
+# a temporary HOME (path relative to HOME, files inside it).
+SECRETS = [
+    ("ssh", ".ssh", {"id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\n%s\n-----END OPENSSH PRIVATE KEY-----\n",
+                     "id_ed25519": "-----BEGIN OPENSSH PRIVATE KEY-----\n%s\n",
+                     "config": "Host prod\n  IdentityFile ~/.ssh/id_rsa # %s\n"}),
+    ("aws", ".aws", {"credentials": "[default]\naws_access_key_id = AKIA%s\naws_secret_access_key = %s\n",
+                     "config": "[default]\nregion = eu-west-1 # %s\n"}),
+    ("gnupg", ".gnupg", {"private-keys-v1.d/0123ABCD.key": "(private-key %s)\n", "secring.gpg": "%s\n",
+                         "pubring.kbx": "%s\n"}),
+    ("azure", ".azure", {"accessTokens.json": "[{\"accessToken\": \"%s\"}]\n",
+                         "msal_token_cache.json": "{\"AccessToken\": \"%s\"}\n"}),
+    ("gcloud", ".config/gcloud", {"credentials.db": "SQLite %s\n",
+                                  "application_default_credentials.json": "{\"refresh_token\": \"%s\"}\n",
+                                  "configurations/config_default": "[core]\naccount = %s\n"}),
+    ("kube", ".kube", {"config": "users:\n- name: admin\n  user:\n    token: %s\n"}),
+    ("docker", ".docker/config.json", "{\"auths\": {\"registry\": {\"auth\": \"%s\"}}}\n"),
+    ("netrc", ".netrc", "machine github.com login bot password %s\n"),
+    ("git-credentials", ".git-credentials", "https://bot:%s@github.com\n"),
+    ("npmrc", ".npmrc", "//registry.npmjs.org/:_authToken=%s\n"),
+    ("pypirc", ".pypirc", "[pypi]\nusername = __token__\npassword = %s\n"),
+]
+
+
+def fill(template, secret):
+    return template.replace("%s", secret)
+
+
+def plant_secrets(home, secret):
+    """Fake secrets (and start-up files) in a temporary HOME."""
+    for _, rel, content in SECRETS:
+        path = os.path.join(home, rel)
+        if isinstance(content, dict):
+            for name, tmpl in content.items():
+                p = os.path.join(path, name)
+                os.makedirs(os.path.dirname(p), exist_ok=True)
+                with open(p, "w") as f:
+                    f.write(fill(tmpl, secret))
+            os.chmod(path, 0o700)
+        else:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(fill(content, secret))
+            os.chmod(path, 0o600)
+    with open(os.path.join(home, ".bashrc"), "w") as f:
+        f.write("# sentinel bashrc\nexport PS1='$ '\n")
+    with open(os.path.join(home, ".profile"), "w") as f:
+        f.write("# sentinel profile\n")
+    os.makedirs(os.path.join(home, ".config", "autostart"), exist_ok=True)
+
+
+def host_ipv4():
+    """A non-loopback IPv4 address of the host, or None."""
+    ip = which("ip")
+    if not ip:
+        return None
+    out = subprocess.run([ip, "-o", "-4", "addr"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[1] != "lo":
+            return parts[3].split("/")[0]
+    return None
+
+
+def ip_state():
+    ip = which("ip")
+    if not ip:
+        return None
+    out = []
+    for args in (["-o", "link"], ["-o", "addr"], ["route", "show", "table", "all"], ["-6", "route", "show", "table", "all"],
+                 ["rule"]):
+        r = subprocess.run([ip] + args, capture_output=True, text=True)
+        # link statistics and address lifetimes change by themselves: drop them
+        lines = [l.split(" valid_lft")[0] for l in r.stdout.splitlines()]
+        out.append("\n".join(lines))
+    return "\n---\n".join(out)
+
+
+def assert_same(before, after, what):
+    d = snapshot_diff(before, after)
+    if d:
+        raise Fail("%s changed on the host: %s" % (what, "; ".join(d[:8])))
+
+
+# ===========================================================================
+# Filesystem writes outside the workspace
+
+@attack("fs-write-etc")
+def fs_write_etc(ctx):
+    sentinel = None
+    if ctx.is_root:
+        sentinel = "/etc/txsec-sentinel-%s" % os.urandom(4).hex()
+        with open(sentinel, "w") as f:
+            f.write("sentinel\n")
+        ctx.on_cleanup(lambda: os.path.exists(sentinel) and os.unlink(sentinel))
+    else:
+        ctx.note("as a user no sentinel can be planted in /etc; the listing and file hashes are checked")
+    before = snapshot("/etc", content=True)
+    passwd = file_sha("/etc/passwd")
+    ws = ctx.workspace("etc")
+    body = r"""
+must_fail_sh etc-create "echo pwn > /etc/$PWN"
+must_fail_sh etc-mkdir "mkdir /etc/$PWN.d"
+must_fail_sh etc-append-passwd "echo '$PWN:x:0:0::/:/bin/sh' >> /etc/passwd"
+must_fail_sh etc-touch-hosts "touch /etc/hosts"
+must_fail_sh etc-cron "echo '* * * * * root touch /tmp/$PWN' > /etc/cron.d/$PWN"
+must_fail_sh etc-sudoers "echo 'ALL ALL=(ALL) NOPASSWD: ALL' > /etc/sudoers.d/$PWN"
+must_fail_sh etc-ld-preload "echo /tmp/$PWN.so > /etc/ld.so.preload"
+must_fail_sh etc-profile "echo 'touch /tmp/$PWN' > /etc/profile.d/$PWN.sh"
+must_fail_sh etc-python-write "python3 -c \"open('/etc/$PWN.py','w').write('x')\""
+S='%s'
+if [ -n "$S" ]; then
+  must_fail_sh etc-sentinel-write "echo pwn > $S"
+  must_fail_sh etc-sentinel-rm "rm $S"
+  must_fail_sh etc-sentinel-mv "mv $S /etc/$PWN.moved"
+  must_fail_sh etc-sentinel-chmod "chmod 4777 $S"
+  must_fail_sh etc-sentinel-truncate "truncate -s 0 $S"
+fi
+""" % (sentinel or "")
+    res = ctx.run(ws, body)
+    ctx.expect_blocked(res, ["etc-create", "etc-append-passwd", "etc-touch-hosts"])
+    assert_same(before, snapshot("/etc", content=True), "/etc")
+    check(file_sha("/etc/passwd") == passwd, "/etc/passwd changed")
+    if sentinel:
+        check(read_text(sentinel) == "sentinel\n", "the /etc sentinel changed")
+
+
+@attack("fs-write-usr")
+def fs_write_usr(ctx):
+    dirs = {"/usr": False, "/usr/bin": False, "/usr/local": True, "/usr/lib": False, "/usr/sbin": False}
+    before = {d: snapshot(d, recursive=r, content=r) for d, r in dirs.items()}
+    env_sha = file_sha("/usr/bin/env")
+    ws = ctx.workspace("usr")
+    body = r"""
+must_fail_sh usr-bin-create "echo pwn > /usr/bin/$PWN"
+must_fail_sh usr-local-bin "cp /bin/sh /usr/local/bin/$PWN"
+must_fail_sh usr-lib-create "echo pwn > /usr/lib/$PWN.so"
+must_fail_sh usr-overwrite-env "cp /bin/true /usr/bin/env"
+must_fail_sh usr-chmod-suid "chmod u+s /usr/bin/env"
+must_fail_sh usr-touch "touch /usr/bin/env"
+must_fail_sh usr-rm "rm -f /usr/bin/env"
+must_fail_sh usr-mkdir "mkdir /usr/local/$PWN"
+must_fail_sh usr-rename "mv /usr/bin/env /usr/bin/env.$PWN"
+"""
+    res = ctx.run(ws, body)
+    ctx.expect_blocked(res, ["usr-bin-create", "usr-overwrite-env", "usr-rm"])
+    for d, r in dirs.items():
+        assert_same(before[d], snapshot(d, recursive=r, content=r), d)
+    check(file_sha("/usr/bin/env") == env_sha, "/usr/bin/env changed")
+
+
+@attack("fs-write-home")
+def fs_write_home(ctx):
+    before = snapshot(ctx.home, recursive=True, content=True)
+    ws = ctx.workspace("home")
+    body = r"""
+must_fail_sh home-create "echo pwn > $HOME/$PWN"
+must_fail_sh home-bashrc "echo 'touch /tmp/$PWN' >> $HOME/.bashrc"
+must_fail_sh home-profile "echo pwn > $HOME/.profile"
+must_fail_sh home-autostart "echo pwn > $HOME/.config/autostart/$PWN.desktop"
+must_fail_sh home-mkdir "mkdir $HOME/$PWN.d"
+must_fail_sh home-authorized-keys "mkdir -p $HOME/.ssh && echo ssh-ed25519 AAAA $PWN >> $HOME/.ssh/authorized_keys"
+must_fail_sh home-rm-bashrc "rm $HOME/.bashrc"
+must_fail_sh home-mv "mv $HOME/.profile $HOME/$PWN.moved"
+must_fail_sh home-tilde "echo pwn > ~/$PWN.tilde"
+must_fail_sh home-chmod "chmod 777 $HOME"
+"""
+    res = ctx.run(ws, body)
+    ctx.expect_blocked(res, ["home-create", "home-bashrc", "home-rm-bashrc"])
+    assert_same(before, snapshot(ctx.home, recursive=True, content=True), "the HOME directory")
+
+
+@attack("fs-write-root")
+def fs_write_root(ctx):
+    can_list = os.access("/root", os.R_OK | os.X_OK)
+    before = snapshot("/root", content=True) if can_list else None
+    if not can_list:
+        ctx.note("/root is not readable as uid %d: only the attack's own report and the marker scan are checked"
+                 % ctx.uid)
+    ws = ctx.workspace("root")
+    body = r"""
+must_fail_sh root-create "echo pwn > /root/$PWN"
+must_fail_sh root-bashrc "echo 'touch /tmp/$PWN' >> /root/.bashrc"
+must_fail_sh root-ssh "mkdir -p /root/.ssh && echo ssh-ed25519 AAAA $PWN >> /root/.ssh/authorized_keys"
+must_fail_sh root-mkdir "mkdir /root/$PWN.d"
+must_fail_sh root-chmod "chmod 777 /root"
+"""
+    res = ctx.run(ws, body)
+    ctx.expect_blocked(res, ["root-create", "root-bashrc", "root-mkdir"])
+    if before is not None:
+        assert_same(before, snapshot("/root", content=True), "/root")
+
+
+def _parent_attack(ctx, where):
+    base = os.path.join(ctx.vis_root if where == "vis" else ctx.tmp_root, "parents")
+    parent = os.path.join(base, "p-" + where)
+    os.makedirs(parent, exist_ok=True)
+    with open(os.path.join(parent, "sentinel.txt"), "w") as f:
+        f.write("sentinel\n")
+    os.makedirs(os.path.join(parent, "sibling"), exist_ok=True)
+    with open(os.path.join(parent, "sibling", "keep.txt"), "w") as f:
+        f.write("keep\n")
+    ws = ctx.workspace("ws", parent=parent)
+    before = snapshot(parent, recursive=True, content=True, skip=[ws])
+    steps = r"""
+W='%s'
+P='%s'
+%s parent-create "echo pwn > ../$PWN"
+%s parent-abs "echo pwn > $P/$PWN.abs"
+%s parent-mkdir "mkdir ../$PWN.d"
+%s parent-sentinel-append "echo pwn >> ../sentinel.txt"
+%s parent-sentinel-rm "rm ../sentinel.txt"
+%s parent-sentinel-mv "mv ../sentinel.txt ../$PWN.moved"
+%s parent-sibling-write "echo pwn > ../sibling/keep.txt"
+%s parent-symlink "ln -s /etc ../$PWN.lnk"
+%s parent-proc-cwd "echo pwn > /proc/self/cwd/../$PWN.proc"
+%s parent-cd-up "cd .. && echo pwn > $PWN.cd"
+%s parent-chmod "chmod 777 .."
+%s parent-rename-ws "mv $W $W.$PWN"
+""" % ((ws, parent) + (("must_fail_sh" if where == "vis" else "try_sh"),) * 12)
+    return ws, parent, before, "try_sh() { /bin/sh -c \"$2\" >/dev/null 2>&1 && echo \"INFO $1 worked inside (private tmpfs)\"; }\n" + steps
+
+
+@attack("fs-write-ws-parent")
+def fs_write_ws_parent(ctx):
+    """The workspace's parent, where the sandbox shows the host read-only."""
+    ws, parent, before, body = _parent_attack(ctx, "vis")
+    res = ctx.run(ws, body)
+    ctx.expect_blocked(res, ["parent-create", "parent-abs", "parent-sentinel-rm", "parent-proc-cwd"])
+    assert_same(before, snapshot(parent, recursive=True, content=True, skip=[ws]), "the workspace's parent")
+
+
+@attack("fs-write-ws-parent-tmp")
+def fs_write_ws_parent_tmp(ctx):
+    """A workspace under /var/tmp: the sandbox replaces /var/tmp by a private
+    tmpfs, so writes next to the workspace may work inside; the host's parent
+    directory must not change."""
+    ws, parent, before, body = _parent_attack(ctx, "tmp")
+    res = ctx.run(ws, body)
+    check("PROBE-DONE" in res.stdout, "the attack did not run: %s" % res.describe())
+    assert_same(before, snapshot(parent, recursive=True, content=True, skip=[ws]), "the workspace's parent")
+
+
+@attack("fs-write-shared-tmp")
+def fs_write_shared_tmp(ctx):
+    """/tmp, /var/tmp, /dev/shm are private inside: nothing reaches the host's."""
+    ws = ctx.workspace("shared-tmp")
+    body = r"""
+echo pwn > /tmp/$PWN && echo "INFO /tmp writable (private)"
+echo pwn > /var/tmp/$PWN
+echo pwn > /dev/shm/$PWN
+mkdir /tmp/$PWN.d
+ln -s /etc /tmp/$PWN.lnk
+"""
+    res = ctx.run(ws, body)
+    check("PROBE-DONE" in res.stdout, "the attack did not run: %s" % res.describe())
+    for d in ("/tmp", "/var/tmp", "/dev/shm"):
+        for suffix in ("", ".d", ".lnk"):
+            p = os.path.join(d, ctx.pwn + suffix)
+            check(not os.path.lexists(p), "%s appeared on the host" % p)
+
+
+# ===========================================================================
+# Secrets
+
+def _secret_attack(ctx, label, rel):
+    ws = ctx.workspace("secret-" + label)
+    body = r"""
+T="$HOME/%s"
+echo "== ls"; ls -laR "$T" 2>&1 | head -50
+echo "== cat"
+if [ -d "$T" ]; then find "$T" -type f -exec cat {} + 2>&1; else cat "$T" 2>&1; fi
+echo "== via /proc/self/root"
+find "/proc/self/root$T" -type f -exec cat {} + 2>&1
+echo "== via /proc/1/root"
+find "/proc/1/root$T" -type f -exec cat {} + 2>&1
+echo "== python"
+python3 - "$T" <<'EOF' 2>&1
+import os, sys
+t = sys.argv[1]
+paths = [t] if not os.path.isdir(t) else [os.path.join(d, f) for d, _, fs in os.walk(t) for f in fs]
+for p in paths:
+    try:
+        print(p, open(p, "rb").read()[:4096])
+    except OSError as e:
+        print(p, e)
+EOF
+echo "== tar"
+tar cf - "$T" 2>/dev/null | tr -c '[:print:]\n' '.' | head -c 20000
+echo "== copy into the workspace"
+cp -r "$T" ./loot 2>&1
+cat "$T" > ./loot.cat 2>&1
+echo "== grep"
+grep -rs TXSECRET "$T" "/proc/1/root$T" "/proc/self/root$T" 2>/dev/null | head
+echo "== unmask"
+must_fail umount-mask umount "$T"
+must_fail umount-lazy umount -l "$T"
+""" % rel
+    res = ctx.run(ws, body)
+    ctx.expect_blocked(res)
+    check(ctx.secret not in res.stdout and ctx.secret not in res.stderr,
+          "the content of ~/%s is readable inside the sandbox" % rel)
+
+
+def _make_secret_attack(label, rel):
+    @attack("secret-" + label)
+    def _fn(ctx):
+        _secret_attack(ctx, label, rel)
+    return _fn
+
+
+for _label, _rel, _ in SECRETS:
+    _make_secret_attack(_label, _rel)
+
+
+@attack("secret-symlinked-dir")
+def secret_symlinked_dir(ctx):
+    """~/.aws is a symlink to the real directory elsewhere: masking must hide
+    what it points to (read by either path)."""
+    home = os.path.join(ctx.vis_root, "home-symlinked")
+    real = os.path.join(ctx.vis_root, "real-aws")
+    rmtree_force(home)
+    rmtree_force(real)
+    os.makedirs(home)
+    os.makedirs(real)
+    with open(os.path.join(real, "credentials"), "w") as f:
+        f.write("[default]\naws_secret_access_key = %s\n" % ctx.secret)
+    os.symlink(real, os.path.join(home, ".aws"))
+    ws = ctx.workspace("secret-symlinked")
+    body = r"""
+cat "$HOME/.aws/credentials" 2>&1
+cat '%s/credentials' 2>&1
+cp -r '%s' ./loot 2>&1
+""" % (real, real)
+    res = ctx.run(ws, body, home=home)
+    check(ctx.secret not in res.stdout + res.stderr,
+          "a masked secret behind a symlink (~/.aws -> %s) is readable inside" % real)
+
+
+@attack("secret-workspace-contains-home")
+def secret_workspace_contains_home(ctx):
+    """The workspace is an ancestor of HOME (-w /srv/users with HOME=/srv/users/me):
+    the masks lie inside the overlay then, and must still hold."""
+    parent = os.path.join(ctx.vis_root, "users")
+    home = os.path.join(parent, "me")
+    rmtree_force(parent)
+    os.makedirs(home)
+    plant_secrets(home, ctx.secret)
+    ctx.workspaces.append(parent)
+    ctx.allow_error = True  # refusing such a workspace is also fine
+    body = r"""
+cat "$HOME/.ssh/id_rsa" 2>&1
+cat "$HOME/.aws/credentials" 2>&1
+cat me/.netrc me/.git-credentials 2>&1
+grep -rs TXSECRET . 2>/dev/null | head
+"""
+    res = ctx.run(parent, body, home=home)
+    ctx.allow_error = False
+    if res.outcome == "error":
+        ctx.note("txbox refused the workspace: %s" % res.get("error"))
+        return
+    check(ctx.secret not in res.stdout + res.stderr,
+          "with the workspace %s containing HOME=%s, the masked secrets are readable inside "
+          "(the overlay on the workspace covers the masks)" % (parent, home))
+
+
+@attack("secret-env")
+def secret_env(ctx):
+    ws = ctx.workspace("env")
+    body = r"""
+echo "== env"; env
+echo "== /proc/self/environ"; tr '\0' '\n' < /proc/self/environ
+echo "== /proc/1/environ"; tr '\0' '\n' < /proc/1/environ 2>&1
+echo "== all"; for p in /proc/[0-9]*; do tr '\0' '\n' < $p/environ 2>/dev/null; done
+echo "== export"; export -p
+env > ./env-dump.txt
+cat /proc/1/environ > ./init-env.txt 2>/dev/null
+"""
+    res = ctx.run(ws, body)
+    leaked = []
+    for line in res.stdout.splitlines():
+        name = line.split("=", 1)[0].replace("export ", "").strip()
+        if name in ctx.SECRET_ENV or name == "SSH_AUTH_SOCK":
+            leaked.append(name)
+    if leaked:
+        raise Fail("secret environment variables visible inside: %s" % ", ".join(sorted(set(leaked))))
+    check(ctx.secret not in res.stdout, "a secret environment value is visible inside")
+
+
+# ===========================================================================
+# Network
+
+@attack("net-tcp-localhost")
+def net_tcp_localhost(ctx):
+    l4 = Listener(socket.AF_INET, ("127.0.0.1", 0))
+    ctx.on_cleanup(l4.close)
+    u4 = Listener(socket.AF_INET, ("127.0.0.1", 0), socket.SOCK_DGRAM)
+    ctx.on_cleanup(u4.close)
+    l6 = None
+    try:
+        l6 = Listener(socket.AF_INET6, ("::1", 0))
+        ctx.on_cleanup(l6.close)
+    except OSError:
+        ctx.note("no IPv6 loopback on the host: ::1 not tried")
+    p4, pu = l4.addr[1], u4.addr[1]
+    p6 = l6.addr[1] if l6 else 0
+    ws = ctx.workspace("tcp")
+    body = r"""
+"$BIN/net" tcp 127.0.0.1 %d | grep -v PROBE-DONE
+[ %d -ne 0 ] && "$BIN/net" tcp ::1 %d | grep -v PROBE-DONE
+"$BIN/net" udp 127.0.0.1 %d | grep -v PROBE-DONE
+must_fail_sh bash-dev-tcp "bash -c 'echo TXSEC > /dev/tcp/127.0.0.1/%d'"
+must_fail python-connect python3 -c "import socket; s=socket.create_connection(('127.0.0.1', %d), 3); s.send(b'TXSEC')"
+must_fail python-connect-localhost python3 -c "import socket; s=socket.create_connection(('localhost', %d), 3); s.send(b'TXSEC')"
+""" % (p4, p6, p6, pu, p4, p4, p4)
+    res = ctx.run(ws, body)
+    ctx.expect_blocked(res, ["tcp-127.0.0.1:%d" % p4, "bash-dev-tcp", "python-connect"])
+    for l, what in ((l4, "127.0.0.1 TCP"), (u4, "127.0.0.1 UDP"), (l6, "::1 TCP")):
+        if l:
+            l.close()
+            check(not l.hits, "the host's %s listener got %d connection(s)/datagram(s) from the sandbox: %s"
+                  % (what, len(l.hits), l.hits[:2]))
+
+
+@attack("net-tcp-host-ip")
+def net_tcp_host_ip(ctx):
+    ip = host_ipv4()
+    if not ip:
+        raise Skip("the host has no non-loopback IPv4 address")
+    l = Listener(socket.AF_INET, ("0.0.0.0", 0))
+    ctx.on_cleanup(l.close)
+    port = l.addr[1]
+    ws = ctx.workspace("tcp-host-ip")
+    res = ctx.run(ws, r"""
+"$BIN/net" tcp %s %d | grep -v PROBE-DONE
+must_fail python-connect python3 -c "import socket; socket.create_connection(('%s', %d), 3).send(b'TXSEC')"
+""" % (ip, port, ip, port))
+    ctx.expect_blocked(res, ["tcp-%s:%d" % (ip, port), "python-connect"])
+    l.close()
+    check(not l.hits, "the host listener on %s:%d got a connection from the sandbox" % (ip, port))
+
+
+@attack("net-egress")
+def net_egress(ctx):
+    ws = ctx.workspace("egress")
+    res = ctx.run(ws, r"""
+"$BIN/net" tcp 1.1.1.1 443 | grep -v PROBE-DONE
+"$BIN/net" tcp 8.8.8.8 53 | grep -v PROBE-DONE
+"$BIN/net" tcp 2606:4700:4700::1111 443 | grep -v PROBE-DONE
+must_fail dns-lookup getent hosts example.com
+must_fail python-dns python3 -c "import socket; print(socket.getaddrinfo('example.com', 443))"
+""")
+    ctx.expect_blocked(res, ["tcp-1.1.1.1:443", "tcp-8.8.8.8:53", "dns-lookup"])
+
+
+@attack("net-unix-socket")
+def net_unix_socket(ctx):
+    """A Unix socket listener outside the workspace, in a directory the
+    sandbox can see (a host service such as /run/docker.sock or the D-Bus
+    system bus is exactly this)."""
+    d = os.path.join(ctx.vis_root, "sock")
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "host.sock")
+    dpath = os.path.join(d, "dgram.sock")
+    for p in (path, dpath):
+        if os.path.lexists(p):
+            os.unlink(p)
+    l = Listener(socket.AF_UNIX, path)
+    ctx.on_cleanup(l.close)
+    ld = Listener(socket.AF_UNIX, dpath, socket.SOCK_DGRAM)
+    ctx.on_cleanup(ld.close)
+    os.chmod(path, 0o777)
+    os.chmod(dpath, 0o777)
+    # and one the sandbox cannot even see (/var/tmp is private inside)
+    tdir = os.path.join(ctx.tmp_root, "sock")
+    os.makedirs(tdir, exist_ok=True)
+    tpath = os.path.join(tdir, "t.sock")
+    if os.path.lexists(tpath):
+        os.unlink(tpath)
+    lt = Listener(socket.AF_UNIX, tpath)
+    ctx.on_cleanup(lt.close)
+    ws = ctx.workspace("unix")
+    res = ctx.run(ws, r"""
+"$BIN/net" unix '%s' | grep -v PROBE-DONE
+"$BIN/net" unix-dgram '%s' | grep -v PROBE-DONE
+"$BIN/net" unix '%s' | grep -v PROBE-DONE
+must_fail python-unix python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('%s'); s.send(b'TXSEC-PY')"
+""" % (path, dpath, tpath, path))
+    for x in (l, ld, lt):
+        x.close()
+    problems = []
+    esc = res.lines("ESCAPED")
+    if esc:
+        problems.append("inside: " + "; ".join(e[8:] for e in esc))
+    for x, what in ((l, path), (ld, dpath), (lt, tpath)):
+        if x.hits:
+            problems.append("the host listener %s received %d connection(s)/datagram(s) from the sandbox (%s)"
+                            % (what, len(x.hits), short(x.hits[0][1], 60)))
+    if problems:
+        raise Fail("; ".join(problems))
+    ctx.expect_blocked(res)
+
+
+def _abstract(ctx, net):
+    name = "txsec-abs-" + ctx.mark + ("-net" if net else "")
+    l = Listener(socket.AF_UNIX, "\0" + name)
+    ctx.on_cleanup(l.close)
+    ws = ctx.workspace("abstract" + ("-net" if net else ""))
+    res = ctx.run(ws, r"""
+"$BIN/net" abstract '%s' | grep -v PROBE-DONE
+must_fail python-abstract python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('\0%s'); s.send(b'TXSEC')"
+""" % (name, name), opts=["--net"] if net else [])
+    l.close()
+    check(not l.hits, "the host's abstract socket @%s got %d connection(s) from the sandbox%s"
+          % (name, len(l.hits), " (with --net)" if net else ""))
+    ctx.expect_blocked(res, ["abstract-@" + name, "python-abstract"])
+
+
+@attack("net-abstract-unix")
+def net_abstract_unix(ctx):
+    _abstract(ctx, False)
+
+
+@attack("net-abstract-unix-with-net")
+def net_abstract_unix_with_net(ctx):
+    """--net shares the host's network namespace; abstract sockets stay scoped
+    (Landlock ABI >= 6) per src/sandbox/landlock.c."""
+    _abstract(ctx, True)
+
+
+def _raw(ctx, net):
+    ws = ctx.workspace("raw" + ("-net" if net else ""))
+    res = ctx.run(ws, r'"$BIN/net" raw', opts=["--net"] if net else [])
+    ctx.expect_blocked(res, ["af_packet-raw", "raw-icmp", "af_vsock"])
+
+
+@attack("net-raw-socket")
+def net_raw_socket(ctx):
+    _raw(ctx, False)
+
+
+@attack("net-raw-socket-with-net")
+def net_raw_socket_with_net(ctx):
+    _raw(ctx, True)
+
+
+def _netconfig(ctx, net):
+    before = ip_state()
+    if before is None:
+        raise Skip("no ip(8) on the host")
+    ws = ctx.workspace("netcfg" + ("-net" if net else ""))
+    body = r"""
+must_fail ip-link-add ip link add txsdummy0 type dummy
+must_fail ip-addr-add ip addr add 10.77.77.77/32 dev lo
+must_fail ip-route-add ip route add 10.78.0.0/16 dev lo
+must_fail ip-rule-add ip rule add from 10.79.0.0/16 lookup 100
+must_fail_sh sysctl-ip-forward "echo 1 > /proc/sys/net/ipv4/ip_forward"
+must_fail_sh sysctl-rp-filter "echo 0 > /proc/sys/net/ipv4/conf/all/rp_filter"
+if command -v iptables >/dev/null; then must_fail iptables-append iptables -A INPUT -s 10.77.0.0/16 -j DROP; else echo "INFO no iptables in the image"; fi
+if command -v nft >/dev/null; then must_fail nft-add-table nft add table inet txsec; else echo "INFO no nft in the image"; fi
+"""
+    if not net:
+        body += "must_fail ip-link-lo-down ip link set lo down\nmust_fail ip-link-eth0-down ip link set eth0 down\n"
+    if not which("iptables"):
+        ctx.note("no iptables/nft on this machine: netfilter changes tried only if present in the image")
+
+    def restore():
+        if not ctx.is_root:
+            return
+        ip = which("ip")
+        for args in (["link", "del", "txsdummy0"], ["addr", "del", "10.77.77.77/32", "dev", "lo"],
+                     ["route", "del", "10.78.0.0/16"], ["rule", "del", "from", "10.79.0.0/16", "lookup", "100"]):
+            subprocess.run([ip] + args, capture_output=True)
+    ctx.on_cleanup(lambda: ip_state() != before and restore())
+    res = ctx.run(ws, body, opts=["--net"] if net else [])
+    ctx.expect_blocked(res, ["ip-link-add", "ip-addr-add", "ip-route-add"])
+    after = ip_state()
+    if after != before:
+        import difflib
+        d = [l for l in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+             if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+        raise Fail("host network configuration changed: %s" % "; ".join(d[:6]))
+
+
+@attack("net-config")
+def net_config(ctx):
+    _netconfig(ctx, False)
+
+
+@attack("net-config-with-net")
+def net_config_with_net(ctx):
+    """With --net the sandbox shares the host's interfaces: changing them
+    must still be refused (no CAP_NET_ADMIN)."""
+    _netconfig(ctx, True)
+
+
+# ===========================================================================
+# Processes
+
+def _host_sleep(ctx):
+    s = HostSleep()
+    ctx.on_cleanup(s.stop)
+    time.sleep(0.05)
+    return s
+
+
+@attack("proc-host-invisible")
+def proc_host_invisible(ctx):
+    s = _host_sleep(ctx)
+    ws = ctx.workspace("proc-visible")
+    res = ctx.run(ws, r"""
+TAG='%s'; HP=%d
+if grep -l "$TAG" /proc/[0-9]*/cmdline 2>/dev/null | grep -q .; then esc "host-process-in-proc: $(grep -l "$TAG" /proc/[0-9]*/cmdline)"; else blk "host-process-in-proc: not found"; fi
+if [ -r /proc/$HP/cmdline ] && tr '\0' ' ' < /proc/$HP/cmdline | grep -q "$TAG"; then esc "host-pid-dir: /proc/$HP is the host's sleep"; else blk "host-pid-dir: absent"; fi
+if command -v ps >/dev/null && ps -eo args 2>/dev/null | grep -v grep | grep -q "$TAG"; then esc "ps-shows-host"; else blk "ps-shows-host: no"; fi
+echo "INFO processes visible: $(ls -d /proc/[0-9]* | wc -l)"
+""" % (s.tag, s.pid))
+    ctx.expect_blocked(res, ["host-process-in-proc", "host-pid-dir"])
+
+
+@attack("proc-kill-host")
+def proc_kill_host(ctx):
+    s = _host_sleep(ctx)
+    ws = ctx.workspace("proc-kill")
+    res = ctx.run(ws, r"""
+HP=%d
+must_fail kill-0 kill -0 $HP
+must_fail kill-STOP kill -STOP $HP
+must_fail kill-9 kill -9 $HP
+must_fail python-kill python3 -c "import os; os.kill($HP, 9)"
+must_fail pidfd-kill python3 -c "import os, signal; fd = os.pidfd_open($HP); signal.pidfd_send_signal(fd, 9)"
+kill -9 -1 2>/dev/null; echo "INFO kill -1 done (reaches only the sandbox)"
+""" % s.pid)
+    ctx.expect_blocked(res, ["kill-0", "kill-9", "python-kill"])
+    alive, state, _ = s.state()
+    check(alive, "the host process %d was killed from the sandbox" % s.pid)
+    check(state not in ("T", "t"), "the host process %d was stopped from the sandbox (state %s)" % (s.pid, state))
+
+
+@attack("proc-ptrace-host")
+def proc_ptrace_host(ctx):
+    s = _host_sleep(ctx)
+    ws = ctx.workspace("ptrace")
+    res = ctx.run(ws, r"""
+"$BIN/ptrace" %d
+""" % s.pid)
+    ctx.expect_blocked(res, ["ptrace-attach-host", "ptrace-seize-host", "ptrace-attach-own-child", "ptrace-traceme"])
+    alive, state, tracer = s.state()
+    check(alive and tracer == 0 and state not in ("t", "T"),
+          "the host process changed: alive=%s state=%s tracer=%d" % (alive, state, tracer))
+
+
+@attack("proc-1-root")
+def proc_1_root(ctx):
+    parent = os.path.join(ctx.vis_root, "parents", "p-proc1")
+    os.makedirs(parent, exist_ok=True)
+    ws = ctx.workspace("ws", parent=parent)
+    before_etc = snapshot("/etc", content=True)
+    before_parent = snapshot(parent, recursive=True, content=True, skip=[ws])
+    res = ctx.run(ws, r"""
+P='%s'
+ls /proc/1/root/ >/dev/null 2>&1 && echo "INFO /proc/1/root lists (the sandbox's own root)"
+must_fail_sh proc1root-etc "echo pwn > /proc/1/root/etc/$PWN"
+must_fail_sh proc1root-parent "echo pwn > /proc/1/root$P/$PWN"
+must_fail_sh proc1root-home "echo pwn > /proc/1/root$HOME/$PWN"
+must_fail_sh proc1-environ "cat /proc/1/environ"
+must_fail_sh proc1-fd-list "ls /proc/1/fd"
+must_fail_sh proc1-cwd "ls /proc/1/cwd/"
+for fd in 0 1 2 3 4 5 6 7 8 9 10 11 12; do must_fail_sh proc1-fd-$fd-write "echo pwn > /proc/1/fd/$fd"; done
+must_fail_sh proc1-mem "head -c 16 /proc/1/mem"
+must_fail_sh proc-self-root-dotdot "echo pwn > /proc/self/root/../../../etc/$PWN"
+must_fail_sh proc-thread-self-root "echo pwn > /proc/thread-self/root/etc/$PWN"
+if awk '$2 == "/" {print $4}' /proc/self/mounts | grep -q '^rw'; then esc "root-mounted-rw"; else blk "root-mounted-rw: no"; fi
+""" % parent)
+    ctx.expect_blocked(res, ["proc1root-etc", "proc1root-parent", "proc1-environ", "proc1-fd-1-write"])
+    assert_same(before_etc, snapshot("/etc", content=True), "/etc")
+    assert_same(before_parent, snapshot(parent, recursive=True, content=True, skip=[ws]), "the workspace's parent")
+
+
+@attack("proc-self-mem")
+def proc_self_mem(ctx):
+    ws = ctx.workspace("selfmem")
+    res = ctx.run(ws, r'"$BIN/sys" selfmem')
+    ctx.expect_blocked(res, ["mount-after-selfmem", "open-/proc/1/mem-rw"])
+
+
+@attack("proc-sys-write")
+def proc_sys_write(ctx):
+    keys = ["kernel/hostname", "kernel/domainname", "kernel/core_pattern", "kernel/sysrq", "kernel/modprobe",
+            "vm/drop_caches", "vm/overcommit_memory", "kernel/randomize_va_space", "fs/protected_hardlinks",
+            "net/ipv4/ip_forward", "kernel/panic", "user/max_user_namespaces", "kernel/pid_max"]
+    before = {k: read_text("/proc/sys/" + k) for k in keys}
+    ws = ctx.workspace("procsys")
+    res = ctx.run(ws, r"""
+must_fail_sh sys-hostname "echo $PWN > /proc/sys/kernel/hostname"
+must_fail_sh sys-domainname "echo $PWN > /proc/sys/kernel/domainname"
+must_fail_sh sys-core-pattern "echo '|/tmp/$PWN' > /proc/sys/kernel/core_pattern"
+must_fail_sh sys-sysrq "echo 1 > /proc/sys/kernel/sysrq"
+must_fail_sh sys-modprobe "echo /tmp/$PWN > /proc/sys/kernel/modprobe"
+must_fail_sh sys-drop-caches "echo 3 > /proc/sys/vm/drop_caches"
+must_fail_sh sys-overcommit "echo 1 > /proc/sys/vm/overcommit_memory"
+must_fail_sh sys-aslr "echo 0 > /proc/sys/kernel/randomize_va_space"
+must_fail_sh sys-hardlinks "echo 0 > /proc/sys/fs/protected_hardlinks"
+must_fail_sh sys-panic "echo 0 > /proc/sys/kernel/panic"
+must_fail_sh sys-userns "echo 0 > /proc/sys/user/max_user_namespaces"
+must_fail sysctl-w sysctl -w kernel.hostname=$PWN
+""")
+    ctx.expect_blocked(res, ["sys-hostname", "sys-core-pattern", "sys-drop-caches"])
+    for k in keys:
+        check(read_text("/proc/sys/" + k) == before[k], "/proc/sys/%s changed on the host" % k)
+
+
+@attack("proc-sysrq-trigger")
+def proc_sysrq_trigger(ctx):
+    sysrq = read_text("/proc/sys/kernel/sysrq")
+    ws = ctx.workspace("sysrq")
+    # 'h' (help) only: harmless even if it got through
+    res = ctx.run(ws, r"""
+must_fail_sh sysrq-trigger "echo h > /proc/sysrq-trigger"
+must_fail_sh sysrq-python "python3 -c \"open('/proc/sysrq-trigger','w').write('h')\""
+""")
+    ctx.expect_blocked(res, ["sysrq-trigger", "sysrq-python"])
+    check(read_text("/proc/sys/kernel/sysrq") == sysrq, "/proc/sys/kernel/sysrq changed")
+
+
+@attack("sys-cgroup-write")
+def sys_cgroup_write(ctx):
+    """sysfs and cgroupfs: uevent_helper and release_agent are classic
+    container escapes; moving oneself to the root cgroup escapes limits."""
+    files = ["/sys/kernel/uevent_helper"]
+    for d in ("/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/cpu",
+              "/sys/fs/cgroup/systemd", "/sys/fs/cgroup/unified"):
+        for f in ("release_agent", "notify_on_release", "cgroup.procs", "cgroup.subtree_control"):
+            if os.path.exists(os.path.join(d, f)):
+                files.append(os.path.join(d, f))
+    watch = [f for f in files if not f.endswith("cgroup.procs")]
+    before = {f: read_text(f) for f in watch}
+    ws = ctx.workspace("sysfs")
+    body = "\n".join(
+        'must_fail_sh write-%s "echo %s > %s"' % (f.strip("/").replace("/", "-"),
+                                                  "$$" if f.endswith("cgroup.procs") else
+                                                  ("+pids" if f.endswith("subtree_control") else
+                                                   ("1" if f.endswith("notify_on_release") else "/tmp/$PWN")), f)
+        for f in files)
+    body += r"""
+for d in /sys/fs/cgroup /sys/fs/cgroup/memory /sys/fs/cgroup/pids /sys/fs/cgroup/unified; do
+  [ -d $d ] && must_fail mkdir-cgroup-$(basename $d) mkdir $d/$PWN
+done
+must_fail_sh sys-class-net "echo 1 > /sys/class/net/lo/tx_queue_len"
+must_fail_sh sys-module-param "echo 1 > /sys/module/printk/parameters/time"
+"""
+    res = ctx.run(ws, body)
+    ctx.expect_blocked(res, ["write-sys-kernel-uevent_helper"] if os.path.exists(files[0]) else [])
+    for f in watch:
+        check(read_text(f) == before[f], "%s changed on the host" % f)
+
+
+# ===========================================================================
+# Mounts, namespaces, chroot, devices
+
+@attack("mount")
+def mount_attack(ctx):
+    ws = ctx.workspace("mount")
+    res = ctx.run(ws, r"""
+mkdir -p mnt
+"$BIN/mount" "$HOME" | grep -v PROBE-DONE
+must_fail mount-cmd-tmpfs mount -t tmpfs none /mnt
+must_fail mount-cmd-bind mount --bind / ./mnt
+must_fail mount-cmd-remount mount -o remount,rw /
+must_fail umount-cmd-proc umount /proc
+must_fail umount-cmd-mask umount -l "$HOME/.ssh"
+must_fail umount-cmd-ws umount -l "$PWD"
+rmdir mnt
+""")
+    ctx.expect_blocked(res, ["mount-tmpfs-etc", "mount-bind-root", "remount-root-rw", "umount-secret-mask",
+                             "fsopen", "open_tree-clone", "move_mount", "pivot_root", "mount_setattr-clear-ro",
+                             "umount-cmd-ws"])
+
+
+@attack("unshare")
+def unshare_attack(ctx):
+    ws = ctx.workspace("unshare")
+    res = ctx.run(ws, r"""
+"$BIN/ns" unshare | grep -v PROBE-DONE
+must_fail unshare-U unshare -U true
+must_fail unshare-Ur unshare -Ur true
+must_fail unshare-m unshare -m true
+must_fail unshare-n unshare -n true
+must_fail unshare-pf unshare -p -f true
+must_fail unshare-Urm-mount unshare -Urm sh -c 'mount -t tmpfs x /etc && touch /etc/$PWN'
+""")
+    ctx.expect_blocked(res, ["unshare-user", "unshare-mnt", "unshare-net", "unshare-U", "unshare-Ur"])
+
+
+@attack("setns")
+def setns_attack(ctx):
+    ws = ctx.workspace("setns")
+    res = ctx.run(ws, r"""
+"$BIN/ns" setns | grep -v PROBE-DONE
+must_fail nsenter-init nsenter -t 1 -m -u -n -p -i true
+must_fail nsenter-init-user nsenter -t 1 -U true
+""")
+    ctx.expect_blocked(res, ["setns-self-mnt", "setns-self-user", "setns-1-mnt", "nsenter-init"])
+
+
+@attack("userns-create")
+def userns_create(ctx):
+    ws = ctx.workspace("userns")
+    res = ctx.run(ws, r'"$BIN/ns" userns')
+    ctx.expect_blocked(res, ["clone-newuser", "clone3-newuser"])
+
+
+@attack("chroot")
+def chroot_attack(ctx):
+    ws = ctx.workspace("chroot")
+    res = ctx.run(ws, r"""
+"$BIN/chroot" | grep -v PROBE-DONE
+must_fail chroot-cmd chroot / /bin/true
+must_fail chroot-cmd-ws chroot . /bin/true
+""")
+    ctx.expect_blocked(res, ["chroot-tmp", "chroot-jail", "chroot-cmd"])
+
+
+@attack("mknod")
+def mknod_attack(ctx):
+    ws = ctx.workspace("mknod")
+    res = ctx.run(ws, r"""
+"$BIN/mknod" . /tmp /dev/shm | grep -v PROBE-DONE
+must_fail mknod-cmd-blk mknod ./$PWN.blk b 8 0
+must_fail mknod-cmd-chr mknod ./$PWN.chr c 1 1
+must_fail mknod-python python3 -c "import os, stat; os.mknod('$PWN.py', stat.S_IFCHR | 0o666, os.makedev(1, 3))"
+""")
+    ctx.expect_blocked(res, ["mknod-blk-vda-.", "mknod-chr-mem-.", "mknod-chr-whiteout-.", "mknod-cmd-blk"])
+
+
+@attack("dev-write")
+def dev_write(ctx):
+    before = snapshot("/dev")
+    disk = None
+    for d in ("/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/xvda"):
+        if os.path.exists(d):
+            disk = d
+            break
+    disk_sha = None
+    if ctx.is_root and disk:
+        with open(disk, "rb") as f:
+            disk_sha = f.read(1 << 16)
+    ws = ctx.workspace("dev")
+    # open read-write without writing: an open that works is already the hole
+    devs = ["/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/mem", "/dev/kmem", "/dev/port", "/dev/kmsg",
+            "/dev/console", "/dev/tty0", "/dev/tty1", "/dev/ttyS0", "/dev/loop0", "/dev/loop-control",
+            "/dev/zram0", "/dev/vsock", "/dev/kvm", "/dev/fuse", "/dev/btrfs-control", "/dev/userfaultfd",
+            "/dev/hwrng", "/dev/cpu/0/msr", "/dev/vcs", "/dev/autofs", "/dev/net/tun", "/dev/mapper/control"]
+    body = "echo \"INFO /dev inside: $(ls /dev | tr '\\n' ' ')\"\n"
+    body += "\n".join('must_fail_sh open-rw-%s "exec 3<> %s"' % (d[5:].replace("/", "-"), d) for d in devs)
+    body += r"""
+must_fail_sh dev-create "echo pwn > /dev/$PWN"
+must_fail_sh dev-shm-parent "mkdir /dev/$PWN.d"
+for b in /dev/*; do [ -b "$b" ] && esc "block-device-visible: $b"; done
+echo done-scan
+"""
+    res = ctx.run(ws, body)
+    ctx.expect_blocked(res, ["open-rw-vda", "open-rw-mem", "open-rw-kmsg", "dev-create"])
+    after = snapshot("/dev")
+    # terminals' times change with use, pty nodes come and go with other
+    # sessions: compare names, types, modes and device numbers
+    keep = ("type", "mode", "uid", "gid", "rdev", "target")
+    strip = lambda s: {k: {f: v.get(f) for f in keep} for k, v in s.items()
+                       if not k.startswith(("pts/", "shm/")) and k != "." and isinstance(v, dict)}
+    assert_same(strip(before), strip(after), "/dev")
+    if disk_sha is not None:
+        with open(disk, "rb") as f:
+            check(f.read(1 << 16) == disk_sha, "the first 64 KiB of %s changed" % disk)
+
+
+@attack("tiocsti")
+def tiocsti(ctx):
+    """txbox runs with a terminal as its controlling tty and stdin; the
+    command must not be able to type into it."""
+    ws = ctx.workspace("tiocsti")
+    res = ctx.run(ws, r'"$BIN/tiocsti"', use_pty=True)
+    # whatever got pushed into the terminal's input queue is readable on
+    # the slave side (raw mode: no line discipline holding it back)
+    os.set_blocking(res.pty_slave, False)
+    try:
+        injected = os.read(res.pty_slave, 4096)
+    except (BlockingIOError, OSError):
+        injected = b""
+    ctx.expect_blocked(res, ["tiocsti-stdin", "tiocsti-stdout", "tiocsti-highbits"])
+    check(not injected, "characters were injected into txbox's terminal: %r" % injected[:80])
+
+
+# ===========================================================================
+# What commit publishes
+
+@attack("setuid-commit")
+def setuid_commit(ctx):
+    ws = ctx.workspace("setuid")
+    res = ctx.run(ws, r"""
+cp /bin/sh ./suid-sh && chmod 4755 ./suid-sh
+cp "$BIN/hello" ./suid-hello && chmod 6755 ./suid-hello
+cp "$BIN/hello" ./sgid-hello && chmod 2755 ./sgid-hello
+chmod 4755 ./tool
+mkdir -p bin && cp "$BIN/hello" bin/nested && chmod u+s,g+s bin/nested
+ls -la suid-sh suid-hello sgid-hello tool bin/nested
+echo "INFO run: $(./suid-hello)"
+U=$(id -u)
+case "$(./suid-hello)" in *"euid=$U "*) blk "setuid-exec-gains: no";; *) esc "setuid-exec-gains: $(./suid-hello)";; esac
+must_fail setcap setcap cap_setuid,cap_sys_admin+ep ./suid-hello
+must_fail setfattr-capability setfattr -n security.capability -v 0sAQAAAgAgAAAAAAAAAAAAAAAAAAA= ./sgid-hello
+""")
+    ctx.expect_blocked(res, ["setuid-exec-gains", "setcap", "setfattr-capability"])
+    check(res.outcome in ("committed", "rolled_back"), "unexpected outcome: %s" % res.describe())
+    problems = []
+    present = []
+    for rel in ("suid-sh", "suid-hello", "sgid-hello", "tool", "bin/nested"):
+        p = os.path.join(ws, rel)
+        if not os.path.lexists(p):
+            continue
+        present.append(rel)
+        st = os.lstat(p)
+        if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+            problems.append("%s has mode %o after %s" % (rel, stat.S_IMODE(st.st_mode), res.outcome))
+        try:
+            if "security.capability" in os.listxattr(p, follow_symlinks=False):
+                problems.append("%s carries security.capability" % rel)
+        except OSError:
+            pass
+    if problems:
+        raise Fail("; ".join(problems))
+    if res.outcome == "committed":
+        check(len(present) == 5, "committed, but files are missing: %s" % present)
+    ctx.note("outcome %s; committed files without setuid/setgid bits: %s" % (res.outcome, ", ".join(present)))
+
+
+@attack("setgid-dir-commit")
+def setgid_dir_commit(ctx):
+    ws = ctx.workspace("setgid-dir")
+    os.makedirs(os.path.join(ws, "existing"))
+    res = ctx.run(ws, r"""
+mkdir sgid-dir && chmod 2775 sgid-dir && echo x > sgid-dir/f
+chmod g+s existing
+chmod g+s src
+ls -ld sgid-dir existing src
+""")
+    check(res.outcome in ("committed", "rolled_back"), "unexpected outcome: %s" % res.describe())
+    bad = []
+    for rel in ("sgid-dir", "existing", "src"):
+        p = os.path.join(ws, rel)
+        if os.path.isdir(p) and os.lstat(p).st_mode & (stat.S_ISGID | stat.S_ISUID):
+            bad.append("%s (mode %o)" % (rel, stat.S_IMODE(os.lstat(p).st_mode)))
+    if bad:
+        raise Fail("setgid directories published: %s" % ", ".join(bad))
+
+
+@attack("xattr-commit")
+def xattr_commit(ctx):
+    ws = ctx.workspace("xattr")
+    res = ctx.run(ws, r"""
+echo data > xf
+mkdir -p xd
+must_fail setfattr-trusted-overlay setfattr -n trusted.overlay.opaque -v y xd
+must_fail setfattr-trusted-overlay-redirect setfattr -n trusted.overlay.redirect -v /etc src
+must_fail setfattr-trusted setfattr -n trusted.txsec -v 1 xf
+must_fail setfattr-security-cap setfattr -n security.capability -v 0sAQAAAgAgAAAAAAAAAAAAAAAAAAA= xf
+must_fail setfattr-security-selinux setfattr -n security.selinux -v system_u:object_r:shadow_t:s0 xf
+# user.overlay.* is private to rootless overlays; elsewhere a plain user xattr,
+# which commit must still not publish (it would steer the next overlay)
+setfattr -n user.overlay.opaque -v y xd 2>&1 && echo "INFO set user.overlay.opaque on xd"
+setfattr -n user.overlay.redirect -v /etc src 2>&1 && echo "INFO set user.overlay.redirect on src"
+setfattr -n user.overlay.origin -v 0x00fb xf 2>&1 && echo "INFO set user.overlay.origin on xf"
+setfattr -n user.txsec -v ok xf 2>&1 && echo "INFO ordinary user xattr set"
+""")
+    ctx.expect_blocked(res, ["setfattr-trusted-overlay", "setfattr-security-cap"])
+    check(res.outcome in ("committed", "rolled_back"), "unexpected outcome: %s" % res.describe())
+
+
+@attack("symlink-swap-dir")
+def symlink_swap_dir(ctx):
+    """Symlinks in the workspace swapped for directories (and back) inside the
+    sandbox: commit must not follow the old symlink out of the workspace."""
+    target = os.path.join(ctx.vis_root, "targets", "t1")
+    rmtree_force(target)
+    os.makedirs(target)
+    with open(os.path.join(target, "keep.txt"), "w") as f:
+        f.write("keep\n")
+    ws = ctx.workspace("symswap", where="vis")
+    os.symlink(target, os.path.join(ws, "link"))
+    os.symlink("/etc", os.path.join(ws, "link2"))
+    os.symlink(os.path.relpath(target, ws), os.path.join(ws, "rel"))
+    os.makedirs(os.path.join(ws, "dir1", "sub"))
+    with open(os.path.join(ws, "dir1", "sub", "f"), "w") as f:
+        f.write("f\n")
+    before_t = snapshot(target, recursive=True, content=True)
+    before_etc = snapshot("/etc", content=True)
+    res = ctx.run(ws, r"""
+T='%s'
+rm link && mkdir link && echo pwn > "link/$PWN" && mkdir link/keep.txt
+rm link2 && mkdir link2 && echo pwn > link2/passwd && echo pwn > "link2/$PWN"
+rm rel && mkdir -p rel/deeper && echo pwn > "rel/deeper/$PWN"
+echo mod > dir1/sub/f && mv dir1 dir1.old && ln -s "$T" dir1
+mkdir -p x/y && echo 1 > x/y/f && mv x x.old && ln -s /etc x
+ls -la . link link2
+""" % target)
+    check(res.outcome in ("committed", "rolled_back"), "unexpected outcome: %s" % res.describe())
+    assert_same(before_t, snapshot(target, recursive=True, content=True), "the symlink target %s" % target)
+    assert_same(before_etc, snapshot("/etc", content=True), "/etc")
+    if res.outcome == "committed":
+        check(os.path.isdir(os.path.join(ws, "link")) and not os.path.islink(os.path.join(ws, "link")),
+              "committed, but ws/link is not the new directory")
+        check(os.path.exists(os.path.join(ws, "link", ctx.pwn)), "committed, but ws/link/%s is missing" % ctx.pwn)
+        check(os.path.islink(os.path.join(ws, "dir1")), "committed, but ws/dir1 is not the new symlink")
+
+
+@attack("symlink-etc-write")
+def symlink_etc_write(ctx):
+    before = snapshot("/etc", content=True)
+    ws = ctx.workspace("symetc")
+    res = ctx.run(ws, r"""
+ln -s /etc x
+must_fail_sh write-through-dir-link "echo '$PWN:x:0:0::/:/bin/sh' >> x/passwd"
+must_fail_sh create-through-dir-link "echo pwn > x/$PWN"
+ln -s /etc/passwd p
+must_fail_sh write-through-file-link "echo pwn >> p"
+ln -s ../../../../../../../../etc/hosts rel
+must_fail_sh write-through-relative-link "echo pwn >> rel"
+""")
+    ctx.expect_blocked(res, ["write-through-dir-link", "create-through-dir-link", "write-through-file-link"])
+    assert_same(before, snapshot("/etc", content=True), "/etc")
+
+
+@attack("symlink-root-tmp")
+def symlink_root_tmp(ctx):
+    """`ln -s / root && echo x > root/tmp/pwned`: the write lands in the
+    sandbox's private /tmp; the committed symlink must not make it real."""
+    ws = ctx.workspace("symroot")
+    res = ctx.run(ws, r"""
+ln -s / root && echo x > root/tmp/$PWN && echo "INFO wrote root/tmp/$PWN (private /tmp)"
+ln -s / root2 && echo x > root2/var/tmp/$PWN
+ln -s /dev/shm shm && echo x > shm/$PWN
+""")
+    check(res.outcome in ("committed", "rolled_back"), "unexpected outcome: %s" % res.describe())
+    for p in ("/tmp/", "/var/tmp/", "/dev/shm/"):
+        check(not os.path.lexists(p + ctx.pwn), "%s%s exists on the host" % (p, ctx.pwn))
+    if res.outcome == "committed":
+        r = os.path.join(ws, "root")
+        check(os.path.islink(r) and os.readlink(r) == "/", "ws/root is not the plain symlink to /")
+
+
+@attack("hardlink-shadow")
+def hardlink_shadow(ctx):
+    st0 = os.stat("/etc/shadow")
+    sha0 = file_sha("/etc/shadow") if ctx.is_root else None
+    if not ctx.is_root:
+        ctx.note("/etc/shadow is unreadable as a user: its inode, links, size and mtime are compared, not its content")
+    ws = ctx.workspace("hardlink")
+    res = ctx.run(ws, r"""
+must_fail ln-shadow ln /etc/shadow ./shadow-link
+must_fail ln-passwd ln /etc/passwd ./passwd-link
+must_fail ln-python python3 -c "import os; os.link('/etc/shadow', 'shadow-link2')"
+must_fail ln-proc1root ln /proc/1/root/etc/shadow ./shadow-link3
+must_fail ln-secret ln "$HOME/.ssh/id_rsa" ./key-link
+ln -s /etc/shadow sl
+must_fail ln-follow ln -L sl ./shadow-link4
+must_fail_sh shadow-write "echo pwn >> /etc/shadow"
+""")
+    ctx.expect_blocked(res, ["ln-shadow", "ln-passwd", "ln-python", "ln-follow"])
+    st1 = os.stat("/etc/shadow")
+    for f in ("st_ino", "st_nlink", "st_size", "st_mtime_ns", "st_mode", "st_uid"):
+        check(getattr(st0, f) == getattr(st1, f), "/etc/shadow %s changed: %s -> %s" % (
+            f, getattr(st0, f), getattr(st1, f)))
+    if sha0:
+        check(file_sha("/etc/shadow") == sha0, "/etc/shadow content changed")
+
+
+@attack("fifo-left")
+def fifo_left(ctx):
+    ws = ctx.workspace("fifo")
+    res = ctx.run(ws, r"""
+mkfifo ./fifo1 && mkfifo src/fifo2 && echo "INFO fifos created"
+""", timeout=60)
+    check(res.outcome in ("committed", "rolled_back"), "unexpected outcome: %s" % res.describe())
+    if res.outcome == "rolled_back":
+        check(res.get("error"), "rolled back without a clear reason: %s" % res.describe())
+    for rel in ("fifo1", "src/fifo2"):
+        p = os.path.join(ws, rel)
+        if os.path.lexists(p):
+            check(stat.S_ISFIFO(os.lstat(p).st_mode), "%s is published as something else than a fifo" % rel)
+    ctx.note("outcome %s (%s)" % (res.outcome, res.get("error") or res.get("rollback_reason")))
+
+
+@attack("socket-left")
+def socket_left(ctx):
+    ws = ctx.workspace("socket")
+    res = ctx.run(ws, r"""
+"$BIN/sockleft" ./sock1 | grep -v PROBE-DONE
+"$BIN/sockleft" src/sock2
+""")
+    check(res.outcome in ("committed", "rolled_back"), "unexpected outcome: %s" % res.describe())
+    for rel in ("sock1", "src/sock2"):
+        p = os.path.join(ws, rel)
+        check(not (os.path.lexists(p) and stat.S_ISSOCK(os.lstat(p).st_mode)), "socket %s published" % rel)
+    if res.outcome == "rolled_back":
+        reason = "%s %s" % (res.get("rollback_reason"), res.get("error") or "")
+        check(res.get("error") and "sock" in (res.get("error") or "").lower(),
+              "rolled back, but the reason does not name the socket: %s" % reason)
+    ctx.note("outcome %s (%s)" % (res.outcome, res.get("error") or res.get("rollback_reason")))
+
+
+# ===========================================================================
+# Resources
+
+def _count_procs(token):
+    n = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if token in f.read():
+                    n += 1
+        except OSError:
+            pass
+    return n
+
+
+def _user_tasks(uid):
+    n = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        st = read_text("/proc/%s/status" % d, "")
+        u = t = None
+        for line in st.splitlines():
+            if line.startswith("Uid:"):
+                u = int(line.split()[1])
+            elif line.startswith("Threads:"):
+                t = int(line.split()[1])
+        if u == uid:
+            n += t or 1
+    return n
+
+
+@attack("fork-bomb", heavy=True)
+def fork_bomb(ctx):
+    ws = ctx.workspace("forkbomb")
+    script_token = os.path.join(ctx.scripts, "fork-bomb.sh").encode()
+    peak = [0]
+    stop = [False]
+
+    def sample():
+        while not stop[0]:
+            peak[0] = max(peak[0], _count_procs(script_token))
+            time.sleep(0.05)
+    th = threading.Thread(target=sample, daemon=True)
+    # Safety net so a sandbox without a pids limit cannot take the machine
+    # down: RLIMIT_NPROC a few hundred tasks above what this uid runs now.
+    # (The sandbox's own limit is what is checked: the peak must stay <= 64.)
+    cap = _user_tasks(ctx.uid) + 400
+
+    def pre():
+        resource.setrlimit(resource.RLIMIT_NPROC, (cap, cap))
+    th.start()
+    try:
+        res = ctx.run(ws, r"""
+bomb() { bomb | bomb & }
+bomb
+sleep 30
+""", opts=["--pids", "64", "--timeout", "10"], timeout=60, preexec=pre)
+    finally:
+        stop[0] = True
+        th.join(2)
+    check(res.outcome == "rolled_back", "the fork bomb was not rolled back: %s" % res.describe())
+    check(res.elapsed < 20, "the fork bomb ran %.1fs under --timeout 10" % res.elapsed)
+    check(peak[0] <= 64 + 2, "--pids 64 not enforced: %d processes of the bomb at once (mechanism %s; the "
+          "harness's RLIMIT_NPROC safety net at %d tasks for uid %d was what stopped it)"
+          % (peak[0], (res.get("limits") or {}).get("mechanism"), cap, ctx.uid))
+    ctx.note("peak %d processes, %s/%s, %.1fs, mechanism %s" % (
+        peak[0], res.get("rollback_reason"), res.get("limit"), res.elapsed, (res.get("limits") or {}).get("mechanism")))
+
+
+@attack("memory-bomb", heavy=True)
+def memory_bomb(ctx):
+    ws = ctx.workspace("membomb")
+    res = ctx.run(ws, r'"$BIN/membomb" 2048', opts=["--memory", "64M", "--timeout", "60"], timeout=120)
+    check("SURVIVED" not in res.stdout, "allocated and touched 2 GiB under --memory 64M (mechanism %s)"
+          % (res.get("limits") or {}).get("mechanism"))
+    check(res.outcome == "rolled_back", "not rolled back: %s" % res.describe())
+    check(res.get("rollback_reason") == "limit" and res.get("limit") == "memory",
+          "rolled back, but not reported as the memory limit: %s" % res.describe())
+
+
+@attack("tmpfs-fill", heavy=True)
+def tmpfs_fill(ctx):
+    """The private /tmp is RAM: filling it must count against --memory."""
+    ws = ctx.workspace("tmpfsfill")
+    res = ctx.run(ws, r"""
+dd if=/dev/zero of=/tmp/fill bs=1M count=512 2>&1 | tail -1
+echo "INFO dd status $?"
+echo "FILLED $(du -m /tmp/fill | cut -f1) MiB"
+""", opts=["--memory", "64M", "--timeout", "60"], timeout=120)
+    filled = [l for l in res.stdout.splitlines() if l.startswith("FILLED")]
+    mib = int(filled[0].split()[1]) if filled else 0
+    check(mib < 256, "wrote %d MiB into the sandbox's private /tmp (RAM) under --memory 64M (outcome %s, "
+          "mechanism %s)" % (mib, res.outcome, (res.get("limits") or {}).get("mechanism")))
+
+
+@attack("disk-fill", heavy=True)
+def disk_fill(ctx):
+    ws = ctx.workspace("diskfill")
+    sv = os.statvfs(ws)
+    free0 = sv.f_bavail * sv.f_frsize
+    res = ctx.run(ws, r"""
+dd if=/dev/zero of=big bs=1M count=100 2>&1 | tail -1
+echo "INFO dd status $?"
+""", opts=["--disk", "10M", "--timeout", "60"], timeout=120)
+    sv = os.statvfs(ws)
+    free1 = sv.f_bavail * sv.f_frsize
+    big = os.path.join(ws, "big")
+    size = os.path.getsize(big) if os.path.exists(big) else 0
+    drop = (free0 - free1) / MIB
+    check(free1 > 0, "the host file system is full")
+    check(drop < 150, "the host file system lost %.0f MiB for a 100 MiB write" % drop)
+    if res.outcome == "rolled_back" and res.get("limit") == "disk":
+        ctx.note("rolled back with limit disk")
+    else:
+        ctx.note("--disk 10M NOT enforced: outcome %s, %d MiB committed into the workspace (%s); the host "
+                 "disk was not filled (free space changed by %.0f MiB)"
+                 % (res.outcome, size // MIB, res.get("rollback_reason"), drop))
+    if os.path.exists(big):
+        os.unlink(big)
+
+
+@attack("cpu-spin", heavy=True)
+def cpu_spin(ctx):
+    ws = ctx.workspace("cpuspin")
+    res = ctx.run(ws, "while :; do :; done\n", opts=["--cpu", "1", "--timeout", "30"], timeout=60)
+    check(res.outcome == "rolled_back", "not rolled back: %s" % res.describe())
+    check(res.get("rollback_reason") == "limit" and res.get("limit") == "cpu",
+          "not reported as the cpu limit: %s" % res.describe())
+    check(res.elapsed < 10, "a 1 s CPU limit took %.1fs of wall time" % res.elapsed)
+
+
+def _flood(ctx, stream):
+    base_ws = ctx.workspace("flood-base-" + stream)
+    base = ctx.run(base_ws, "true\n")
+    ws = ctx.workspace("flood-" + stream)
+    redir = "" if stream == "stdout" else " >&2"
+    res = ctx.run(ws, "head -c 104857600 /dev/zero | tr '\\0' 'A'%s\n" % redir, timeout=120)
+    text = res.get(stream) or ""
+    trunc = res.get(stream + "_truncated")
+    check(len(text.encode()) <= (1 << 20) + 4096, "%s captured %d bytes (> 1 MiB)" % (stream, len(text)))
+    check(trunc is True, "%s not flagged truncated (%s_truncated=%r)" % (stream, stream, trunc))
+    check(len(res.raw_out) <= 8 << 20, "txbox printed %d bytes of JSON" % len(res.raw_out))
+    limit_kb = base.maxrss_kb + 48 * 1024
+    check(res.maxrss_kb <= limit_kb, "txbox's max RSS grew to %d KiB (a trivial run: %d KiB)"
+          % (res.maxrss_kb, base.maxrss_kb))
+    ctx.note("captured %d bytes, truncated=%s, txbox max RSS %d KiB (trivial run %d KiB), outcome %s/%s, %.1fs"
+             % (len(text), trunc, res.maxrss_kb, base.maxrss_kb, res.outcome, res.get("limit"), res.elapsed))
+
+
+@attack("output-flood-stdout", heavy=True)
+def output_flood_stdout(ctx):
+    _flood(ctx, "stdout")
+
+
+@attack("output-flood-stderr", heavy=True)
+def output_flood_stderr(ctx):
+    _flood(ctx, "stderr")
+
+
+def _escapers(mark_prefix):
+    return r"""
+( setsid sh -c 'while :; do sleep 1; done' "%(p)s1-$MARK" & )
+nohup sh -c 'trap "" TERM HUP INT; while :; do sleep 1; done' "%(p)s2-$MARK" >/dev/null 2>&1 &
+"$BIN/daemon" "%(p)s3-$MARK" | grep -v PROBE-DONE
+setsid -f sh -c 'exec 0<&- 1>&- 2>&-; while :; do sleep 1; done' "%(p)s4-$MARK"
+sleep 0.3
+echo "INFO $(grep -l "%(p)s" /proc/[0-9]*/cmdline 2>/dev/null | wc -l) escapers running inside"
+""" % {"p": mark_prefix}
+
+
+@attack("timeout-escape", heavy=True)
+def timeout_escape(ctx):
+    ws = ctx.workspace("timeout-escape")
+    res = ctx.run(ws, _escapers("txsec-esc") + "sleep 1000\n", opts=["--timeout", "2"], timeout=60)
+    check(res.rc == 124, "exit status %s, not 124: %s" % (res.rc, res.describe()))
+    check(res.outcome == "rolled_back" and res.get("rollback_reason") == "timeout",
+          "not rolled back for the timeout: %s" % res.describe())
+    check(res.elapsed < 10, "txbox took %.1fs with --timeout 2" % res.elapsed)
+    time.sleep(0.5)
+    left = _count_procs(("txsec-esc").encode() + b"1-" + ctx.mark.encode()) + \
+        sum(_count_procs(("txsec-esc%d-%s" % (i, ctx.mark)).encode()) for i in (2, 3, 4))
+    check(left == 0, "%d process(es) of the command survive the timeout on the host" % left)
+
+
+@attack("daemon-after-exit", heavy=True)
+def daemon_after_exit(ctx):
+    """The command exits 0 at once and leaves daemons: they must die before
+    commit and never outlive txbox."""
+    ws = ctx.workspace("daemon-exit")
+    res = ctx.run(ws, _escapers("txsec-dmn") + "echo made > made.txt\n", timeout=60)
+    check(res.outcome == "committed", "unexpected outcome: %s" % res.describe())
+    time.sleep(0.5)
+    left = sum(_count_procs(("txsec-dmn%d-%s" % (i, ctx.mark)).encode()) for i in (1, 2, 3, 4))
+    check(left == 0, "%d daemon process(es) of the command survive txbox on the host" % left)
+
+
+# ===========================================================================
+# Kernel interfaces
+
+def _sys(ctx, mode, required, arg=""):
+    ws = ctx.workspace("sys-" + mode)
+    res = ctx.run(ws, '"$BIN/sys" %s %s\n' % (mode, arg))
+    ctx.expect_blocked(res, required)
+    return res
+
+
+@attack("kernel-module")
+def kernel_module(ctx):
+    ws = ctx.workspace("module")
+    res = ctx.run(ws, r"""
+"$BIN/sys" module | grep -v PROBE-DONE
+for t in insmod modprobe rmmod; do
+  if command -v $t >/dev/null; then must_fail $t-cmd $t txsec_nonexistent; else echo "INFO no $t in the image"; fi
+done
+""")
+    ctx.expect_blocked(res, ["init_module", "finit_module", "delete_module"])
+
+
+@attack("kexec")
+def kexec(ctx):
+    _sys(ctx, "kexec", ["kexec_load", "kexec_file_load"])
+
+
+@attack("bpf")
+def bpf(ctx):
+    _sys(ctx, "bpf", ["bpf-map-create", "bpf-prog-load"])
+
+
+@attack("perf-event")
+def perf_event(ctx):
+    _sys(ctx, "perf", ["perf_event_open-self", "perf_event_open-cpu-wide"])
+
+
+@attack("keyctl")
+def keyctl(ctx):
+    _sys(ctx, "keyctl", ["add_key-user-keyring", "keyctl-join-session", "request_key"], ctx.mark)
+    keys = read_text("/proc/keys", "")
+    check(ctx.pwn not in keys, "a key made in the sandbox is in the host's keyrings")
+
+
+@attack("io-uring")
+def io_uring(ctx):
+    _sys(ctx, "io_uring", ["io_uring_setup"])
+
+
+@attack("userfaultfd")
+def userfaultfd(ctx):
+    _sys(ctx, "userfaultfd", ["userfaultfd", "open-/dev/userfaultfd"])
+
+
+@attack("hostname")
+def hostname(ctx):
+    h0 = socket.gethostname()
+    d0 = read_text("/proc/sys/kernel/domainname")
+    ws = ctx.workspace("hostname")
+    res = ctx.run(ws, r"""
+"$BIN/sys" hostname "$MARK" | grep -v PROBE-DONE
+must_fail hostname-cmd hostname "$PWN"
+command -v hostnamectl >/dev/null && must_fail hostnamectl hostnamectl set-hostname "$PWN"
+""")
+    ctx.expect_blocked(res, ["sethostname", "setdomainname", "hostname-cmd"])
+    check(socket.gethostname() == h0, "the host's hostname changed to %s" % socket.gethostname())
+    check(read_text("/proc/sys/kernel/domainname") == d0, "the host's domain name changed")
+
+
+@attack("clock-set")
+def clock_set(ctx):
+    ws = ctx.workspace("clock")
+    t0 = time.time()
+    res = ctx.run(ws, r"""
+"$BIN/sys" clock | grep -v PROBE-DONE
+must_fail date-set date -s "@$(date +%s)"
+""")
+    ctx.expect_blocked(res, ["clock_settime", "settimeofday", "adjtimex-set", "date-set"])
+    check(abs(time.time() - t0 - res.elapsed) < 5, "the host clock jumped")
+
+
+@attack("sysadmin-syscalls")
+def sysadmin_syscalls(ctx):
+    _sys(ctx, "sysadmin", ["reboot-cad-on", "acct", "swapon", "iopl", "ioperm", "syslog-read-all"])
+
+
+@attack("open-by-handle")
+def open_by_handle(ctx):
+    _sys(ctx, "handle", ["open_by_handle_at", "open_by_handle_at-rw"])
+
+
+# ===========================================================================
+# Descriptors and the state directory
+
+@attack("inherited-fd")
+def inherited_fd(ctx):
+    """Descriptors txbox's caller leaks (not close-on-exec) must not reach
+    the command: a leaked directory fd is a way out of any mount view."""
+    d = os.path.join(ctx.vis_root, "fdleak")
+    rmtree_force(d)
+    os.makedirs(d)
+    f = os.path.join(d, "file.txt")
+    with open(f, "w") as fh:
+        fh.write("sentinel\n")
+    fd_file = os.open(f, os.O_RDWR)
+    fd_dir = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    fd_root = os.open("/etc", os.O_RDONLY | os.O_DIRECTORY)
+    for x in (fd_file, fd_dir, fd_root):
+        os.set_inheritable(x, True)
+        ctx.on_cleanup(lambda x=x: os.close(x))
+    before = snapshot(d, recursive=True, content=True)
+    before_etc = snapshot("/etc", content=True)
+    ws = ctx.workspace("fdleak")
+    res = ctx.run(ws, r"""
+"$BIN/fdleak" "$PWN" | grep -v PROBE-DONE
+for n in %d %d %d; do must_fail_sh proc-fd-$n "echo pwn >> /proc/self/fd/$n"; done
+""" % (fd_file, fd_dir, fd_root), pass_fds=(fd_file, fd_dir, fd_root))
+    ctx.expect_blocked(res)
+    inherited = [l for l in res.stdout.splitlines() if l.startswith("INFO inherited fd")]
+    assert_same(before, snapshot(d, recursive=True, content=True), "the directory behind the leaked fds")
+    assert_same(before_etc, snapshot("/etc", content=True), "/etc")
+    if inherited:
+        ctx.note("descriptors reaching the command: %s" % "; ".join(l[5:] for l in inherited))
+
+
+@attack("state-dir-tamper")
+def state_dir_tamper(ctx):
+    """WORKSPACE/.txbox is hidden from the command and commit never writes
+    into it, whatever the command creates under that name."""
+    ws = ctx.workspace("state")
+    # a first transaction creates the state dir
+    ctx.run(ws, "echo first > first.txt\n")
+    state = os.path.join(ws, ".txbox")
+    check(os.path.isdir(state), "no state dir after a first run")
+
+    def state_snap():
+        s = snapshot(state, recursive=True, content=True)
+        # the transactions' own dirs come and go; the rest must not change
+        return {k: v for k, v in s.items() if not k.startswith("tx/") and k != "tx"}
+    before = state_snap()
+    res = ctx.run(ws, r"""
+ls -la .txbox 2>&1 | head -5
+must_fail_sh state-list "ls .txbox/tx"
+must_fail_sh state-write "echo pwn > .txbox/$PWN"
+must_fail_sh state-gitignore "echo '!*' > .txbox/.gitignore"
+must_fail_sh state-via-proc "ls /proc/self/cwd/.txbox/tx"
+grep -E 'overlay|upperdir' /proc/self/mountinfo | head -3
+# what the command may do in its own view: make a directory of that name
+mkdir -p .txbox/tx 2>/dev/null && echo "INFO created .txbox in the view"
+echo pwn > .txbox/$PWN 2>/dev/null
+echo pwn > .txbox/tx/$PWN 2>/dev/null
+mkdir -p ".txbox/tx/$PWN" 2>/dev/null
+""")
+    check(res.outcome in ("committed", "rolled_back"), "unexpected outcome: %s" % res.describe())
+    check("PROBE-DONE" in res.stdout, "the attack did not run to its end: %s" % res.describe())
+    for l in res.lines("ESCAPED"):
+        # listing/writing the real state dir from inside
+        raise Fail("the state dir is reachable inside: %s" % l[8:])
+    assert_same(before, state_snap(), "WORKSPACE/.txbox")
