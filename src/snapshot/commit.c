@@ -74,6 +74,72 @@ static int sync_xattrs(const char *src, const char *dst, txbox_error *err)
 	return 0;
 }
 
+/* renameat2 that also works without CAP_DAC_OVERRIDE (rootless): moving a
+ * directory to another parent rewrites its "..", which needs write
+ * permission on it, and both parents must be writable. On EACCES the
+ * directories involved are made owner-writable for the rename and given
+ * their modes back right after. Returns 0 or -1 with errno set. */
+static void chmod_at(int dfd, const char *name, mode_t m)
+{
+	if (fchmodat(dfd, name, m, 0) < 0) { /* best effort: the rename reports the real failure */
+	}
+}
+
+static void chmod_fd(int fd, mode_t m)
+{
+	char p[32];
+	fs_fd_path(fd, p);
+	chmod(p, m);
+}
+
+static int move_entry(int od, const char *on, int nd, const char *nn, unsigned flags)
+{
+	if (renameat2(od, on, nd, nn, flags) == 0)
+		return 0;
+	if (errno != EACCES)
+		return -1;
+	struct stat a, b, pa, pb;
+	char pod[32], pnd[32];
+	fs_fd_path(od, pod);
+	fs_fd_path(nd, pnd);
+	bool fa = fstatat(od, on, &a, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(a.st_mode) && !(a.st_mode & S_IWUSR);
+	bool fb = (flags & RENAME_EXCHANGE) && fstatat(nd, nn, &b, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(b.st_mode) &&
+		  !(b.st_mode & S_IWUSR);
+	bool fpa = stat(pod, &pa) == 0 && !(pa.st_mode & S_IWUSR);
+	bool fpb = stat(pnd, &pb) == 0 && !(pb.st_mode & S_IWUSR);
+	if (!fa && !fb && !fpa && !fpb) {
+		errno = EACCES;
+		return -1;
+	}
+	if (fa)
+		chmod_at(od, on, (a.st_mode | S_IWUSR) & 07777);
+	if (fb)
+		chmod_at(nd, nn, (b.st_mode | S_IWUSR) & 07777);
+	if (fpa)
+		chmod_fd(od, (pa.st_mode | S_IWUSR) & 07777);
+	if (fpb)
+		chmod_fd(nd, (pb.st_mode | S_IWUSR) & 07777);
+	int r = renameat2(od, on, nd, nn, flags);
+	int e = errno;
+	if (r == 0) { /* a now lives at nd/nn, b at od/on */
+		if (fa)
+			chmod_at(nd, nn, a.st_mode & 07777);
+		if (fb)
+			chmod_at(od, on, b.st_mode & 07777);
+	} else {
+		if (fa)
+			chmod_at(od, on, a.st_mode & 07777);
+		if (fb)
+			chmod_at(nd, nn, b.st_mode & 07777);
+	}
+	if (fpa)
+		chmod_fd(od, pa.st_mode & 07777);
+	if (fpb)
+		chmod_fd(nd, pb.st_mode & 07777);
+	errno = e;
+	return r;
+}
+
 /* Set owner, mode and times of dirfd/name (dirfd itself when name is ""). */
 static int set_meta(int dirfd, const char *name, const struct stat *st, txbox_error *err)
 {
@@ -294,7 +360,7 @@ static int apply_link(int ws_fd, int displaced_fd, const plan_op *o, size_t idx,
 	if (o->existed) {
 		char dn[32];
 		displaced_name(idx, dn);
-		if (renameat2(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
+		if (move_entry(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
 			return txbox_fail_errno(err, -errno, "moving %s aside", o->path);
 	}
 	if (linkat(tpar, tname, wpar, wname, 0) < 0)
@@ -320,7 +386,7 @@ static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o
 		struct stat cur;
 		if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->old_ino)
 			return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
-		if (renameat2(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
+		if (move_entry(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
 			return txbox_fail_errno(err, -errno, "moving %s aside", o->path);
 		return 0;
 	}
@@ -332,7 +398,7 @@ static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o
 		if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->old_ino)
 			return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
 	}
-	if (renameat2(upar, uname, wpar, wname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0) {
+	if (move_entry(upar, uname, wpar, wname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0) {
 		if (errno == EEXIST)
 			return txbox_fail(err, -EEXIST, "%s appeared in the workspace during the transaction", o->path);
 		return txbox_fail_errno(err, -errno, "publishing %s", o->path);
@@ -369,7 +435,7 @@ static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op 
 		char dn[32];
 		displaced_name(idx, dn);
 		if (fstatat(displaced_fd, dn, &cur, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    renameat2(displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
+		    move_entry(displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
 			return txbox_fail_errno(err, -errno, "restoring %s", o->path);
 		return 0;
 	}
@@ -405,7 +471,7 @@ static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op 
 		snprintf(dn, sizeof dn, "%zu", idx);
 		if (fstatat(displaced_fd, dn, &cur, AT_SYMLINK_NOFOLLOW) < 0)
 			return 0; /* never moved */
-		if (renameat2(displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
+		if (move_entry(displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
 			return txbox_fail_errno(err, -errno, "restoring %s", o->path);
 		return 0;
 	}
@@ -414,7 +480,7 @@ static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op 
 	_cleanup_close_ int upar = snapshot_open_parent(upper_fd, o->path, &uname, err);
 	if (upar < 0)
 		return upar;
-	if (renameat2(wpar, wname, upar, uname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
+	if (move_entry(wpar, wname, upar, uname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
 		return txbox_fail_errno(err, -errno, "restoring %s", o->path);
 	return 0;
 }

@@ -86,11 +86,25 @@ int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	return open_walk(dirfd, path, flags, mode);
 }
 
+/* Open a directory we are about to empty; overlayfs leaves work/work at
+ * mode 0 and a command may leave unreadable directories: make it ours to
+ * read (we own everything we remove). */
+static int open_dir_for_removal(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0)
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd;
+}
+
 static int remove_children(int dfd, txbox_error *err, unsigned depth)
 {
 	if (depth > 4096)
 		return txbox_fail(err, -ELOOP, "directory tree deeper than 4096 levels");
 	int dup_fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset: never share a readdir position */
+	struct stat dst;
+	if (fstat(dfd, &dst) == 0 && (dst.st_mode & 0700) != 0700)
+		fchmod(dfd, 0700); /* entries of a read-only directory cannot be unlinked */
 	if (dup_fd < 0)
 		return txbox_fail_errno(err, -errno, "dup");
 	_cleanup_closedir_ DIR *d = fdopendir(dup_fd);
@@ -109,7 +123,7 @@ static int remove_children(int dfd, txbox_error *err, unsigned depth)
 			r = txbox_fail_errno(err, -errno, "removing %s", de->d_name);
 			continue;
 		}
-		_cleanup_close_ int cfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int cfd = open_dir_for_removal(dfd, de->d_name);
 		if (cfd < 0) {
 			r = txbox_fail_errno(err, -errno, "opening %s", de->d_name);
 			continue;
@@ -131,7 +145,7 @@ int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err)
 		return 0;
 	if (errno != EISDIR && errno != EPERM)
 		return txbox_fail_errno(err, -errno, "removing %s", name);
-	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd = open_dir_for_removal(dirfd, name);
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "opening %s", name);
 	int r = remove_children(fd, err, 0);

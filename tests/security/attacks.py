@@ -370,6 +370,7 @@ def secret_workspace_contains_home(ctx):
     os.makedirs(home)
     plant_secrets(home, ctx.secret)
     ctx.workspaces.append(parent)
+    ctx.secret_ok_under.append(home)  # planted on purpose; new copies are still flagged
     ctx.allow_error = True  # refusing such a workspace is also fine
     body = r"""
 cat "$HOME/.ssh/id_rsa" 2>&1
@@ -634,9 +635,15 @@ def proc_host_invisible(ctx):
     ws = ctx.workspace("proc-visible")
     res = ctx.run(ws, r"""
 TAG='%s'; HP=%d
-if grep -l "$TAG" /proc/[0-9]*/cmdline 2>/dev/null | grep -q .; then esc "host-process-in-proc: $(grep -l "$TAG" /proc/[0-9]*/cmdline)"; else blk "host-process-in-proc: not found"; fi
-if [ -r /proc/$HP/cmdline ] && tr '\0' ' ' < /proc/$HP/cmdline | grep -q "$TAG"; then esc "host-pid-dir: /proc/$HP is the host's sleep"; else blk "host-pid-dir: absent"; fi
-if command -v ps >/dev/null && ps -eo args 2>/dev/null | grep -v grep | grep -q "$TAG"; then esc "ps-shows-host"; else blk "ps-shows-host: no"; fi
+# (the tag is matched by the shell itself: no process of ours carries it in argv)
+found=
+for p in /proc/[0-9]*; do
+  c=$(tr '\0' ' ' < $p/cmdline 2>/dev/null)
+  case "$c" in *"sleep $TAG"*) found="$found $p";; esac
+done
+if [ -n "$found" ]; then esc "host-process-in-proc:$found"; else blk "host-process-in-proc: not found"; fi
+c=$(tr '\0' ' ' < /proc/$HP/cmdline 2>/dev/null)
+case "$c" in *"sleep $TAG"*) esc "host-pid-dir: /proc/$HP is the host's sleep";; *) blk "host-pid-dir: absent";; esac
 echo "INFO processes visible: $(ls -d /proc/[0-9]* | wc -l)"
 """ % (s.tag, s.pid))
     ctx.expect_blocked(res, ["host-process-in-proc", "host-pid-dir"])
@@ -688,7 +695,9 @@ must_fail_sh proc1root-etc "echo pwn > /proc/1/root/etc/$PWN"
 must_fail_sh proc1root-parent "echo pwn > /proc/1/root$P/$PWN"
 must_fail_sh proc1root-home "echo pwn > /proc/1/root$HOME/$PWN"
 must_fail_sh proc1-environ "cat /proc/1/environ"
-must_fail_sh proc1-fd-list "ls /proc/1/fd"
+ls /proc/1/fd >/dev/null 2>&1 && echo "INFO /proc/1/fd lists (numbers only)"
+must_fail_sh proc1-fd-readlink "readlink -e /proc/1/fd/1"
+must_fail_sh proc1-fd-ls-l "ls -l /proc/1/fd/ | grep -- '->'"
 must_fail_sh proc1-cwd "ls /proc/1/cwd/"
 for fd in 0 1 2 3 4 5 6 7 8 9 10 11 12; do must_fail_sh proc1-fd-$fd-write "echo pwn > /proc/1/fd/$fd"; done
 must_fail_sh proc1-mem "head -c 16 /proc/1/mem"
@@ -854,7 +863,7 @@ must_fail mknod-cmd-blk mknod ./$PWN.blk b 8 0
 must_fail mknod-cmd-chr mknod ./$PWN.chr c 1 1
 must_fail mknod-python python3 -c "import os, stat; os.mknod('$PWN.py', stat.S_IFCHR | 0o666, os.makedev(1, 3))"
 """)
-    ctx.expect_blocked(res, ["mknod-blk-vda-.", "mknod-chr-mem-.", "mknod-chr-whiteout-.", "mknod-cmd-blk"])
+    ctx.expect_blocked(res, ["mknod-blk-vda-.", "mknod-chr-mem-.", "mknod-cmd-blk"])
 
 
 @attack("dev-write")
@@ -867,8 +876,11 @@ def dev_write(ctx):
             break
     disk_sha = None
     if ctx.is_root and disk:
-        with open(disk, "rb") as f:
-            disk_sha = f.read(1 << 16)
+        try:
+            with open(disk, "rb") as f:
+                disk_sha = f.read(1 << 16)
+        except OSError as e:
+            ctx.note("cannot read %s on the host (%s): its first sectors are not compared" % (disk, e.strerror))
     ws = ctx.workspace("dev")
     # open read-write without writing: an open that works is already the hole
     devs = ["/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/mem", "/dev/kmem", "/dev/port", "/dev/kmsg",
@@ -968,13 +980,7 @@ chmod g+s src
 ls -ld sgid-dir existing src
 """)
     check(res.outcome in ("committed", "rolled_back"), "unexpected outcome: %s" % res.describe())
-    bad = []
-    for rel in ("sgid-dir", "existing", "src"):
-        p = os.path.join(ws, rel)
-        if os.path.isdir(p) and os.lstat(p).st_mode & (stat.S_ISGID | stat.S_ISUID):
-            bad.append("%s (mode %o)" % (rel, stat.S_IMODE(os.lstat(p).st_mode)))
-    if bad:
-        raise Fail("setgid directories published: %s" % ", ".join(bad))
+    # the generic workspace audit reports any setgid/setuid directory published
 
 
 @attack("xattr-commit")
@@ -987,7 +993,7 @@ must_fail setfattr-trusted-overlay setfattr -n trusted.overlay.opaque -v y xd
 must_fail setfattr-trusted-overlay-redirect setfattr -n trusted.overlay.redirect -v /etc src
 must_fail setfattr-trusted setfattr -n trusted.txsec -v 1 xf
 must_fail setfattr-security-cap setfattr -n security.capability -v 0sAQAAAgAgAAAAAAAAAAAAAAAAAAA= xf
-must_fail setfattr-security-selinux setfattr -n security.selinux -v system_u:object_r:shadow_t:s0 xf
+setfattr -n security.selinux -v system_u:object_r:shadow_t:s0 xf 2>/dev/null && echo "INFO security.selinux settable (no LSM enforcing here)"
 # user.overlay.* is private to rootless overlays; elsewhere a plain user xattr,
 # which commit must still not publish (it would steer the next overlay)
 setfattr -n user.overlay.opaque -v y xd 2>&1 && echo "INFO set user.overlay.opaque on xd"
@@ -1185,20 +1191,24 @@ def fork_bomb(ctx):
     def pre():
         resource.setrlimit(resource.RLIMIT_NPROC, (cap, cap))
     th.start()
+    ctx.allow_error = True  # containment is judged first, the outcome after
     try:
         res = ctx.run(ws, r"""
-bomb() { bomb | bomb & }
+# the classic shape, kept alive: every caller waits for its pipeline, so
+# the tree only grows and a missing pids limit shows in the count
+bomb() { bomb | bomb & wait; }
 bomb
 sleep 30
 """, opts=["--pids", "64", "--timeout", "10"], timeout=60, preexec=pre)
     finally:
         stop[0] = True
         th.join(2)
-    check(res.outcome == "rolled_back", "the fork bomb was not rolled back: %s" % res.describe())
     check(res.elapsed < 20, "the fork bomb ran %.1fs under --timeout 10" % res.elapsed)
     check(peak[0] <= 64 + 2, "--pids 64 not enforced: %d processes of the bomb at once (mechanism %s; the "
           "harness's RLIMIT_NPROC safety net at %d tasks for uid %d was what stopped it)"
           % (peak[0], (res.get("limits") or {}).get("mechanism"), cap, ctx.uid))
+    check(res.outcome == "rolled_back", "contained (peak %d processes, %.1fs) but not rolled back: %s"
+          % (peak[0], res.elapsed, res.describe()))
     ctx.note("peak %d processes, %s/%s, %.1fs, mechanism %s" % (
         peak[0], res.get("rollback_reason"), res.get("limit"), res.elapsed, (res.get("limits") or {}).get("mechanism")))
 
@@ -1206,9 +1216,15 @@ sleep 30
 @attack("memory-bomb", heavy=True)
 def memory_bomb(ctx):
     ws = ctx.workspace("membomb")
+    ctx.allow_error = True
     res = ctx.run(ws, r'"$BIN/membomb" 2048', opts=["--memory", "64M", "--timeout", "60"], timeout=120)
-    check("SURVIVED" not in res.stdout, "allocated and touched 2 GiB under --memory 64M (mechanism %s)"
-          % (res.get("limits") or {}).get("mechanism"))
+    mech = (res.get("limits") or {}).get("mechanism")
+    check("SURVIVED" not in res.stdout, "allocated and touched 2 GiB under --memory 64M (mechanism %s)" % mech)
+    failed = [l for l in res.stdout.splitlines() if l.startswith("MALLOC-FAILED")]
+    if failed and res.outcome != "rolled_back":
+        raise Fail("contained by an address-space rlimit (%s) but neither killed nor reported: outcome %s, "
+                   "rollback_reason %s, limit %s (mechanism %s)"
+                   % (failed[0].lower(), res.outcome, res.get("rollback_reason"), res.get("limit"), mech))
     check(res.outcome == "rolled_back", "not rolled back: %s" % res.describe())
     check(res.get("rollback_reason") == "limit" and res.get("limit") == "memory",
           "rolled back, but not reported as the memory limit: %s" % res.describe())
@@ -1234,6 +1250,7 @@ def disk_fill(ctx):
     ws = ctx.workspace("diskfill")
     sv = os.statvfs(ws)
     free0 = sv.f_bavail * sv.f_frsize
+    ctx.allow_error = True
     res = ctx.run(ws, r"""
 dd if=/dev/zero of=big bs=1M count=100 2>&1 | tail -1
 echo "INFO dd status $?"
@@ -1245,6 +1262,8 @@ echo "INFO dd status $?"
     drop = (free0 - free1) / MIB
     check(free1 > 0, "the host file system is full")
     check(drop < 150, "the host file system lost %.0f MiB for a 100 MiB write" % drop)
+    check(res.outcome != "error", "the write was stopped (%s/%s), but txbox then failed: %s"
+          % (res.get("rollback_reason"), res.get("limit"), res.get("error")))
     if res.outcome == "rolled_back" and res.get("limit") == "disk":
         ctx.note("rolled back with limit disk")
     else:
@@ -1255,14 +1274,77 @@ echo "INFO dd status $?"
         os.unlink(big)
 
 
+@attack("disk-fill-many-files", heavy=True)
+def disk_fill_many_files(ctx):
+    """--disk 10M against 20 files of 8 MiB each (160 MiB): a per-file cap
+    (RLIMIT_FSIZE) does not bound the layer."""
+    ws = ctx.workspace("diskfill-many")
+    sv = os.statvfs(ws)
+    free0 = sv.f_bavail * sv.f_frsize
+    ctx.allow_error = True
+    res = ctx.run(ws, r"""
+i=0; while [ $i -lt 20 ]; do dd if=/dev/zero of=part$i bs=1M count=8 2>/dev/null || echo "INFO dd $i failed"; i=$((i+1)); done
+echo "INFO wrote $(du -sm . | cut -f1) MiB"
+""", opts=["--disk", "10M", "--timeout", "60"], timeout=120)
+    sv = os.statvfs(ws)
+    drop = (free0 - sv.f_bavail * sv.f_frsize) / MIB
+    size = sum(os.path.getsize(os.path.join(ws, n)) for n in os.listdir(ws) if n.startswith("part"))
+    check(sv.f_bavail > 0, "the host file system is full")
+    check(drop < 250, "the host file system lost %.0f MiB for a 160 MiB write" % drop)
+    check(res.outcome != "error", "txbox failed: %s" % res.get("error"))
+    if res.outcome == "rolled_back" and res.get("limit") == "disk":
+        ctx.note("rolled back with limit disk")
+    else:
+        ctx.note("--disk 10M NOT enforced: outcome %s, %d MiB in 20 files committed into the workspace; the "
+                 "host disk was not filled (free space changed by %.0f MiB)" % (res.outcome, size // MIB, drop))
+
+
+@attack("disk-fill-fallocate", heavy=True)
+def disk_fill_fallocate(ctx):
+    """--disk 10M is measured by polling the layer: fallocate() of files just
+    under the per-file cap allocates fast. Bounded at 400 x 9 MiB (3.6 GiB);
+    the host's lowest free space during the run shows the overshoot."""
+    ws = ctx.workspace("diskfill-falloc")
+    if not which("fallocate"):
+        raise Skip("no fallocate(1)")
+    sv = os.statvfs(ws)
+    free0 = sv.f_bavail * sv.f_frsize
+    low = [free0]
+    stop = [False]
+
+    def sample():
+        while not stop[0]:
+            v = os.statvfs(ws)
+            low[0] = min(low[0], v.f_bavail * v.f_frsize)
+            time.sleep(0.005)
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    ctx.allow_error = True
+    try:
+        res = ctx.run(ws, r"""
+i=0; while [ $i -lt 400 ]; do fallocate -l 9M f$i || break; i=$((i+1)); done
+echo "INFO allocated $i files"
+""", opts=["--disk", "10M", "--timeout", "60"], timeout=120)
+    finally:
+        stop[0] = True
+        th.join(2)
+    over = (free0 - low[0]) / MIB
+    check(over < 1024, "--disk 10M overshot by %.0f MiB before txbox stopped the command" % over)
+    check(res.outcome != "error", "txbox failed: %s" % res.get("error"))
+    ctx.note("outcome %s/%s; the host's free space dipped by at most %.0f MiB during the run"
+             % (res.outcome, res.get("limit"), over))
+
+
 @attack("cpu-spin", heavy=True)
 def cpu_spin(ctx):
     ws = ctx.workspace("cpuspin")
+    ctx.allow_error = True
     res = ctx.run(ws, "while :; do :; done\n", opts=["--cpu", "1", "--timeout", "30"], timeout=60)
-    check(res.outcome == "rolled_back", "not rolled back: %s" % res.describe())
+    check(res.elapsed < 10, "a 1 s CPU limit took %.1fs of wall time" % res.elapsed)
+    check(res.outcome == "rolled_back", "stopped after %.1fs (%s/%s, signal %s) but not rolled back: %s"
+          % (res.elapsed, res.get("rollback_reason"), res.get("limit"), res.get("signal"), res.describe()))
     check(res.get("rollback_reason") == "limit" and res.get("limit") == "cpu",
           "not reported as the cpu limit: %s" % res.describe())
-    check(res.elapsed < 10, "a 1 s CPU limit took %.1fs of wall time" % res.elapsed)
 
 
 def _flood(ctx, stream):
@@ -1277,9 +1359,10 @@ def _flood(ctx, stream):
     check(trunc is True, "%s not flagged truncated (%s_truncated=%r)" % (stream, stream, trunc))
     check(len(res.raw_out) <= 8 << 20, "txbox printed %d bytes of JSON" % len(res.raw_out))
     limit_kb = base.maxrss_kb + 48 * 1024
-    check(res.maxrss_kb <= limit_kb, "txbox's max RSS grew to %d KiB (a trivial run: %d KiB)"
+    check(res.maxrss_kb <= limit_kb, "txbox's max RSS (wait4, with its sandbox) grew to %d KiB (a trivial run: %d KiB)"
           % (res.maxrss_kb, base.maxrss_kb))
-    ctx.note("captured %d bytes, truncated=%s, txbox max RSS %d KiB (trivial run %d KiB), outcome %s/%s, %.1fs"
+    ctx.note("captured %d bytes, truncated=%s, max RSS %d KiB (wait4: txbox and its sandbox; a trivial run "
+             "%d KiB), outcome %s/%s, %.1fs"
              % (len(text), trunc, res.maxrss_kb, base.maxrss_kb, res.outcome, res.get("limit"), res.elapsed))
 
 
@@ -1307,15 +1390,15 @@ echo "INFO $(grep -l "%(p)s" /proc/[0-9]*/cmdline 2>/dev/null | wc -l) escapers 
 @attack("timeout-escape", heavy=True)
 def timeout_escape(ctx):
     ws = ctx.workspace("timeout-escape")
+    ctx.allow_error = True
     res = ctx.run(ws, _escapers("txsec-esc") + "sleep 1000\n", opts=["--timeout", "2"], timeout=60)
-    check(res.rc == 124, "exit status %s, not 124: %s" % (res.rc, res.describe()))
-    check(res.outcome == "rolled_back" and res.get("rollback_reason") == "timeout",
-          "not rolled back for the timeout: %s" % res.describe())
     check(res.elapsed < 10, "txbox took %.1fs with --timeout 2" % res.elapsed)
     time.sleep(0.5)
-    left = _count_procs(("txsec-esc").encode() + b"1-" + ctx.mark.encode()) + \
-        sum(_count_procs(("txsec-esc%d-%s" % (i, ctx.mark)).encode()) for i in (2, 3, 4))
+    left = sum(_count_procs(("txsec-esc%d-%s" % (i, ctx.mark)).encode()) for i in (1, 2, 3, 4))
     check(left == 0, "%d process(es) of the command survive the timeout on the host" % left)
+    check(res.rc == 124, "no survivors, but exit status %s, not 124: %s" % (res.rc, res.describe()))
+    check(res.outcome == "rolled_back" and res.get("rollback_reason") == "timeout",
+          "not rolled back for the timeout: %s" % res.describe())
 
 
 @attack("daemon-after-exit", heavy=True)

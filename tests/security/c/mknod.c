@@ -16,6 +16,17 @@ int main(int argc, char **argv)
 			char p[4096], name[256];
 			snprintf(p, sizeof p, "%s/txsec-dev-%s", argv[i], d[k].suffix);
 			snprintf(name, sizeof name, "mknod-%s-%s", d[k].suffix, argv[i]);
+			if (d[k].maj == 0 && d[k].min == 0) {
+				/* A whiteout (char 0:0) needs no privilege since Linux 5.8
+				 * and is no device: opening it fails. It may be made in the
+				 * private /tmp; commit must never publish one (the runner's
+				 * workspace audit checks that). */
+				if (mknod(p, d[k].type | 0666, 0) == 0)
+					printf("INFO %s: whiteout created (unprivileged since Linux 5.8)\n", name);
+				else
+					blocked(name, "%s", strerror(errno));
+				continue;
+			}
 			EXPECT_FAIL(name, mknod(p, d[k].type | 0666, makedev(d[k].maj, d[k].min)));
 		}
 	}
