@@ -279,6 +279,91 @@ static int loopback_up(void)
 	return 0;
 }
 
+#define SOCKETS_MAX 64
+
+/* Host Unix sockets the policy keeps reachable, opened (O_PATH) before /run
+ * is replaced, so they can be bound back at their paths. */
+static int open_kept_sockets(const sandbox_spec *s, int *fds, size_t *n, char *msg, size_t len)
+{
+	*n = 0;
+	for (size_t i = 0; s->allowed_sockets && s->allowed_sockets[i]; i++) {
+		if (*n == SOCKETS_MAX)
+			return failf(msg, len, E2BIG, "more than %d allowed sockets", SOCKETS_MAX);
+		int fd = open(s->allowed_sockets[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* not there on this host: nothing to keep */
+		fds[(*n)++] = fd;
+	}
+	return 0;
+}
+
+/* Paths under /run kept when the network is granted (name resolution). */
+static const char *const run_keep_for_net[] = {"/run/systemd/resolve", "/run/resolvconf", NULL};
+
+static bool run_hidden;
+
+/* /run (and /var/run when it is a directory of its own) hold the host's
+ * service sockets — Docker, D-Bus, databases, the user's session bus. A
+ * read-only mount does not stop connect(), so they are replaced by an
+ * empty tmpfs; allowed sockets (and, with --net, the resolver's files) are
+ * bound back at their own paths. */
+static int hide_run(const sandbox_spec *s, const int *sockfds, size_t nsock, char *msg, size_t len)
+{
+	struct stat st;
+	run_hidden = false;
+	int keep[4] = {-1, -1, -1, -1};
+	size_t nkeep = 0;
+	if (s->network)
+		for (size_t i = 0; run_keep_for_net[i] && nkeep < 4; i++) {
+			int fd = open(run_keep_for_net[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (fd >= 0)
+				keep[nkeep++] = fd;
+		}
+	int r = 0;
+	if (stat("/run", &st) == 0 && S_ISDIR(st.st_mode)) {
+		if ((r = mount_tmpfs("/run", "mode=0755,size=16m", msg, len)) < 0)
+			goto out;
+		run_hidden = true;
+	}
+	if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode) &&
+	    (r = mount_tmpfs("/var/run", "mode=0755,size=1m", msg, len)) < 0)
+		goto out;
+	for (size_t i = 0; i < nkeep; i++) {
+		r = mkdir_p(run_keep_for_net[i], 0755);
+		char src[32];
+		snprintf(src, sizeof src, "/proc/self/fd/%d", keep[i]);
+		if (r == 0 && mount(src, run_keep_for_net[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
+			r = failf(msg, len, errno, "keeping %s", run_keep_for_net[i]);
+			goto out;
+		}
+		r = 0;
+	}
+	for (size_t i = 0; i < nsock; i++) {
+		const char *path = s->allowed_sockets[i];
+		char src[32], parent[PATH_MAX];
+		snprintf(src, sizeof src, "/proc/self/fd/%d", sockfds[i]);
+		snprintf(parent, sizeof parent, "%s", path);
+		char *slash = strrchr(parent, '/');
+		if (slash && slash != parent) {
+			*slash = '\0';
+			mkdir_p(parent, 0755); /* on our tmpfs when under /run; exists otherwise */
+		}
+		int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0)
+			close(fd);
+		if (mount(src, path, NULL, MS_BIND, NULL) < 0) {
+			r = failf(msg, len, errno, "keeping the allowed socket %s", path);
+			goto out;
+		}
+	}
+out:
+	for (size_t i = 0; i < nkeep; i++)
+		close(keep[i]);
+	for (size_t i = 0; i < nsock; i++)
+		close(sockfds[i]);
+	return r;
+}
+
 static int remount_rw(const char *where, unsigned long flags, char *msg, size_t len)
 {
 	if (mount(NULL, where, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0 && errno != EINVAL)
@@ -312,21 +397,23 @@ int mounts_build_view(const sandbox_spec *s, bool *index_on, bool *userxattr, ch
 		}
 	}
 
-	/* Secrets first: the masks are then covered by the read-only pass too. */
-	if (s->masked_paths) {
-		txbox_error e = TXBOX_ERROR_INIT;
-		if (secrets_mask_paths(s->masked_paths, s->home, &e) < 0) {
-			r = failf(msg, len, 0, "masking secrets: %s", e.message ? e.message : "?");
-			txbox_error_clear(&e);
-			close_fds(fds);
-			return r;
-		}
-	}
-
 	struct stat st;
 	bool var_tmp = stat("/var/tmp", &st) == 0 && S_ISDIR(st.st_mode);
-	if ((r = mount_tmpfs("/tmp", "mode=1777,size=50%", msg, len)) < 0 ||
-	    (var_tmp && (r = mount_tmpfs("/var/tmp", "mode=1777,size=50%", msg, len)) < 0) ||
+	/* tmpfs pages are memory: with a memory limit, each private tmpfs gets
+	 * at most that much (a memory cgroup also charges them). */
+	char tmpopts[96] = "mode=1777,size=50%";
+	if (s->limits.memory_bytes)
+		snprintf(tmpopts, sizeof tmpopts, "mode=1777,size=%llu", (unsigned long long)s->limits.memory_bytes / 2);
+	int sockfds[SOCKETS_MAX];
+	size_t nsock = 0;
+	r = open_kept_sockets(s, sockfds, &nsock, msg, len);
+	if (r < 0) {
+		close_fds(fds);
+		return r;
+	}
+	if ((r = mount_tmpfs("/tmp", tmpopts, msg, len)) < 0 ||
+	    (var_tmp && (r = mount_tmpfs("/var/tmp", tmpopts, msg, len)) < 0) ||
+	    (r = hide_run(s, sockfds, nsock, msg, len)) < 0 ||
 	    (r = build_dev(msg, len)) < 0 || (r = build_proc(msg, len)) < 0) {
 		close_fds(fds);
 		return r;
@@ -346,6 +433,17 @@ int mounts_build_view(const sandbox_spec *s, bool *index_on, bool *userxattr, ch
 	if (r < 0)
 		return r;
 
+	/* Secrets after the overlay (a workspace may contain HOME or a masked
+	 * path's target) and before the read-only pass, which covers them too. */
+	if (s->masked_paths) {
+		txbox_error e = TXBOX_ERROR_INIT;
+		if (secrets_mask_paths(s->masked_paths, s->home, &e) < 0) {
+			r = failf(msg, len, 0, "masking secrets: %s", e.message ? e.message : "?");
+			txbox_error_clear(&e);
+			return r;
+		}
+	}
+
 	if (s->state_name && !s->hide_state_by_whiteout) {
 		char p[PATH_MAX];
 		if (snprintf(p, sizeof p, "%s/%s", s->workspace, s->state_name) >= (int)sizeof p)
@@ -364,6 +462,7 @@ int mounts_build_view(const sandbox_spec *s, bool *index_on, bool *userxattr, ch
 	    (r = remount_rw("/tmp", MS_NOSUID | MS_NODEV, msg, len)) < 0 ||
 	    (var_tmp && (r = remount_rw("/var/tmp", MS_NOSUID | MS_NODEV, msg, len)) < 0) ||
 	    (r = remount_rw("/dev/shm", MS_NOSUID | MS_NODEV, msg, len)) < 0 ||
+	    (run_hidden && (r = remount_rw("/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, msg, len)) < 0) ||
 	    (r = remount_rw("/dev/pts", MS_NOSUID | MS_NOEXEC, msg, len)) < 0)
 		return r;
 	if (s->state_name && !s->hide_state_by_whiteout) {

@@ -194,8 +194,11 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	if (n != 1)
 		_exit(1);
 	close(sync_r);
-	if (c == 'm') /* the cgroup could not be joined: cap memory with RLIMIT_AS */
+	if (c == 'm') { /* the cgroup could not be joined: fall back to rlimits */
 		((sandbox_spec *)s)->harden.address_space_bytes = s->limits.memory_bytes;
+		if (s->use_userns)
+			((sandbox_spec *)s)->harden.nproc = s->limits.pids;
+	}
 
 	int status = 0;
 	bool started = false;
@@ -264,6 +267,12 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 	txbox_error_clear(&warn);
 	if (!cg && s->limits.memory_bytes && !local.harden.address_space_bytes)
 		local.harden.address_space_bytes = s->limits.memory_bytes; /* best effort without cgroups */
+	/* Without a pids cgroup: RLIMIT_NPROC, which in a user namespace counts
+	 * only the sandbox's processes (per-namespace ucounts). As real root
+	 * it would count every root process of the host, so root relies on the
+	 * cgroup. */
+	if (!cg && s->limits.pids && s->use_userns && !local.harden.nproc)
+		local.harden.nproc = s->limits.pids;
 	if (s->limits.disk_bytes && (!local.harden.fsize_bytes || local.harden.fsize_bytes > s->limits.disk_bytes))
 		local.harden.fsize_bytes = s->limits.disk_bytes;
 
@@ -320,7 +329,7 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 		limits_cgroup_destroy(cg);
 		cg = NULL;
 		o->mechanism = TXBOX_LIMITS_RLIMIT;
-		write_all(syncp[1], s->limits.memory_bytes ? "m" : "g", 1);
+		write_all(syncp[1], (s->limits.memory_bytes || s->limits.pids) ? "m" : "g", 1);
 	} else
 		write_all(syncp[1], "g", 1);
 	close(syncp[1]);

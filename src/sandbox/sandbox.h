@@ -34,6 +34,7 @@ typedef struct sandbox_spec {
 	bool network;             /* share the host network namespace */
 	bool use_userns;          /* new user namespace (rootless, or hardening) */
 	const char *const *masked_paths; /* NULL-terminated or NULL */
+	const char *const *allowed_sockets; /* host Unix sockets kept reachable (NULL-terminated or NULL) */
 	const char *home;
 	harden_opts harden;
 	txbox_limits limits;

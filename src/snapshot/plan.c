@@ -223,6 +223,8 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 		r = prepare_entry(ufd, name, &ust, rel, w->o->strip_setuid, w->err);
 		if (r < 0)
 			return r;
+		if (fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
+			return txbox_fail_errno(w->err, -errno, "stat of layer entry %s", rel);
 		bool differs = !meta_equal(&ust, &wst) || !xattrs_equal(ufd, name, wfd, name);
 		/* Times of a merged directory are always carried over (they moved
 		 * with the changes beneath it); only real metadata is reported. */

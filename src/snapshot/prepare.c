@@ -80,14 +80,12 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 				return txbox_fail_errno(err, -errno, "removing xattr %s from %s", k, relpath);
 		}
 	}
-	if (strip_setuid && S_ISREG(st->st_mode) && (st->st_mode & (S_ISUID | S_ISGID))) {
-		/* setgid without group-exec is mandatory locking, not privilege: keep it. */
-		mode_t m = st->st_mode & 07777;
-		m &= ~(mode_t)S_ISUID;
-		if (m & S_IXGRP)
-			m &= ~(mode_t)S_ISGID;
+	if (strip_setuid && (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && (st->st_mode & (S_ISUID | S_ISGID))) {
+		/* Invariant 5: no setuid/setgid bit is ever published — on
+		 * directories either (setgid there hands the group to new files). */
+		mode_t m = st->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
 		if (fchmodat(dirfd, name, m, 0) < 0)
-			return txbox_fail_errno(err, -errno, "clearing setuid bits of %s", relpath);
+			return txbox_fail_errno(err, -errno, "clearing setuid/setgid bits of %s", relpath);
 	}
 	return 0;
 }

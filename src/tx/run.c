@@ -266,6 +266,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		.network = res->network_host,
 		.use_userns = rootless,
 		.masked_paths = (const char *const *)masked,
+		.allowed_sockets = (const char *const *)ps->allowed_sockets,
 		.home = home,
 		.harden =
 			{
