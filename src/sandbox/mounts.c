@@ -453,6 +453,19 @@ int mounts_build_view(const sandbox_spec *s, bool *index_on, bool *userxattr, ch
 			return failf(msg, len, errno, "hiding %s", p);
 	}
 
+	/* Host sockets outside the replaced trees: covered with /dev/null,
+	 * unless the policy allows them. */
+	for (size_t i = 0; s->host_sockets && s->host_sockets[i]; i++) {
+		bool allowed = false;
+		for (size_t j = 0; s->allowed_sockets && s->allowed_sockets[j] && !allowed; j++)
+			allowed = !strcmp(s->allowed_sockets[j], s->host_sockets[i]);
+		if (allowed)
+			continue;
+		if (mount("/dev/null", s->host_sockets[i], NULL, MS_BIND, NULL) < 0 && errno != ENOENT &&
+		    errno != ENOTDIR && errno != EACCES)
+			return failf(msg, len, errno, "covering the host socket %s", s->host_sockets[i]);
+	}
+
 	/* Everything read-only, then the few writable places writable again
 	 * (they were created in this namespace, so they are not locked). */
 	r = make_host_readonly(msg, len);

@@ -10,6 +10,7 @@
 #include "sandbox/sandbox.h"
 
 #include "sandbox/capture.h"
+#include "sandbox/hostsockets.h"
 #include "sandbox/quota.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
@@ -247,6 +248,8 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 {
 	sandbox_spec local = *spec; /* hardening adjusted to the limits in force */
 	const sandbox_spec *s = &local;
+	char **host_sockets = hostsockets_list(4096);
+	local.host_sockets = (const char *const *)host_sockets;
 	memset(o, 0, sizeof *o);
 	o->validation_exit = -1;
 	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, repp[2] = {-1, -1}, syncp[2] = {-1, -1};
@@ -469,6 +472,7 @@ out_pipes:
 		if (syncp[i] >= 0)
 			close(syncp[i]);
 	}
+	hostsockets_free(host_sockets);
 	return r;
 }
 
