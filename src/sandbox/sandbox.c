@@ -16,6 +16,7 @@
 #include "util/clock.h"
 #include "util/syscalls.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -44,6 +45,8 @@ typedef struct init_report {
 	int index_on;
 	int userxattr;
 	int landlock_abi;
+	unsigned long long watch_memory; /* bytes; 0 = a cgroup watches (or no limit) */
+	int memory_exceeded;
 	char msg[1024];
 } init_report;
 
@@ -112,6 +115,35 @@ exec_command(const sandbox_spec *s, const char *const *argv, int out_w, int err_
 /* Fork one command inside the sandbox and wait for it, reaping every
  * orphan meanwhile (we are pid 1). Returns its wait status via *status;
  * *started tells whether execve succeeded. Returns -errno on harden failure. */
+/* Resident memory of every process in this PID namespace (our /proc). */
+static uint64_t ns_resident_bytes(void)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	uint64_t pages = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char p[300], buf[128];
+		snprintf(p, sizeof p, "/proc/%s/statm", de->d_name);
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		unsigned long long size, res;
+		if (sscanf(buf, "%llu %llu", &size, &res) == 2)
+			pages += res;
+	}
+	closedir(d);
+	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 static int run_one(const sandbox_spec *s, const char *const *argv, int out_w, int err_w, int *status,
 		   bool *started, init_report *rep)
 {
@@ -144,9 +176,30 @@ static int run_one(const sandbox_spec *s, const char *const *argv, int out_w, in
 			snprintf(rep->msg, sizeof rep->msg, "%s", f.msg);
 		}
 	}
+	/* Without a memory cgroup, init watches the namespace's resident memory
+	 * every 20 ms and kills everything past the limit (reported as the
+	 * memory limit); RLIMIT_AS at twice the limit is the hard backstop of
+	 * each process between two samples. */
+	uint64_t watch = (uint64_t)rep->watch_memory;
+	_cleanup_close_ int pidfd = watch ? sys_pidfd_open(pid, 0) : -1;
 	for (;;) {
+		if (pidfd >= 0) {
+			struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+			int pr = poll(&pf, 1, 20);
+			if (pr == 0) {
+				if (ns_resident_bytes() > watch) {
+					rep->memory_exceeded = 1;
+					kill(-1, SIGKILL);
+				}
+				while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans */
+					;
+				continue;
+			}
+		}
 		int st;
-		pid_t w = waitpid(-1, &st, 0);
+		pid_t w = waitpid(pidfd >= 0 ? pid : -1, &st, pidfd >= 0 ? WNOHANG : 0);
+		if (w == 0)
+			continue;
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -195,8 +248,11 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	if (n != 1)
 		_exit(1);
 	close(sync_r);
+	if (s->limits.memory_bytes && s->harden.address_space_bytes)
+		rep.watch_memory = s->limits.memory_bytes;
 	if (c == 'm') { /* the cgroup could not be joined: fall back to rlimits */
-		((sandbox_spec *)s)->harden.address_space_bytes = s->limits.memory_bytes;
+		((sandbox_spec *)s)->harden.address_space_bytes = 2 * s->limits.memory_bytes;
+		rep.watch_memory = s->limits.memory_bytes;
 		if (s->use_userns)
 			((sandbox_spec *)s)->harden.nproc = s->limits.pids;
 	}
@@ -268,8 +324,8 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 	if (s->limits.memory_bytes || s->limits.pids)
 		cg = limits_cgroup_create(s->txid, &s->limits, &o->mechanism, &warn);
 	txbox_error_clear(&warn);
-	if (!cg && s->limits.memory_bytes && !local.harden.address_space_bytes)
-		local.harden.address_space_bytes = s->limits.memory_bytes; /* best effort without cgroups */
+	if (!cg && s->limits.memory_bytes && !local.harden.address_space_bytes) /* no memory cgroup */
+		local.harden.address_space_bytes = 2 * s->limits.memory_bytes;
 	/* Without a pids cgroup: RLIMIT_NPROC, which in a user namespace counts
 	 * only the sandbox's processes (per-namespace ucounts). As real root
 	 * it would count every root process of the host, so root relies on the
@@ -455,6 +511,8 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 		o->validation_ran = true;
 		o->validation_exit = status_code(rep.validation_status);
 	}
+	if (!o->limit && rep.memory_exceeded)
+		o->limit = "memory";
 	if (!o->limit && o->signal == SIGXCPU)
 		o->limit = "cpu";
 	if (!o->limit && o->signal == SIGXFSZ)

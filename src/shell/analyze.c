@@ -16,6 +16,7 @@
 #include "util/cleanup.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,7 +201,14 @@ static bool is_stdin_redir(const struct sh_redir_raw *r)
 
 static int analyze_nodes(struct sh_ctx *ctx, const struct sh_nodes *ns)
 {
-	for (size_t i = 0; i < ns->n; i++) {
+	/* per pipeline: has a downloader (1) / decoder (2) run so far; nodes
+	 * of element k come after those of elements < k */
+	size_t npipes = (size_t)ctx->pipe_seq + 1;
+	uint8_t *pipe_src = calloc(npipes, 1);
+	if (!pipe_src)
+		return txbox_fail(ctx->err, -ENOMEM, "shell: out of memory");
+	int rc = 0;
+	for (size_t i = 0; i < ns->n && rc == 0; i++) {
 		const struct sh_node *n = &ns->v[i];
 		struct sh_stdin in = {.piped = n->stdin_piped};
 		for (size_t k = 0; k < n->nredirs; k++) {
@@ -221,20 +229,15 @@ static int analyze_nodes(struct sh_ctx *ctx, const struct sh_nodes *ns)
 			} else
 				in.redirected = true;
 		}
-		if (in.piped) {
-			/* what feeds the pipe: earlier commands of the same pipeline */
-			for (size_t k = i; k-- > 0;) {
-				const struct sh_node *m = &ns->v[k];
-				if (m->pipe_id != n->pipe_id)
-					continue;
-				if (name_in(m, downloader))
-					in.downloaded = true;
-				if (name_in(m, decoder))
-					in.decoded = true;
-				if (m->pipe_idx == 0)
-					break;
-			}
+		bool known = n->pipe_id < npipes;
+		if (in.piped && known) {
+			in.downloaded = pipe_src[n->pipe_id] & 1;
+			in.decoded = pipe_src[n->pipe_id] & 2;
 		}
+		if (known && name_in(n, downloader))
+			pipe_src[n->pipe_id] |= 1;
+		if (known && name_in(n, decoder))
+			pipe_src[n->pipe_id] |= 2;
 		if (n->argc == 0) {
 			bool files = false;
 			for (size_t k = 0; k < n->nredirs; k++)
@@ -243,13 +246,11 @@ static int analyze_nodes(struct sh_ctx *ctx, const struct sh_nodes *ns)
 			if (!files)
 				continue;
 		}
-		int rc = sh_unwrap(ctx, n->argv, n->argc,
-				   (const struct sh_redir_raw *const *)n->redirs, n->nredirs, n->via,
-				   n->depth, &in, ns);
-		if (rc < 0)
-			return rc;
+		rc = sh_unwrap(ctx, n->argv, n->argc, (const struct sh_redir_raw *const *)n->redirs,
+			       n->nredirs, n->via, n->depth, &in, ns);
 	}
-	return 0;
+	free(pipe_src);
+	return rc;
 }
 
 int sh_reparse(struct sh_ctx *ctx, const char *text, size_t len, const char *via,

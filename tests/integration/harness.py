@@ -233,8 +233,11 @@ def short_json(j, limit=700):
 
 def sh(cmd, cwd=None, check_rc=True, env=None, timeout=600):
     """Run shell text natively. Returns CompletedProcess (bytes)."""
-    p = subprocess.run(["/bin/sh", "-c", cmd], cwd=cwd, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=timeout)
+    try:
+        p = subprocess.run(["/bin/sh", "-c", cmd], cwd=cwd, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Fail("native command did not finish within %ds: %r" % (timeout, cmd[:300]))
     if check_rc and p.returncode != 0:
         raise Fail("native command failed (exit %d): %r\n  stderr: %s" %
                    (p.returncode, cmd if isinstance(cmd, str) else cmd[:300],

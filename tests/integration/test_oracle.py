@@ -176,7 +176,7 @@ def _needs(ctx, wl):
 
 def _native(text, cwd):
     t0 = time.time_ns()
-    p = sh(text if isinstance(text, str) else text, cwd=cwd, check_rc=False)
+    p = sh(text if isinstance(text, str) else text, cwd=cwd, check_rc=False, timeout=300)
     t1 = time.time_ns()
     if p.returncode != 0:
         raise Fail("TEST BUG: workload fails natively (exit %d): %s" %
@@ -194,7 +194,7 @@ def commit_oracle(ctx, wl):
     before_a = mf.manifest(A)
     text = wl.render(ctx.assets if wl.uses_assets() else "")
     native, nwin = _native(text, A)
-    res = ctx.run_json(B, text)
+    res = ctx.run_json(B, text, timeout=300)
     try:
         res.expect(outcome="committed", exit_status=0, exit_code=0, signal=None,
                    rollback_reason=None)
@@ -239,7 +239,7 @@ def rollback_oracle(ctx, wl):
         full = b"{\n" + text + b"\n} && echo " + marker.encode() + b"\nexit 1\n"
     else:
         full = "{\n" + text + "\n} && echo " + marker + "\nexit 1\n"
-    res = ctx.run_json(B, full)
+    res = ctx.run_json(B, full, timeout=300)
     after = mf.manifest(B)
     lines = mf.diff(before, after, dir_mtime=True, root_mtime=False)
     try:

@@ -221,10 +221,12 @@ w("misc/mixed",
   "echo n >> file_small && rm -r dir && mv dir2 dir && ln -s dir dirlink && mkdir -p new/a && "
   "echo 1 > new/a/1 && chmod 700 new && rm link_abs && mkfifo new/p && "
   "touch -d @1234567890 file_4097 && ln file_4097 new/hard && rm \"$(printf 'new\\nline')\"")
+# dash's cd fails once $PWD exceeds PATH_MAX, so the deep part is done with
+# relative mkdir/chdir in python3
 w("misc/path-longer-than-PATH_MAX",
-  "cd \"$(dirname \"$(find deep -name leaf)\")\" && i=0 && while [ $i -lt 80 ]; do "
-  "mkdir long-component-name-for-exceeding-path-max-$i && cd long-component-name-for-exceeding-path-max-$i "
-  "&& i=$((i+1)); done && echo bottom > f && ln -s ../../x lnk")
+  "python3 -c '\nimport os\nfor r, d, f in os.walk(\"deep\"):\n    if \"leaf\" in f:\n        os.chdir(r)\n        break\n"
+  "for i in range(80):\n    n = \"long-component-name-for-exceeding-path-max-%d\" % i\n    os.mkdir(n)\n    os.chdir(n)\n"
+  "open(\"f\", \"w\").write(\"bottom\\n\")\nos.symlink(\"../../x\", \"lnk\")\n'", needs=("python3",))
 w("misc/readonly-dir-after-write", "echo x > dir2/new && mkdir dir2/sub && echo y > dir2/sub/y && "
                                    "chmod 555 dir2/sub dir2")
 w("misc/new-files-explicit-mtime", "touch -d @1111111111.5 brandnew && mkdir nd2 && "

@@ -30,7 +30,7 @@ static void test_syntax_errors(void **state)
 		{"a &&", "missing command"},
 		{";; echo", "unexpected ';;'"},
 		{"echo >", "redirection without target"},
-		{"echo (", "unexpected '('"},
+		{"echo (", "missing ')'"},
 		{"fi", "unexpected 'fi'"},
 		{"[[ -f x", "missing ']]'"},
 		{"echo $(case x in", "at byte"},
