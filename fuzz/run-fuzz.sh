@@ -14,22 +14,48 @@ cc=${CC:-clang}
 jobs=${FUZZ_JOBS:-1}
 mkdir -p "$out"
 
-# Core sources a target may need: util plus the module of the target's directory.
+# What a target of fuzz/MODULE/ links: src/util, src/MODULE and the modules
+# and libraries MODULE depends on (kept here so every target builds the same
+# way, without meson).
+deps_of() {
+	case "$1" in
+	policy) echo "shell" ;;
+	*) echo "" ;;
+	esac
+}
+libs_of() {
+	case "$1" in
+	policy) pkg-config --cflags --libs yaml-0.1 2>/dev/null || echo "-lyaml" ;;
+	*) echo "" ;;
+	esac
+}
+
 status=0
 for target in "$here"/*/fuzz_*.c; do
 	[ -e "$target" ] || continue
 	mod=$(basename "$(dirname "$target")")
 	name=$(basename "$target" .c)
 	bin="$out/$name"
-	srcs="$root/src/util/error.c"
-	for f in "$root/src/$mod"/*.c; do
-		[ -e "$f" ] && srcs="$srcs $f"
+	srcs=""
+	for m in util $(deps_of "$mod") "$mod"; do
+		for f in "$root/src/$m"/*.c; do
+			[ -e "$f" ] && srcs="$srcs $f"
+		done
 	done
+	if [ "$mod" = policy ]; then
+		# the built-in policy is generated at build time
+		python3 "$root/src/policy/embed.py" "$root/policy/default.yaml" "$out/default_policy.c"
+		srcs="$srcs $out/default_policy.c"
+	fi
 	echo "== building $name ($mod)"
 	# shellcheck disable=SC2086
-	"$cc" -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+	if ! "$cc" -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
-		-I"$root/include" -I"$root/src" $srcs "$target" -o "$bin"
+		-I"$root/include" -I"$root/src" $srcs "$target" $(libs_of "$mod") -o "$bin"; then
+		echo "!! $name: build failed"
+		status=1
+		continue
+	fi
 	corpus="$out/corpus-$name"
 	mkdir -p "$corpus"
 	seeds="$(dirname "$target")/corpus"

@@ -16,6 +16,10 @@ typedef struct harden_opts {
 	const char *const *writable;   /* NULL-terminated extra writable paths (/tmp, /dev/null, …) */
 	bool network;                  /* host networking granted: do not restrict TCP in Landlock */
 	bool in_userns;                /* running inside a user namespace already */
+	bool keep_namespaced_caps;     /* root of its own identity-mapped user namespace: its
+					* capabilities only reach what that namespace owns,
+					* so keep them (root inside behaves like root natively
+					* on the workspace, and has no power over the host) */
 	bool allow_extra_socket_families; /* policy grants families beyond unix/inet/inet6 */
 	/* rlimits; 0 = leave as is */
 	uint64_t cpu_seconds, address_space_bytes, nofile, nproc, fsize_bytes;

@@ -475,6 +475,7 @@ int mounts_build_view(const sandbox_spec *s, bool *index_on, bool *userxattr, ch
 	    (r = remount_rw("/tmp", MS_NOSUID | MS_NODEV, msg, len)) < 0 ||
 	    (var_tmp && (r = remount_rw("/var/tmp", MS_NOSUID | MS_NODEV, msg, len)) < 0) ||
 	    (r = remount_rw("/dev/shm", MS_NOSUID | MS_NODEV, msg, len)) < 0 ||
+	    (r = remount_rw("/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, msg, len)) < 0 ||
 	    (run_hidden && (r = remount_rw("/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, msg, len)) < 0) ||
 	    (r = remount_rw("/dev/pts", MS_NOSUID | MS_NOEXEC, msg, len)) < 0)
 		return r;

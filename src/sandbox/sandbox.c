@@ -150,18 +150,56 @@ static int run_one(const sandbox_spec *s, const char *const *argv, int out_w, in
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0)
 		return -errno;
-	pid_t pid = fork();
-	if (pid < 0) {
+	/* As real root, the command becomes root of its own user namespace
+	 * (identity map of every id): root-like on the workspace, powerless
+	 * over the host (capabilities of a child namespace; mounts locked). */
+	bool own_userns = s->harden.keep_namespaced_caps;
+	int gp[2] = {-1, -1};
+	if (own_userns && pipe2(gp, O_CLOEXEC) < 0) {
 		int e = errno;
 		close(ep[0]);
 		close(ep[1]);
 		return -e;
 	}
+	pid_t pid = own_userns ? (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL) : fork();
+	if (pid < 0) {
+		int e = errno;
+		close(ep[0]);
+		close(ep[1]);
+		if (own_userns) {
+			close(gp[0]);
+			close(gp[1]);
+		}
+		return -e;
+	}
 	if (pid == 0) {
 		close(ep[0]);
+		if (own_userns) {
+			char c;
+			close(gp[1]);
+			if (read(gp[0], &c, 1) != 1)
+				_exit(125);
+			close(gp[0]);
+		}
 		exec_command(s, argv, out_w, err_w, ep[1], NULL);
 	}
 	close(ep[1]);
+	if (own_userns) {
+		close(gp[0]);
+		char path[64];
+		static const char map[] = "0 0 4294967295\n";
+		bool ok = true;
+		for (int i = 0; i < 2 && ok; i++) {
+			snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, i ? "gid_map" : "uid_map");
+			int fd = open(path, O_WRONLY | O_CLOEXEC);
+			ok = fd >= 0 && write(fd, map, sizeof map - 1) == (ssize_t)(sizeof map - 1);
+			if (fd >= 0)
+				close(fd);
+		}
+		if (ok)
+			write_all(gp[1], "g", 1);
+		close(gp[1]); /* EOF without a byte: the child gives up */
+	}
 	exec_failure f;
 	ssize_t n;
 	do

@@ -71,6 +71,8 @@ static bool all_digits(const char *s)
 /* File redirection kind, or -1 for dups, closes and here-documents. */
 static int redir_kind(const struct sh_redir_raw *r)
 {
+	if (r->procsub)
+		return -1; /* > >(cmd): a pipe; cmd is reported itself */
 	switch (r->op) {
 	case R_LT:
 	case R_LTGT:

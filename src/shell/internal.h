@@ -13,8 +13,8 @@
  * recursion (and so stack use) bounded whatever the input. */
 #define SH_MAX_NEST 100
 /* Bounds on brace expansion of one word. */
-#define SH_MAX_FIELDS 4096
-#define SH_MAX_FIELD_BYTES (1u << 20)
+#define SH_MAX_FIELDS 65536
+#define SH_MAX_FIELD_BYTES (4u << 20)
 
 /* ---- growable buffers (buf.c) ----------------------------------------- */
 
@@ -180,8 +180,28 @@ struct sh_pending {
 	bool strip_tabs;
 };
 
+/* Simple variables assigned earlier in the same text (vars.c). */
+struct sh_var {
+	char *name;
+	char *value; /* NULL: poisoned (assigned in a way we cannot follow) */
+};
+
+struct sh_vars {
+	struct sh_var *v;
+	size_t n, cap;
+	bool all_poisoned;
+	/* assignments of the current top-level statement, committed when it
+	 * turns out to run in the current shell unconditionally */
+	struct sh_var *pend;
+	size_t npend, pcap;
+};
+
 struct sh_parser {
 	struct sh_ctx *ctx;
+	struct sh_vars *vars; /* NULL: no tracking */
+	bool resolve_vars;    /* this text's top level may use known variables */
+	unsigned compound;    /* inside compound commands / function bodies */
+	unsigned stmt_cmds;   /* commands in the current top-level statement */
 	struct sh_nodes *nodes;
 	const char *s;
 	size_t len, pos;
@@ -200,6 +220,19 @@ struct sh_parser {
 int sh_fail_at(struct sh_parser *p, size_t pos, int code, const char *msg);
 int sh_nest_enter(struct sh_parser *p, size_t pos);
 void sh_nest_leave(struct sh_parser *p);
+
+/* vars.c */
+/* Value of $name if known (borrowed), else NULL. */
+const char *sh_var_get(const struct sh_vars *v, const char *name, size_t len);
+void sh_var_poison(struct sh_vars *v, const char *name, size_t len);
+void sh_var_poison_all(struct sh_vars *v);
+/* Add a pending assignment (value NULL: unknown). */
+void sh_var_pend(struct sh_vars *v, const char *name, size_t len, const char *value);
+/* Commit (ok) or drop (poison) pending assignments. */
+void sh_var_settle(struct sh_vars *v, bool ok);
+void sh_vars_free(struct sh_vars *v);
+/* Poison what running command argv[0] may change in the current shell. */
+void sh_var_command(struct sh_vars *v, const struct sh_field *argv, size_t argc);
 
 /* lexer.c */
 int sh_peek(struct sh_parser *p, struct sh_tok **out);
@@ -230,6 +263,8 @@ int sh_word_fields(struct sh_parser *p, const struct sh_word *w, struct sh_node 
  * command word (cmd): any look-alike sets *flag; arguments: a leading
  * Unicode dash becomes '-', Unicode spaces set *flag. */
 int sh_normalize_lookalike(char **text, bool cmd, bool *flag);
+/* Text of the cells from index from on (assignment values). */
+char *sh_word_text_from(const struct sh_word *w, size_t from, bool *unres);
 /* Length of the assignment prefix "NAME=" / "NAME+=" / "NAME[...]=" or 0. */
 size_t sh_word_assign_len(const struct sh_word *w);
 

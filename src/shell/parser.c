@@ -1,13 +1,34 @@
-/* Recursive-descent parser for bash command text.
+/* Recursive-descent parser for bash command text, written for
+ * classification and fail-closed.
  *
  * The parser does not build a full tree: classification needs every simple
  * command that could run, with its words, redirections, here-document
  * bodies and pipeline position. Each simple command becomes a node
  * (struct sh_node); compound commands (if/while/until/for/select/case,
- * subshells, brace groups, functions, [[ ]], (( ))) are parsed for syntax
- * and for the commands inside them. Function bodies are reported whether or
- * not the function is called. Aliases are not expanded (non-interactive
- * bash does not expand them).
+ * subshells, brace groups, functions, [[ ]], (( )), coproc) are parsed for
+ * syntax and for the commands inside them. Function bodies are reported
+ * whether or not the function is called.
+ *
+ * Choices (details in word.c, vars.c, unwrap.c, interp.c, analyze.c):
+ *  - Quoting and $'…' follow bash exactly (checked against bash by
+ *    tests/shell-diff); brace expansion too. Globs stay literal.
+ *  - "~", "~/x", "~user" stay literal; $HOME and ${HOME} at the start of a
+ *    word become "~" (so `rm -rf $HOME` is `rm -rf ~`); policy resolves "~".
+ *  - Other expansions keep their raw text ("$x", "$(…)") and mark the word
+ *    unresolved; a command whose name is not static is unresolved.
+ *    Variables assigned earlier at the top level of the same text are
+ *    followed when that is provably safe (vars.c).
+ *  - Bash does not split on Unicode spaces: an unquoted U+00A0, U+2000–
+ *    U+200D, U+202F, U+205F, U+2060, U+3000 or U+FEFF stays in the word and
+ *    marks it (command word: command unresolved "look-alike character";
+ *    argument: word_unresolved). A Unicode dash U+2010–U+2015, U+2212 or
+ *    U+FF0D starting a word is normalised to '-' and the word marked.
+ *  - A brace sequence producing '\' or '`' (e.g. {Z..a}) is unresolved:
+ *    bash re-reads those characters.
+ *  - Aliases are not expanded (non-interactive bash does not); `alias
+ *    x='…'` reports the value's commands with via "alias".
+ *  - Syntax errors return -EINVAL with "at byte N"; limits return -E2BIG
+ *    (length, nodes, brace fields) or -ELOOP (nesting, re-parse depth).
  *
  * Nesting is bounded by SH_MAX_NEST; every token, word and field is counted
  * against shell_limits.max_nodes, so work is linear in the input.
@@ -145,6 +166,7 @@ static int push_node(struct sh_parser *p, struct sh_node *n)
 		sh_node_free(n);
 		return oom(p);
 	}
+	sh_var_command(p->vars, n->argv, n->argc);
 	n->depth = p->depth;
 	n->pipe_id = p->pipe_id;
 	n->pipe_idx = p->pipe_idx;
@@ -285,11 +307,32 @@ static int parse_trailing_redirs(struct sh_parser *p)
 	return rc;
 }
 
+/* Record an assignment word NAME=value as pending (vars.c). */
+static void note_assignment(struct sh_parser *p, const struct sh_word *w, size_t al, bool array)
+{
+	if (!p->vars)
+		return;
+	const char *c = w->cells.c;
+	size_t nl = 0;
+	while (nl < al && c[nl] != '=' && c[nl] != '[' && c[nl] != '+')
+		nl++;
+	bool plain = nl + 1 == al && !array;
+	if (!plain) {
+		sh_var_poison(p->vars, c, nl);
+		return;
+	}
+	bool unres = false;
+	char *val = sh_word_text_from(w, al, &unres);
+	sh_var_pend(p->vars, c, nl, unres ? NULL : val);
+	free(val);
+}
+
 static int parse_simple(struct sh_parser *p)
 {
 	struct sh_node n = {0};
 	int rc = 0;
 	bool first = true;
+	size_t pend_before = p->vars ? p->vars->npend : 0;
 	for (;;) {
 		struct sh_tok *t;
 		rc = sh_peek(p, &t);
@@ -309,6 +352,7 @@ static int parse_simple(struct sh_parser *p)
 			if (al) {
 				bool array = al == t->w.cells.len && p->pos < p->len &&
 					     p->s[p->pos] == '(' && t->w.end == p->pos;
+				note_assignment(p, &t->w, al, array);
 				sh_consume(p);
 				if (array) {
 					rc = parse_array_value(p);
@@ -332,17 +376,26 @@ static int parse_simple(struct sh_parser *p)
 			if (rc < 0)
 				goto fail;
 			if (t2->t == TK_LPAREN) {
+				sh_var_poison_all(p->vars); /* the body may assign when called */
 				sh_consume(p);
 				rc = expect_tok(p, TK_RPAREN, "')'");
 				if (rc == 0)
 					rc = skip_newlines(p);
-				if (rc == 0)
+				if (rc == 0) {
+					p->compound++;
 					rc = parse_command(p);
+					p->compound--;
+				}
 				sh_node_free(&n);
 				return rc;
 			}
 		}
 	}
+	/* assignments stay pending only for a top-level assignment-only
+	 * statement; anything else makes them unknowable */
+	if (p->vars && p->vars->npend > pend_before &&
+	    !(n.argc == 0 && n.nredirs == 0 && p->resolve_vars && p->compound == 0))
+		sh_var_settle(p->vars, false);
 	if (n.argc == 0 && n.nredirs == 0) {
 		sh_node_free(&n);
 		return 0;
@@ -542,7 +595,17 @@ static int parse_cond(struct sh_parser *p, size_t at)
 	}
 }
 
+static int parse_compound_inner(struct sh_parser *p, struct sh_tok *t);
+
 static int parse_compound_body(struct sh_parser *p, struct sh_tok *t)
+{
+	p->compound++;
+	int rc = parse_compound_inner(p, t);
+	p->compound--;
+	return rc;
+}
+
+static int parse_compound_inner(struct sh_parser *p, struct sh_tok *t)
 {
 	int rc;
 	size_t at = t->pos;
@@ -585,6 +648,7 @@ static int parse_compound_body(struct sh_parser *p, struct sh_tok *t)
 		return rc;
 	}
 	if (is_word(t, "for") || is_word(t, "select")) {
+		sh_var_poison_all(p->vars);
 		sh_consume(p);
 		return parse_for(p);
 	}
@@ -597,6 +661,7 @@ static int parse_compound_body(struct sh_parser *p, struct sh_tok *t)
 		return parse_cond(p, at);
 	}
 	if (is_word(t, "function")) {
+		sh_var_poison_all(p->vars);
 		sh_consume(p);
 		rc = sh_peek(p, &t);
 		if (rc < 0)
@@ -629,6 +694,7 @@ static int parse_command(struct sh_parser *p)
 	rc = sh_nest_enter(p, at);
 	if (rc < 0)
 		return rc;
+	p->stmt_cmds++;
 	static const char *const bad[] = {"then", "else", "elif", "fi", "do", "done", "esac", "}",
 					  "in", "]]"};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
@@ -749,12 +815,17 @@ static int parse_list(struct sh_parser *p)
 			return 0;
 		if (t->t == TK_SEMI || t->t == TK_AMP)
 			return unexpected(p, t);
+		bool top = p->vars && p->resolve_vars && p->compound == 0;
+		if (top)
+			p->stmt_cmds = 0;
 		rc = parse_and_or(p);
 		if (rc < 0)
 			return rc;
 		rc = sh_peek(p, &t);
 		if (rc < 0)
 			return rc;
+		if (top)
+			sh_var_settle(p->vars, p->stmt_cmds == 1 && t->t != TK_AMP);
 		if (t->t == TK_SEMI || t->t == TK_AMP || t->t == TK_NEWLINE) {
 			sh_consume(p);
 			continue;
@@ -783,6 +854,7 @@ int sh_parse_text(struct sh_ctx *ctx, struct sh_nodes *ns, const char *s, size_t
 		  const char *via, unsigned depth, bool stdin_piped)
 {
 	unsigned nest = 0;
+	struct sh_vars vars = {0};
 	struct sh_parser p = {
 		.ctx = ctx,
 		.nodes = ns,
@@ -793,6 +865,8 @@ int sh_parse_text(struct sh_ctx *ctx, struct sh_nodes *ns, const char *s, size_t
 		.nest = &nest,
 		.stdin_piped = stdin_piped,
 		.what = "",
+		.vars = &vars,
+		.resolve_vars = true,
 	};
 	int rc = parse_list(&p);
 	if (rc == 0) {
@@ -804,6 +878,7 @@ int sh_parse_text(struct sh_ctx *ctx, struct sh_nodes *ns, const char *s, size_t
 	if (rc == 0)
 		rc = finish_pending(&p);
 	parser_done(&p);
+	sh_vars_free(&vars);
 	return rc;
 }
 
@@ -824,6 +899,7 @@ int sh_parse_subst(struct sh_parser *p, const char *via, bool stdin_piped)
 		.nest = p->nest,
 		.stdin_piped = stdin_piped,
 		.what = p->what,
+		.vars = p->vars,
 	};
 	rc = parse_list(&sub);
 	if (rc == 0) {
@@ -868,6 +944,7 @@ int sh_parse_backquote(struct sh_parser *p, const char *text, size_t len, size_t
 		.nest = p->nest,
 		.stdin_piped = p->stdin_piped,
 		.what = "in `…` ",
+		.vars = p->vars,
 	};
 	rc = parse_list(&sub);
 	if (rc == 0) {

@@ -335,6 +335,24 @@ static int do_source(struct uw *u)
 	return 0;
 }
 
+/* alias NAME=VALUE: the value runs wherever NAME is used (when aliases are
+ * expanded), so report what it would run. */
+static int do_alias(struct uw *u)
+{
+	for (size_t i = 1; i < u->n; i++) {
+		const struct sh_field *f = &u->v[i];
+		const char *eq = strchr(f->text, '=');
+		if (!eq)
+			continue;
+		struct sh_field g = *f;
+		g.text = (char *)eq + 1;
+		int rc = shell_text(u, &g, "alias");
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* ---- simple wrappers ------------------------------------------------------ */
 
 static int after_opts(struct uw *u, const char *sarg, const char *const *larg)
@@ -1227,7 +1245,7 @@ static const struct handler handlers[] = {
 	{"ksh", do_shell}, {"mksh", do_shell}, {"ash", do_shell}, {"yash", do_shell},
 	{"posh", do_shell}, {"rbash", do_shell}, {"fish", do_shell}, {"ksh93", do_shell},
 	{"tcsh", do_shell}, {"csh", do_shell},
-	{"eval", do_eval}, {"source", do_source}, {".", do_source},
+	{"eval", do_eval}, {"source", do_source}, {".", do_source}, {"alias", do_alias},
 	{"sudo", do_sudo}, {"doas", do_doas}, {"env", do_env},
 	{"command", do_command}, {"builtin", do_plain}, {"exec", do_exec},
 	{"nice", do_nice}, {"nohup", do_plain}, {"time", do_time}, {"timeout", do_timeout},

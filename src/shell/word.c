@@ -328,6 +328,23 @@ out:
 	return rc;
 }
 
+/* A variable assigned earlier in this text (vars.c): insert its value. */
+static bool known_var(struct sh_parser *p, struct sh_word *w, const char *name, size_t len,
+		      bool in_dq)
+{
+	if (!p->vars || !p->resolve_vars || p->compound)
+		return false;
+	const char *v = sh_var_get(p->vars, name, len);
+	if (!v)
+		return false;
+	/* unquoted, bash would split and glob it */
+	if (!in_dq && strpbrk(v, " \t\n*?["))
+		return false;
+	/* (an unquoted empty value leaves nothing: the word may vanish) */
+	cells_addn(&w->cells, v, strlen(v), CF_QUOTED);
+	return true;
+}
+
 /* ${…}: p->pos at '$'. */
 static int read_param(struct sh_parser *p, struct sh_word *w, bool in_dq)
 {
@@ -337,6 +354,16 @@ static int read_param(struct sh_parser *p, struct sh_word *w, bool in_dq)
 		p->pos += 7;
 		cells_add(&w->cells, '~', CF_HOME | CF_QUOTED);
 		return 0;
+	}
+	{
+		size_t e = st + 2;
+		while (e < p->len && is_name_char(s[e]))
+			e++;
+		if (e > st + 2 && e < p->len && s[e] == '}' && is_name_start(s[st + 2]) &&
+		    known_var(p, w, s + st + 2, e - st - 2, in_dq)) {
+			p->pos = e + 1;
+			return 0;
+		}
 	}
 	int rc = sh_nest_enter(p, st);
 	if (rc < 0)
@@ -376,8 +403,11 @@ static int read_param(struct sh_parser *p, struct sh_word *w, bool in_dq)
 			if (depth == 0)
 				break;
 			depth--;
-		} else
+		} else {
+			if (c == '=')
+				sh_var_poison_all(p->vars); /* ${x=…} / ${x:=…} assign */
 			p->pos++;
+		}
 		if (scratch.cells.len > 4096)
 			cells_free(&scratch.cells);
 	}
@@ -392,6 +422,7 @@ static int read_param(struct sh_parser *p, struct sh_word *w, bool in_dq)
 /* Arithmetic text after "((" / "$((" up to the closing "))". */
 int sh_read_arith(struct sh_parser *p, struct sh_word *w, size_t open_pos)
 {
+	sh_var_poison_all(p->vars); /* arithmetic may assign */
 	int rc = sh_nest_enter(p, open_pos);
 	if (rc < 0)
 		return rc;
@@ -454,6 +485,7 @@ static int read_old_arith(struct sh_parser *p, struct sh_word *w)
 	size_t st = p->pos;
 	size_t depth = 0;
 	p->pos += 2;
+	sh_var_poison_all(p->vars);
 	while (p->pos < p->len) {
 		char c = p->s[p->pos++];
 		if (c == '[')
@@ -510,6 +542,8 @@ static int read_dollar(struct sh_parser *p, struct sh_word *w, bool in_dq)
 			cells_add(&w->cells, '~', CF_HOME | CF_QUOTED);
 			return 0;
 		}
+		if (known_var(p, w, s + st + 1, e - st - 1, in_dq))
+			return 0;
 		add_opaque(p, w, st);
 		return 0;
 	}
@@ -643,6 +677,7 @@ int sh_expand_body(struct sh_parser *parent, const char *body, size_t len, size_
 		.nest = parent->nest,
 		.stdin_piped = parent->stdin_piped,
 		.what = "in here-document ",
+		.vars = parent->vars,
 	};
 	struct sh_word w = {0};
 	*sub_begin = parent->nodes->n;
@@ -727,6 +762,17 @@ char *sh_word_text(const struct sh_word *w, bool *unres)
 	return t;
 }
 
+char *sh_word_text_from(const struct sh_word *w, size_t from, bool *unres)
+{
+	bool u = false;
+	if (from > w->cells.len)
+		from = w->cells.len;
+	char *t = cells_text(w->cells.c + from, w->cells.f + from, w->cells.len - from, &u);
+	if (unres)
+		*unres = u;
+	return t;
+}
+
 bool sh_word_is(const struct sh_word *w, const char *s)
 {
 	size_t n = strlen(s);
@@ -783,6 +829,7 @@ struct bx {
 	struct sh_parser *p;
 	size_t calls;
 	bool too_big;
+	bool unres; /* a sequence produced '\\' or '`': bash re-reads those */
 };
 
 static void clist_free(struct clist *l)
@@ -919,8 +966,14 @@ static int expand_seq(struct bx *bx, const char *c, const uint8_t *f, size_t n, 
 			break;
 		char buf[64];
 		int len;
-		if (chars)
+		if (chars) {
 			len = snprintf(buf, sizeof(buf), "%c", (char)x);
+			/* bash inserts these into the word text, where a backslash
+			 * then quotes the next character and a backquote starts a
+			 * command substitution: do not pretend to know the result */
+			if (x == '\\' || x == '`')
+				bx->unres = true;
+		}
 		else
 			len = snprintf(buf, sizeof(buf), "%0*jd", width, x);
 		uint8_t fl[64];
@@ -1102,7 +1155,7 @@ int sh_word_fields(struct sh_parser *p, const struct sh_word *w, struct sh_node 
 		return oom(p);
 	}
 	for (size_t i = 0; i < out.n && rc == 0; i++)
-		rc = add_field(p, w, n, out.v[i].c, out.v[i].f, out.v[i].n, false);
+		rc = add_field(p, w, n, out.v[i].c, out.v[i].f, out.v[i].n, bx.unres);
 	clist_free(&out);
 	return rc;
 }

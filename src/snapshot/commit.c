@@ -265,8 +265,8 @@ static int apply_meta(int ws_fd, int upper_fd, int displaced_fd, size_t idx, con
 		prepare_xattr_path(ud, uname, up, sizeof up);
 		prepare_xattr_path(wd, wname, wp, sizeof wp);
 	} else {
-		fs_fd_path(ud, up);
-		fs_fd_path(wd, wp);
+		snprintf(up, sizeof up, "/proc/self/fd/%d/.", ud); /* "/." : the directory, not the magic link */
+		snprintf(wp, sizeof wp, "/proc/self/fd/%d/.", wd); /* "/." : the directory, not the magic link */
 	}
 	int r = save_xattrs(wp, up, displaced_fd, idx, err);
 	if (r < 0)
@@ -354,17 +354,28 @@ static int apply_link(int ws_fd, int displaced_fd, const plan_op *o, size_t idx,
 	_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
 	if (wpar < 0)
 		return wpar;
-	_cleanup_close_ int tpar = snapshot_open_parent(ws_fd, o->link_target, &tname, err);
-	if (tpar < 0)
-		return tpar;
+	_cleanup_close_ int tpar = -1;
+	if (o->link_target) {
+		tpar = snapshot_open_parent(ws_fd, o->link_target, &tname, err);
+		if (tpar < 0)
+			return tpar;
+	} else if (o->link_fd < 0) {
+		return txbox_fail(err, -EINVAL, "linking %s: no target", o->path);
+	}
 	if (o->existed) {
 		char dn[32];
 		displaced_name(idx, dn);
 		if (move_entry(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
 			return txbox_fail_errno(err, -errno, "moving %s aside", o->path);
 	}
-	if (linkat(tpar, tname, wpar, wname, 0) < 0)
-		return txbox_fail_errno(err, -errno, "linking %s to %s", o->path, o->link_target);
+	char fdp[40];
+	if (!o->link_target)
+		snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", o->link_fd);
+	int lr = o->link_target ? linkat(tpar, tname, wpar, wname, 0)
+				: linkat(AT_FDCWD, fdp, wpar, wname, AT_SYMLINK_FOLLOW);
+	if (lr < 0)
+		return txbox_fail_errno(err, -errno, "linking %s to %s", o->path,
+					o->link_target ? o->link_target : "its hard-link group");
 	return 0;
 }
 
@@ -453,7 +464,7 @@ static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op 
 		if (wname[0])
 			prepare_xattr_path(wd, wname, wp, sizeof wp);
 		else
-			fs_fd_path(wd, wp);
+			snprintf(wp, sizeof wp, "/proc/self/fd/%d/.", wd); /* "/." : the directory, not the magic link */
 		int r = restore_xattrs(wp, displaced_fd, idx, err);
 		if (r < 0)
 			return r;

@@ -115,6 +115,7 @@ int journal_read(int txfd, plan *out, txbox_error *err)
 		plan_op *o = &out->ops[out->n++];
 		memset(o, 0, sizeof *o);
 		o->kind = (plan_kind)kind;
+		o->link_fd = -1;
 		o->existed = existed;
 		o->new_ino = (ino_t)ni;
 		o->old_ino = (ino_t)oi;

@@ -53,9 +53,10 @@ bool prepare_is_opaque(int dirfd, const char *name)
 	return n == 1 && v[0] == 'y';
 }
 
-int prepare_entry(int dirfd, const char *name, const struct stat *st, const char *relpath, bool strip_setuid,
+int prepare_entry(int dirfd, const char *name, const struct stat *st, const char *relpath, prepare_opts *po,
 		  txbox_error *err)
 {
+	bool strip_setuid = po->strip_setuid;
 	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
 		return txbox_fail(err, -EPERM, "refusing to commit the device node %s", relpath);
 	if (S_ISSOCK(st->st_mode))
@@ -73,11 +74,28 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 			list = big;
 		}
 	}
+	if (po->defer_links && S_ISREG(st->st_mode) && st->st_nlink > 1) {
+		po->deferred = true;
+		n = 0; /* xattrs later; the mode below now */
+	}
 	for (ssize_t off = 0; n > 0 && off < n; off += (ssize_t)strlen(list + off) + 1) {
 		const char *k = list + off;
 		if (fs_xattr_is_overlay_private(k) || (strip_setuid && strcmp(k, "security.capability") == 0)) {
-			if (lremovexattr(p, k) < 0 && errno != ENODATA)
-				return txbox_fail_errno(err, -errno, "removing xattr %s from %s", k, relpath);
+			if (lremovexattr(p, k) == 0 || errno == ENODATA)
+				continue;
+			/* Without CAP_FOWNER (rootless), changing xattrs needs write
+			 * permission: lend it for the removal. */
+			if (errno == EACCES && !S_ISLNK(st->st_mode) &&
+			    fchmodat(dirfd, name, (st->st_mode | S_IWUSR) & 07777, 0) == 0) {
+				int rr = lremovexattr(p, k);
+				int e = errno;
+				if (fchmodat(dirfd, name, st->st_mode & 07777, 0) < 0 && rr == 0)
+					return txbox_fail_errno(err, -errno, "restoring the mode of %s", relpath);
+				if (rr == 0 || e == ENODATA)
+					continue;
+				errno = e;
+			}
+			return txbox_fail_errno(err, -errno, "removing xattr %s from %s", k, relpath);
 		}
 	}
 	if (strip_setuid && (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && (st->st_mode & (S_ISUID | S_ISGID))) {
@@ -90,7 +108,7 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 	return 0;
 }
 
-static int prepare_dir_children(int dfd, const char *relpath, bool strip_setuid, unsigned depth, txbox_error *err)
+static int prepare_dir_children(int dfd, const char *relpath, prepare_opts *po, unsigned depth, txbox_error *err)
 {
 	if (depth > 4096)
 		return txbox_fail(err, -ELOOP, "%s: directory tree deeper than 4096 levels", relpath);
@@ -117,14 +135,14 @@ static int prepare_dir_children(int dfd, const char *relpath, bool strip_setuid,
 				return txbox_fail_errno(err, -errno, "removing whiteout %s", child);
 			continue;
 		}
-		int r = prepare_entry(dfd, de->d_name, &st, child, strip_setuid, err);
+		int r = prepare_entry(dfd, de->d_name, &st, child, po, err);
 		if (r < 0)
 			return r;
 		if (S_ISDIR(st.st_mode)) {
 			_cleanup_close_ int cfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (cfd < 0)
 				return txbox_fail_errno(err, -errno, "opening %s", child);
-			r = prepare_dir_children(cfd, child, strip_setuid, depth + 1, err);
+			r = prepare_dir_children(cfd, child, po, depth + 1, err);
 			if (r < 0)
 				return r;
 		}
@@ -132,14 +150,19 @@ static int prepare_dir_children(int dfd, const char *relpath, bool strip_setuid,
 	return 0;
 }
 
-int prepare_tree(int dirfd, const char *name, const struct stat *st, const char *relpath, bool strip_setuid,
+int prepare_tree(int dirfd, const char *name, const struct stat *st, const char *relpath, prepare_opts *po,
 		 txbox_error *err)
 {
-	int r = prepare_entry(dirfd, name, st, relpath, strip_setuid, err);
+	int r = prepare_entry(dirfd, name, st, relpath, po, err);
 	if (r < 0 || !S_ISDIR(st->st_mode))
 		return r;
 	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "opening %s", relpath);
-	return prepare_dir_children(fd, relpath, strip_setuid, 0, err);
+	return prepare_dir_children(fd, relpath, po, 0, err);
+}
+
+int prepare_children(int dirfd, const char *relpath, prepare_opts *po, txbox_error *err)
+{
+	return prepare_dir_children(dirfd, relpath, po, 0, err);
 }

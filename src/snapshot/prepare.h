@@ -11,9 +11,18 @@
 void prepare_xattr_path(int dirfd, const char *name, char *buf, size_t len);
 bool prepare_is_whiteout(int dirfd, const char *name, const struct stat *st);
 bool prepare_is_opaque(int dirfd, const char *name);
+typedef struct prepare_opts {
+	bool strip_setuid;  /* drop setuid/setgid bits and security.capability */
+	bool defer_links;   /* leave the overlay xattrs of hard-linked files (nlink > 1): another
+			     * name of the same inode may still need its overlay.origin */
+	bool deferred;      /* out: something was left for a final pass */
+} prepare_opts;
+
 /* One entry: refuse devices/sockets, strip overlay xattrs (and setuid). */
-int prepare_entry(int dirfd, const char *name, const struct stat *st, const char *relpath, bool strip_setuid,
+int prepare_entry(int dirfd, const char *name, const struct stat *st, const char *relpath, prepare_opts *po,
 		  txbox_error *err);
 /* The entry and, for a directory, everything beneath it. */
-int prepare_tree(int dirfd, const char *name, const struct stat *st, const char *relpath, bool strip_setuid,
+int prepare_tree(int dirfd, const char *name, const struct stat *st, const char *relpath, prepare_opts *po,
 		 txbox_error *err);
+/* Everything beneath dirfd (the final pass over a layer). */
+int prepare_children(int dirfd, const char *relpath, prepare_opts *po, txbox_error *err);

@@ -42,7 +42,9 @@ typedef enum plan_kind {
 typedef struct plan_op {
 	plan_kind kind;
 	char *path;            /* relative to the workspace root */
-	char *link_target;     /* PLAN_LINK: workspace path of the file to link to */
+	char *link_target;     /* PLAN_LINK: workspace path of the file to link to, or NULL and… */
+	int link_fd;           /* …an O_PATH fd of it (a hard-link group member renamed in the tx) */
+	ino_t link_upper_ino;  /* PLAN_LINK by fd: the layer inode it stands for */
 	bool existed;          /* the workspace had an entry at path */
 	bool report;           /* appears in the change list */
 	txbox_change_kind change;
@@ -53,6 +55,11 @@ typedef struct plan_op {
 typedef struct plan {
 	plan_op *ops;
 	size_t n, cap;
+	/* Names whose content or metadata changed without an op of their own:
+	 * the other names of a hard-link group changed in place. Reported only. */
+	char **also_changed;
+	txbox_change_kind *also_kind;
+	size_t n_also;
 } plan;
 
 typedef struct plan_opts {

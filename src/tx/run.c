@@ -274,6 +274,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 				.writable = writable,
 				.network = res->network_host,
 				.in_userns = rootless,
+				.keep_namespaced_caps = !rootless,
 				.cpu_seconds = res->limits.cpu_seconds,
 				.nofile = ps->nofile,
 				.fsize_bytes = ps->fsize_bytes,
@@ -355,7 +356,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 			if (refused) {
 				res->outcome = TXBOX_ROLLED_BACK;
 				res->rollback_reason = "policy";
-				res->exit_status = 1;
+				res->exit_status = 126; /* refused by policy, like a deny */
 				res->error = xstrdup(e.message);
 				txbox_error_clear(&e);
 			} else

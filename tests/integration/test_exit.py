@@ -285,3 +285,19 @@ def device_guard(ctx):
     check(os.path.isfile(os.path.join(ws, "known.txt")), "known.txt lost")
     check(res.jget("outcome", None) in ("committed", "rolled_back"),
           "outcome %r" % res.jget("outcome", None))
+
+
+@test("guard/socket-refused")
+def socket_guard(ctx):
+    """A socket in the layer is never published: the transaction rolls back,
+    reason "policy", exit status 126, an error naming the socket, and the
+    workspace is unchanged."""
+    ws = small_ws(ctx)
+    before = sorted(os.listdir(ws))
+    res = ctx.run_json(ws, "echo kept > new.txt && python3 -c 'import socket; "
+                           "socket.socket(socket.AF_UNIX).bind(\"sock\")'")
+    res.expect(outcome="rolled_back", exit_status=126)
+    check(res.jget("rollback_reason", None) == "policy", "rollback_reason %r" % res.jget("rollback_reason", None))
+    err = res.jget("error", None) or ""
+    check("sock" in err and "socket" in err, "error does not name the socket: %r" % err)
+    check(sorted(os.listdir(ws)) == before, "workspace changed: %r" % sorted(os.listdir(ws)))

@@ -81,6 +81,20 @@ static inline const shell_cmd *find_cmd(const shell_analysis *a, const char *j)
 	return find_cmd_via(a, j, "*");
 }
 
+/* Like find_cmd_via but fails the test when there is none. */
+__attribute__((returns_nonnull)) static inline const shell_cmd *
+get_cmd_via(const shell_analysis *a, const char *j, const char *via)
+{
+	const shell_cmd *c = find_cmd_via(a, j, via);
+	if (!c) {
+		fail_msg("no command '%s' via %s", j, via ? via : "(top)");
+		abort(); /* not reached */
+	}
+	return c;
+}
+
+#define get_cmd(a, j) get_cmd_via((a), (j), "*")
+
 static inline const char *via_name(const char *via)
 {
 	return via ? via : "(top)";

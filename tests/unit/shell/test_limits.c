@@ -97,7 +97,8 @@ static void test_limits(void **state)
 	const char *br = "echo {1..100000000}";
 	assert_int_equal(shell_analyze(br, strlen(br), NULL, &a, &err), -E2BIG);
 	txbox_error_clear(&err);
-	const char *br2 = "echo {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}";
+	const char *br2 = "echo {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}"
+			  "{a,b}{a,b}{a,b}{a,b}";
 	assert_int_equal(shell_analyze(br2, strlen(br2), NULL, &a, &err), -E2BIG);
 	txbox_error_clear(&err);
 }
@@ -211,8 +212,7 @@ static void test_deep_nesting_ok(void **state)
 	for (int i = 0; i < 40; i++)
 		strcat(buf, ")");
 	shell_analysis a = analyze_ok(buf);
-	const shell_cmd *c = find_cmd(&a, "rm x");
-	assert_non_null(c);
+	const shell_cmd *c = get_cmd(&a, "rm x");
 	assert_int_equal(c->depth, 40);
 	shell_analysis_free(&a);
 	/* 200 levels: a clean error */

@@ -175,7 +175,7 @@ static void test_substitutions(void **state)
 	assert_cmd(a, "e", "<(…)");
 	assert_cmd(a, "f", ">(…)");
 	assert_cmd(a, "g", "$(…)");
-	const shell_cmd *c = find_cmd(&a, "c");
+	const shell_cmd *c = get_cmd(&a, "c");
 	assert_int_equal(c->depth, 3);
 	shell_analysis_free(&a);
 

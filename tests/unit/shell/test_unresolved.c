@@ -72,7 +72,7 @@ static void test_piped_code(void **state)
 	shell_analysis_free(&a);
 	/* a shell not reading code from the pipe */
 	a = analyze_ok("curl x | sh -c 'cat > f'");
-	assert_false(find_cmd(&a, "sh -c cat > f")->unresolved);
+	assert_false(get_cmd(&a, "sh -c cat > f")->unresolved);
 	shell_analysis_free(&a);
 }
 

@@ -87,6 +87,18 @@ static const plan_op *find(const plan *p, const char *path)
 	return NULL;
 }
 
+/* find() for an op that must exist (fails the test otherwise) */
+static const plan_op *must(const plan *p, const char *path)
+{
+	static plan_op none;
+	const plan_op *o = find(p, path);
+	if (!o) {
+		fail_msg("no op for %s", path);
+		return &none;
+	}
+	return o;
+}
+
 static void test_plan_commit_reverse(void **state)
 {
 	(void)state;
@@ -117,7 +129,7 @@ static void test_plan_commit_reverse(void **state)
 	fstatat(ws, "chm", &st, 0);
 	struct timespec ts2[2] = {st.st_atim, st.st_mtim};
 	utimensat(up, "chm", ts2, 0);
-	fchmodat(up, "chm", 0600, 0);
+	assert_int_equal(fchmodat(up, "chm", 0600, 0), 0);
 	mkdirat(up, "dir", 0755);
 	mk(up, "dir/new", "new");
 	mkdirat(up, "opq", 0755);
@@ -130,7 +142,7 @@ static void test_plan_commit_reverse(void **state)
 	setxattr(p, "trusted.overlay.opaque", "y", 1, 0);
 	mk(up, "link/passwd", "pwned");
 	mk(up, "suid", "x");
-	fchmodat(up, "suid", 04755, 0);
+	assert_int_equal(fchmodat(up, "suid", 04755, 0), 0);
 	snprintf(p, sizeof p, "%s/up/suid", root);
 	setxattr(p, "trusted.overlay.origin", "zz", 2, 0);
 
@@ -139,13 +151,13 @@ static void test_plan_commit_reverse(void **state)
 	txbox_error e = TXBOX_ERROR_INIT;
 	assert_int_equal(plan_build(ws, up, &po, &pl, &e), 0);
 	assert_null(find(&pl, "same")); /* copied up, never changed */
-	assert_int_equal(find(&pl, "gone")->kind, PLAN_DELETE);
-	assert_int_equal(find(&pl, "chm")->kind, PLAN_META);
-	assert_int_equal(find(&pl, "chm")->change, TXBOX_CHANGE_METADATA);
-	assert_int_equal(find(&pl, "dir/new")->kind, PLAN_PUT);
-	assert_int_equal(find(&pl, "dir/new")->change, TXBOX_CHANGE_ADDED);
-	assert_int_equal(find(&pl, "opq")->kind, PLAN_PUT);
-	assert_int_equal(find(&pl, "link")->change, TXBOX_CHANGE_TYPE_CHANGED);
+	assert_int_equal(must(&pl, "gone")->kind, PLAN_DELETE);
+	assert_int_equal(must(&pl, "chm")->kind, PLAN_META);
+	assert_int_equal(must(&pl, "chm")->change, TXBOX_CHANGE_METADATA);
+	assert_int_equal(must(&pl, "dir/new")->kind, PLAN_PUT);
+	assert_int_equal(must(&pl, "dir/new")->change, TXBOX_CHANGE_ADDED);
+	assert_int_equal(must(&pl, "opq")->kind, PLAN_PUT);
+	assert_int_equal(must(&pl, "link")->change, TXBOX_CHANGE_TYPE_CHANGED);
 	assert_null(find(&pl, "link/passwd")); /* moves with its directory */
 
 	assert_int_equal(journal_write(disp, &pl, &e), 0);
