@@ -222,6 +222,19 @@ def as_user(opts, argv):
                 pass
 
 
+# Known limitations, documented in docs/ARCHITECTURE.md ("Known limits"). Each
+# must still fail, and in the documented way (the reason must contain the
+# given text): if one starts passing, or fails differently, it counts as a
+# failure, so the list cannot hide a regression.
+KNOWN_LIMITS = {
+    # The overlay is mounted redirect_dir=off: renaming a directory inside a
+    # transaction is a copy (EXDEV + cp), so hard links from inside the moved
+    # directory to files outside it are split.
+    "commit/rename/into-new-dir": "link group missing",
+    "commit/rename/dir-then-recreate-old": "link group missing",
+}
+
+
 def main(argv):
     opts = parse_args(argv)
     if opts["as_user"]:
@@ -291,6 +304,11 @@ def main(argv):
                     ctx.cleanup_test_dirs()
                 except Exception as e:  # noqa: BLE001
                     out("# cleanup failed after %s: %s" % (name, e))
+            if name in KNOWN_LIMITS:
+                if status == "FAIL" and KNOWN_LIMITS[name] in reason:
+                    status, reason = "known", "known limitation (%s)" % KNOWN_LIMITS[name]
+                elif status == "ok":
+                    status, reason = "FAIL", "listed as a known limitation but passes now: remove it from KNOWN_LIMITS"
             dt = time.monotonic() - t0
             for n in ctx.notes:
                 out("# note %s: %s" % (name, n))
@@ -300,6 +318,9 @@ def main(argv):
             elif status == "skip":
                 skipped += 1
                 out("skip %s: %s" % (name, reason))
+            elif status == "known":
+                passed += 1
+                out("ok %s: fails as documented: %s" % (name, reason))
             else:
                 failed += 1
                 lines = reason.rstrip("\n").split("\n")
