@@ -231,6 +231,10 @@ static int mount_overlay(const sandbox_spec *s, const int fds[3], bool *index_on
 	static const char *const variants[] = {
 		"redirect_dir=off,metacopy=off,index=on,xino=off",
 		"redirect_dir=off,metacopy=off,index=off,xino=off",
+		/* userxattr refuses redirect_dir=off; nofollow also makes renames of
+		 * lower directories EXDEV (never a redirect) */
+		"redirect_dir=nofollow,metacopy=off,index=on",
+		"redirect_dir=nofollow,metacopy=off",
 		"index=off",
 		"",
 	};

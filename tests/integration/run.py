@@ -233,6 +233,15 @@ KNOWN_LIMITS = {
     "commit/rename/into-new-dir": "link group missing",
     "commit/rename/dir-then-recreate-old": "link group missing",
 }
+# Without privileges the overlay cannot keep an index (file handles are not
+# available in a user namespace), so an existing hard-link group changed
+# through one name is split at commit (docs/ARCHITECTURE.md, "Known limits").
+KNOWN_LIMITS_UNPRIVILEGED = {
+    "commit/hardlink/append-to-group-member": "link group missing",
+    "commit/hardlink/extend-group": "link group missing",
+    "commit/m/meta-file-touch": "link group missing",
+    "commit/rename/hardlink-member": "link group missing",
+}
 
 
 def main(argv):
@@ -304,9 +313,12 @@ def main(argv):
                     ctx.cleanup_test_dirs()
                 except Exception as e:  # noqa: BLE001
                     out("# cleanup failed after %s: %s" % (name, e))
-            if name in KNOWN_LIMITS:
-                if status == "FAIL" and KNOWN_LIMITS[name] in reason:
-                    status, reason = "known", "known limitation (%s)" % KNOWN_LIMITS[name]
+            known = dict(KNOWN_LIMITS)
+            if os.geteuid() != 0:
+                known.update(KNOWN_LIMITS_UNPRIVILEGED)
+            if name in known:
+                if status == "FAIL" and known[name] in reason:
+                    status, reason = "known", "known limitation (%s)" % known[name]
                 elif status == "ok":
                     status, reason = "FAIL", "listed as a known limitation but passes now: remove it from KNOWN_LIMITS"
             dt = time.monotonic() - t0

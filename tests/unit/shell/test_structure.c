@@ -107,6 +107,11 @@ static void test_redirections(void **state)
 	assert_true(a.unresolved);
 	shell_analysis_free(&a);
 
+	/* a process substitution target is a pipe, not a file */
+	a = analyze_ok("tee >(cat) > >(sh) 2> >(logger)");
+	assert_int_equal(get_cmd_via(&a, "tee >(cat)", NULL)->nredirs, 0);
+	shell_analysis_free(&a);
+
 	/* ~ and $HOME targets */
 	a = analyze_ok("echo > ~/.bashrc; echo >> $HOME/.profile");
 	assert_string_equal(a.cmds[0].redirs[0].target, "~/.bashrc");

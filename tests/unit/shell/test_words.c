@@ -55,6 +55,13 @@ static void test_braces(void **state)
 	assert_int_equal(a.cmds[0].argc, 2);
 	assert_true(a.cmds[0].word_unresolved[1]);
 	shell_analysis_free(&a);
+	/* a letter range across 'Z'..'a' yields '\\' and '`', which bash
+	 * re-reads: unresolved */
+	a = analyze_ok("echo {Y..b} {a..c}");
+	assert_int_equal(a.cmds[0].argc, 14); /* echo, Y … b (10), a b c */
+	assert_true(a.cmds[0].word_unresolved[1]);
+	assert_false(a.cmds[0].word_unresolved[13]);
+	shell_analysis_free(&a);
 	/* {$a,b}: the resolved field stays resolved */
 	a = analyze_ok("echo {$a,b}");
 	assert_int_equal(a.cmds[0].argc, 3);
