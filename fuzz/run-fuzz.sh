@@ -31,6 +31,8 @@ libs_of() {
 }
 
 status=0
+ok=0
+bad=0
 for target in "$here"/*/fuzz_*.c; do
 	[ -e "$target" ] || continue
 	mod=$(basename "$(dirname "$target")")
@@ -54,6 +56,7 @@ for target in "$here"/*/fuzz_*.c; do
 		-I"$root/include" -I"$root/src" $srcs "$target" $(libs_of "$mod") -o "$bin"; then
 		echo "!! $name: build failed"
 		status=1
+		bad=$((bad + 1))
 		continue
 	fi
 	corpus="$out/corpus-$name"
@@ -70,8 +73,11 @@ for target in "$here"/*/fuzz_*.c; do
 		echo "!! $name failed; see $out/$name.log"
 		tail -n 40 "$out/$name.log"
 		status=1
+		bad=$((bad + 1))
 	else
 		tail -n 1 "$out/$name.log"
+		ok=$((ok + 1))
 	fi
 done
+echo "fuzz: $ok passed, $bad failed"
 exit $status

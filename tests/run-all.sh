@@ -61,8 +61,8 @@ counted() { # label command...
 	fi
 	grep -E "^(FAIL|not ok)" "$out" | head -30
 	local p f
-	p=$(echo "$line" | sed -E 's/.*[^0-9]?([0-9]+) passed.*/\1/')
-	f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+	p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+	f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
 	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
 	add "$label" "$p" "$f"
 }
@@ -79,18 +79,29 @@ export TXBOX
 meson_suite unit "$B" unit
 meson_suite shell-diff "$B" diff
 
-if [ -f tests/integration/run.py ]; then
-	counted integration-root python3 tests/integration/run.py
-	if id "$TEST_USER" >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-		counted integration-user python3 tests/integration/run.py --as-user "$TEST_USER"
-	fi
+# The unprivileged runs need the suites and the binary where that user can
+# read them (a clone under /root is not): a world-readable copy.
+USER_COPY=""
+if id "$TEST_USER" >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	USER_COPY=$(mktemp -d /var/lib/txbox-ci.XXXXXX)
+	chmod 755 "$USER_COPY"
+	mkdir -p "$USER_COPY/build/src/cli"
+	cp -a tests policy "$USER_COPY/"
+	cp "$TXBOX" "$USER_COPY/build/src/cli/txbox"
+	chmod -R a+rX "$USER_COPY"
+	trap 'rm -rf "$USER_COPY"' EXIT
+fi
+
+counted integration-root python3 tests/integration/run.py
+if [ -n "$USER_COPY" ]; then
+	TXBOX=$USER_COPY/build/src/cli/txbox counted integration-user \
+		python3 "$USER_COPY/tests/integration/run.py" --as-user "$TEST_USER"
 fi
 counted crash python3 tests/crash/crash_test.py
-if [ -f tests/security/run.py ]; then
-	counted security-root python3 tests/security/run.py
-	if id "$TEST_USER" >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-		counted security-user python3 tests/security/run.py --as-user "$TEST_USER"
-	fi
+counted security-root python3 tests/security/run.py
+if [ -n "$USER_COPY" ]; then
+	TXBOX=$USER_COPY/build/src/cli/txbox counted security-user \
+		python3 "$USER_COPY/tests/security/run.py" --as-user "$TEST_USER" --txbox "$USER_COPY/build/src/cli/txbox"
 fi
 
 # Sanitizers: the unit tests and the integration suite's quick subset.
@@ -101,7 +112,8 @@ if scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -
 		meson_suite unit-asan build-asan unit
 	if [ -f tests/integration/run.py ]; then
 		TXBOX=$ROOT/build-asan/src/cli/txbox ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
-			counted integration-asan python3 tests/integration/run.py --quick
+			counted integration-asan python3 tests/integration/run.py -k exit/ -k isolation/ -k guard/ \
+			-k 'commit/m/*' -k 'rollback/m/*' -k 'commit/hardlink/*' -k timeout/
 	fi
 else
 	tail -30 "$LOG/build-asan.log"

@@ -102,3 +102,33 @@ int harden_caps_drop(bool in_userns, txbox_error *err)
 		return txbox_fail_errno(err, -errno, "caps: clearing the effective, permitted and inheritable sets");
 	return 0;
 }
+
+/* Root of its own user namespace keeps what root needs to act on a
+ * workspace like a native root (owners, modes, other users' files, signals)
+ * and loses what only widens its reach: chroot, file capabilities, device
+ * nodes, raw sockets, capability management, and every administrative
+ * capability (none of which would reach the host anyway). */
+static const int namespaced_keep[] = {
+	CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID,
+	CAP_KILL, CAP_SETGID, CAP_SETUID, CAP_NET_BIND_SERVICE, CAP_AUDIT_WRITE,
+};
+
+int harden_caps_limit_namespaced(txbox_error *err)
+{
+	int last = cap_last_cap();
+	for (int cap = 0; cap <= last; cap++) {
+		bool keep = false;
+		for (size_t i = 0; i < sizeof namespaced_keep / sizeof *namespaced_keep && !keep; i++)
+			keep = namespaced_keep[i] == cap;
+		if (keep || prctl(PR_CAPBSET_READ, cap, 0, 0, 0) <= 0)
+			continue;
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break;
+			return txbox_fail_errno(err, -errno, "caps: dropping capability %d from the bounding set", cap);
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return txbox_fail_errno(err, -errno, "caps: clearing the ambient set");
+	return 0;
+}

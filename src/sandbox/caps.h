@@ -12,3 +12,7 @@
  * no capabilities (unprivileged, no user namespace) has nothing to drop:
  * that is not an error. */
 int harden_caps_drop(bool in_userns, txbox_error *err);
+
+/* Root of its own user namespace: keep only the file-ownership and signal
+ * capabilities in the bounding set (see caps.c), clear the ambient set. */
+int harden_caps_limit_namespaced(txbox_error *err);

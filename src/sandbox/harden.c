@@ -19,7 +19,11 @@ int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err)
 	int r = harden_rlimits_apply(o, err);
 	if (r < 0)
 		return r;
-	if (!o->keep_namespaced_caps && (r = harden_caps_drop(o->in_userns, err)) < 0)
+	if (o->keep_namespaced_caps)
+		r = harden_caps_limit_namespaced(err);
+	else
+		r = harden_caps_drop(o->in_userns, err);
+	if (r < 0)
 		return r;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return txbox_fail_errno(err, -errno, "harden: PR_SET_NO_NEW_PRIVS");
