@@ -156,6 +156,7 @@ int policy_load_file(const char *path, policy **out, txbox_error *err)
 
 int policy_load_default(policy **out, txbox_error *err)
 {
-	return policy_load_buffer("<built-in default policy>", policy_default_yaml,
-				  policy_default_yaml_len, out, err);
+	/* The tree was parsed from policy_default_yaml at build time. */
+	*out = NULL;
+	return policy_from_tree("<built-in default policy>", policy_default_tree, out, err);
 }
