@@ -207,7 +207,9 @@ static int build_proc(char *msg, size_t len)
 {
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return failf(msg, len, errno, "mounting a fresh /proc");
-	static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"};
+	/* /proc/irq and /proc/bus need capabilities of the initial user
+	 * namespace to write, which the command never has: no bind needed. */
+	static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger"};
 	for (size_t i = 0; i < ARRAY_SIZE(ro); i++) {
 		if (mount(ro[i], ro[i], NULL, MS_BIND | MS_REC, NULL) < 0) {
 			if (errno == ENOENT)
@@ -483,10 +485,6 @@ int mounts_build_view(const sandbox_spec *s, bool *index_on, bool *userxattr, ch
 	    (run_hidden && (r = remount_rw("/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, msg, len)) < 0) ||
 	    (r = remount_rw("/dev/pts", MS_NOSUID | MS_NOEXEC, msg, len)) < 0)
 		return r;
-	if (s->state_name && !s->hide_state_by_whiteout) {
-		/* the hiding tmpfs stays read-only */
-	}
-
 	if (!s->network) {
 		r = loopback_up();
 		if (r < 0)

@@ -145,35 +145,15 @@ static bool links_equal(int d1, const char *n1, int d2, const char *n2)
 	return la >= 0 && la == lb && memcmp(a, b, (size_t)la) == 0;
 }
 
-/* Is the upper file a copy-up of the workspace file itself? Overlay (with
- * index=on) records the lower inode's file handle in overlay.origin:
- * version, magic 0xfb, len, flags, type, uuid[16], then the handle bytes. */
-static bool origin_is(int ufd, const char *uname, int wfd, const char *wname)
-{
-	char p[PATH_MAX];
-	prepare_xattr_path(ufd, uname, p, sizeof p);
-	unsigned char fb[256];
-	ssize_t n = lgetxattr(p, "trusted.overlay.origin", fb, sizeof fb);
-	if (n < 0)
-		n = lgetxattr(p, "user.overlay.origin", fb, sizeof fb);
-	if (n < 21 || fb[1] != 0xfb)
-		return false;
-	union {
-		struct file_handle fh;
-		unsigned char buf[sizeof(struct file_handle) + 128];
-	} h;
-	h.fh.handle_bytes = 128;
-	int mnt;
-	if (name_to_handle_at(wfd, wname, &h.fh, &mnt, 0) < 0)
-		return false;
-	return fb[4] == (unsigned char)h.fh.handle_type && (size_t)(n - 21) == h.fh.handle_bytes &&
-	       memcmp(fb + 21, h.fh.f_handle, h.fh.handle_bytes) == 0;
-}
+/* overlay.origin of an upper entry, as a file handle of the lower inode.
+ * Overlay (with index=on) records: version, magic 0xfb, len, flags, type,
+ * uuid[16], then the handle bytes. */
+typedef union origin_handle {
+	struct file_handle fh;
+	unsigned char buf[sizeof(struct file_handle) + 128];
+} origin_handle;
 
-/* The workspace file an upper file was copied up from, when that file is
- * a member of a hard-link group (nlink > 1): a read-only fd, or -1. Needs
- * open_by_handle_at (CAP_DAC_READ_SEARCH): as a normal user, -1. */
-static int origin_group_fd(int ufd, const char *uname, int ws_fd)
+static bool origin_read(int ufd, const char *uname, origin_handle *h)
 {
 	char p[PATH_MAX];
 	prepare_xattr_path(ufd, uname, p, sizeof p);
@@ -182,14 +162,35 @@ static int origin_group_fd(int ufd, const char *uname, int ws_fd)
 	if (n < 0)
 		n = lgetxattr(p, "user.overlay.origin", fb, sizeof fb);
 	if (n < 21 || fb[1] != 0xfb || n - 21 > 128)
+		return false;
+	h->fh.handle_bytes = (unsigned)(n - 21);
+	h->fh.handle_type = fb[4];
+	memcpy(h->fh.f_handle, fb + 21, (size_t)(n - 21));
+	return true;
+}
+
+/* Is the upper file a copy-up of the workspace file itself? */
+static bool origin_is(int ufd, const char *uname, int wfd, const char *wname)
+{
+	origin_handle o, w;
+	if (!origin_read(ufd, uname, &o))
+		return false;
+	w.fh.handle_bytes = 128;
+	int mnt;
+	if (name_to_handle_at(wfd, wname, &w.fh, &mnt, 0) < 0)
+		return false;
+	return o.fh.handle_type == w.fh.handle_type && o.fh.handle_bytes == w.fh.handle_bytes &&
+	       memcmp(o.fh.f_handle, w.fh.f_handle, w.fh.handle_bytes) == 0;
+}
+
+/* The workspace file an upper file was copied up from, when that file is
+ * a member of a hard-link group (nlink > 1): a read-only fd, or -1. Needs
+ * open_by_handle_at (CAP_DAC_READ_SEARCH): as a normal user, -1. */
+static int origin_group_fd(int ufd, const char *uname, int ws_fd)
+{
+	origin_handle h;
+	if (!origin_read(ufd, uname, &h))
 		return -1;
-	union {
-		struct file_handle fh;
-		unsigned char buf[sizeof(struct file_handle) + 128];
-	} h;
-	h.fh.handle_bytes = (unsigned)(n - 21);
-	h.fh.handle_type = fb[4];
-	memcpy(h.fh.f_handle, fb + 21, (size_t)(n - 21));
 	int fd = open_by_handle_at(ws_fd, &h.fh, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
