@@ -36,5 +36,12 @@ int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err)
 	if (abi_out)
 		*abi_out = abi;
 
+	if (o->seccomp_bpf)
+		return harden_seccomp_load_bpf(o->seccomp_bpf, o->seccomp_bpf_len, err);
 	return harden_seccomp_apply(o->allow_extra_socket_families, err);
+}
+
+int harden_seccomp_precompile(const harden_opts *o, void **bpf, size_t *len, txbox_error *err)
+{
+	return harden_seccomp_compile(o->allow_extra_socket_families, bpf, len, err);
 }

@@ -24,7 +24,12 @@ typedef struct harden_opts {
 	/* rlimits; 0 = leave as is */
 	uint64_t cpu_seconds, address_space_bytes, nofile, nproc, fsize_bytes;
 	bool no_core;                  /* RLIMIT_CORE = 0 (default true) */
+	const void *seccomp_bpf;       /* precompiled filter (harden_seccomp_precompile) or NULL */
+	size_t seccomp_bpf_len;
 } harden_opts;
+
+/* Compile the seccomp filter for o ahead of time (malloc'ed BPF). */
+int harden_seccomp_precompile(const harden_opts *o, void **bpf, size_t *len, txbox_error *err);
 
 /* Called in the sandboxed process right before execve(). Applies, in this
  * order: rlimits, capability drop (all sets, bounding and ambient; when not

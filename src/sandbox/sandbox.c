@@ -65,6 +65,21 @@ static void write_all(int fd, const void *buf, size_t len)
 	}
 }
 
+static bool read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
 static void close_from(int lowfd)
 {
 	if (syscall(SYS_close_range, lowfd, ~0U, 0) == 0)
@@ -285,6 +300,17 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	while (n < 0 && errno == EINTR);
 	if (n != 1)
 		_exit(1);
+	/* The seccomp filter, compiled by the supervisor meanwhile: u32 length
+	 * then the BPF (length 0: compile it here). */
+	uint32_t blen = 0;
+	if (read_full(sync_r, &blen, sizeof blen) && blen && blen <= 512 * 1024) {
+		void *bpf = malloc(blen);
+		if (bpf && read_full(sync_r, bpf, blen)) {
+			((sandbox_spec *)s)->harden.seccomp_bpf = bpf;
+			((sandbox_spec *)s)->harden.seccomp_bpf_len = blen;
+		} else
+			free(bpf);
+	}
 	close(sync_r);
 	if (s->limits.memory_bytes && s->harden.address_space_bytes)
 		rep.watch_memory = s->limits.memory_bytes;
@@ -429,6 +455,19 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 		write_all(syncp[1], (s->limits.memory_bytes || s->limits.pids) ? "m" : "g", 1);
 	} else
 		write_all(syncp[1], "g", 1);
+	{ /* compiled here while the sandbox builds its view (the other CPU) */
+		void *bpf = NULL;
+		size_t blen = 0;
+		txbox_error se = TXBOX_ERROR_INIT;
+		if (harden_seccomp_precompile(&s->harden, &bpf, &blen, &se) < 0 || blen > 512 * 1024)
+			blen = 0; /* the command compiles it itself */
+		txbox_error_clear(&se);
+		uint32_t l = (uint32_t)blen;
+		write_all(syncp[1], &l, sizeof l);
+		if (blen)
+			write_all(syncp[1], bpf, blen);
+		free(bpf);
+	}
 	close(syncp[1]);
 	syncp[1] = -1;
 

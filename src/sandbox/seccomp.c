@@ -28,6 +28,7 @@
 #include "util/cleanup.h"
 
 #include <errno.h>
+#include <sys/mman.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -245,27 +246,74 @@ static int load_personality_filter(txbox_error *err)
 	return 0;
 }
 
-int harden_seccomp_apply(bool allow_extra_socket_families, txbox_error *err)
+static int build_filter(scmp_filter_ctx ctx, bool allow_extra_socket_families, txbox_error *err)
 {
-	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (!ctx)
-		return txbox_fail(err, -ENOMEM, "seccomp: cannot create a filter context");
-
 	/* Foreign ABIs (i386 via int 0x80, x32) hit the bad-arch action. */
 	int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(EPERM));
 	if (r < 0)
 		return txbox_fail_errno(err, r, "seccomp: setting the bad-architecture action");
 	/* NO_NEW_PRIVS is set by the caller (harden_child_apply); leave the
 	 * attribute at its default (set on load) so this also works alone. */
-
 	if ((r = add_denied_names(ctx, err)) < 0 || (r = add_clone_rules(ctx, err)) < 0 ||
 	    (r = add_ioctl_rules(ctx, err)) < 0)
 		return r;
 	if (!allow_extra_socket_families && (r = add_socket_rules(ctx, err)) < 0)
 		return r;
+	return 0;
+}
 
+int harden_seccomp_apply(bool allow_extra_socket_families, txbox_error *err)
+{
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return txbox_fail(err, -ENOMEM, "seccomp: cannot create a filter context");
+	int r = build_filter(ctx, allow_extra_socket_families, err);
+	if (r < 0)
+		return r;
 	r = seccomp_load(ctx);
 	if (r < 0)
 		return txbox_fail_errno(err, r, "seccomp: loading the filter");
+	return load_personality_filter(err);
+}
+
+int harden_seccomp_compile(bool allow_extra_socket_families, void **bpf, size_t *len, txbox_error *err)
+{
+	*bpf = NULL;
+	*len = 0;
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return txbox_fail(err, -ENOMEM, "seccomp: cannot create a filter context");
+	int r = build_filter(ctx, allow_extra_socket_families, err);
+	if (r < 0)
+		return r;
+	_cleanup_close_ int fd = memfd_create("txbox-seccomp", MFD_CLOEXEC);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "seccomp: memfd_create");
+	r = seccomp_export_bpf(ctx, fd);
+	if (r < 0)
+		return txbox_fail_errno(err, r, "seccomp: exporting the filter");
+	off_t size = lseek(fd, 0, SEEK_END);
+	if (size <= 0 || size > 512 * 1024 || size % (off_t)sizeof(struct sock_filter))
+		return txbox_fail(err, -EINVAL, "seccomp: exported filter has a bad size (%lld)", (long long)size);
+	void *buf = malloc((size_t)size);
+	if (!buf)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	if (pread(fd, buf, (size_t)size, 0) != size) {
+		free(buf);
+		return txbox_fail_errno(err, -errno, "seccomp: reading the exported filter");
+	}
+	*bpf = buf;
+	*len = (size_t)size;
+	return 0;
+}
+
+int harden_seccomp_load_bpf(const void *bpf, size_t len, txbox_error *err)
+{
+	if (!bpf || !len || len % sizeof(struct sock_filter) || len / sizeof(struct sock_filter) > 0xffff)
+		return txbox_fail(err, -EINVAL, "seccomp: bad precompiled filter");
+	struct sock_fprog fprog = {.len = (unsigned short)(len / sizeof(struct sock_filter)),
+				   .filter = (struct sock_filter *)bpf};
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) < 0)
+		return txbox_fail_errno(err, -errno, "seccomp: loading the filter");
 	return load_personality_filter(err);
 }

@@ -12,3 +12,9 @@
  * EAFNOSUPPORT) so tools degrade instead of dying. Syscalls unknown to the
  * running libseccomp are skipped. */
 int harden_seccomp_apply(bool allow_extra_socket_families, txbox_error *err);
+
+/* The same filter compiled to BPF ahead of time (by the supervisor, while
+ * the sandbox builds its view), and loaded from that in the command. The
+ * buffer is malloc'ed. */
+int harden_seccomp_compile(bool allow_extra_socket_families, void **bpf, size_t *len, txbox_error *err);
+int harden_seccomp_load_bpf(const void *bpf, size_t len, txbox_error *err);
