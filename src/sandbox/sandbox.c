@@ -317,7 +317,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	if (c == 'm') { /* the cgroup could not be joined: fall back to rlimits */
 		((sandbox_spec *)s)->harden.address_space_bytes = 2 * s->limits.memory_bytes;
 		rep.watch_memory = s->limits.memory_bytes;
-		if (s->use_userns)
+		if (s->use_userns || s->harden.keep_namespaced_caps)
 			((sandbox_spec *)s)->harden.nproc = s->limits.pids;
 	}
 
@@ -391,10 +391,9 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 	if (!cg && s->limits.memory_bytes && !local.harden.address_space_bytes) /* no memory cgroup */
 		local.harden.address_space_bytes = 2 * s->limits.memory_bytes;
 	/* Without a pids cgroup: RLIMIT_NPROC, which in a user namespace counts
-	 * only the sandbox's processes (per-namespace ucounts). As real root
-	 * it would count every root process of the host, so root relies on the
-	 * cgroup. */
-	if (!cg && s->limits.pids && s->use_userns && !local.harden.nproc)
+	 * only the sandbox's processes (per-namespace ucounts). The command is
+	 * always in one (rootless: the sandbox's; as root: its own). */
+	if (!cg && s->limits.pids && (s->use_userns || s->harden.keep_namespaced_caps) && !local.harden.nproc)
 		local.harden.nproc = s->limits.pids;
 	if (s->limits.disk_bytes && (!local.harden.fsize_bytes || local.harden.fsize_bytes > s->limits.disk_bytes))
 		local.harden.fsize_bytes = s->limits.disk_bytes;
