@@ -47,7 +47,7 @@ for target in "$here"/*/fuzz_*.c; do
 	done
 	if [ "$mod" = policy ]; then
 		# the built-in policy is generated at build time
-		python3 "$root/src/policy/embed.py" "$root/policy/default.yaml" "$out/default_policy.c"
+		"${PYTHON:-/usr/bin/python3}" "$root/src/policy/embed.py" "$root/policy/default.yaml" "$out/default_policy.c"
 		"${HOSTCC:-cc}" -std=gnu11 -D_GNU_SOURCE -I"$root/include" -I"$root/src" \
 			"$root/src/policy/treegen.c" "$root/src/policy/yamltree.c" "$root/src/util/error.c" \
 			-lyaml -o "$out/policy-treegen"

@@ -13,6 +13,9 @@ LOG=${TEST_LOG_DIR:-$ROOT/build-testlogs}
 mkdir -p "$LOG"
 TEST_USER=${TEST_USER:-txbox-test}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+# Debian's python3, not a version manager's shim that may shadow it on PATH.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
 
 add() { # suite passed failed
 	echo "== $1: $2 passed, $3 failed"
@@ -92,16 +95,16 @@ if id "$TEST_USER" >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 	trap 'rm -rf "$USER_COPY"' EXIT
 fi
 
-counted integration-root python3 tests/integration/run.py
+counted integration-root "$PY" tests/integration/run.py
 if [ -n "$USER_COPY" ]; then
 	TXBOX=$USER_COPY/build/src/cli/txbox counted integration-user \
-		python3 "$USER_COPY/tests/integration/run.py" --as-user "$TEST_USER"
+		"$PY" "$USER_COPY/tests/integration/run.py" --as-user "$TEST_USER"
 fi
-counted crash python3 tests/crash/crash_test.py
-counted security-root python3 tests/security/run.py
+counted crash "$PY" tests/crash/crash_test.py
+counted security-root "$PY" tests/security/run.py
 if [ -n "$USER_COPY" ]; then
 	TXBOX=$USER_COPY/build/src/cli/txbox counted security-user \
-		python3 "$USER_COPY/tests/security/run.py" --as-user "$TEST_USER" --txbox "$USER_COPY/build/src/cli/txbox"
+		"$PY" "$USER_COPY/tests/security/run.py" --as-user "$TEST_USER" --txbox "$USER_COPY/build/src/cli/txbox"
 fi
 
 # Sanitizers: the unit tests and the integration suite's quick subset.
@@ -112,7 +115,7 @@ if scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -
 		meson_suite unit-asan build-asan unit
 	if [ -f tests/integration/run.py ]; then
 		TXBOX=$ROOT/build-asan/src/cli/txbox ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 \
-			counted integration-asan python3 tests/integration/run.py -k exit/ -k isolation/ -k guard/ \
+			counted integration-asan "$PY" tests/integration/run.py -k exit/ -k isolation/ -k guard/ \
 			-k 'commit/m/*' -k 'rollback/m/*' -k 'commit/hardlink/*' -k timeout/
 	fi
 else
