@@ -223,13 +223,14 @@ static int build_proc(char *msg, size_t len)
 	return 0;
 }
 
-static int mount_overlay(const sandbox_spec *s, const int fds[3], bool *index_on, bool *userxattr, char *msg,
-			 size_t len)
+static int mount_overlay(const sandbox_spec *s, const int fds[3], char *msg, size_t len)
 {
 	char opts[256];
 	/* The paths go through /proc/self/fd so no workspace name needs escaping
-	 * in the option string. redirect_dir/metacopy off: every change is a
-	 * real copy in the upper layer, so commit is a plain merge. */
+	 * in the option string. Every variant pins metacopy=off and no redirect
+	 * creation: each change must be a real copy in the upper layer, or the
+	 * commit (a plain merge) would publish metadata-only files. A kernel
+	 * whose defaults differ is never trusted with them. */
 	static const char *const variants[] = {
 		"redirect_dir=off,metacopy=off,index=on,xino=off",
 		"redirect_dir=off,metacopy=off,index=off,xino=off",
@@ -237,8 +238,6 @@ static int mount_overlay(const sandbox_spec *s, const int fds[3], bool *index_on
 		 * lower directories EXDEV (never a redirect) */
 		"redirect_dir=nofollow,metacopy=off,index=on",
 		"redirect_dir=nofollow,metacopy=off",
-		"index=off",
-		"",
 	};
 	int e = 0;
 	for (int ux = 0; ux < 2; ux++) {
@@ -249,11 +248,8 @@ static int mount_overlay(const sandbox_spec *s, const int fds[3], bool *index_on
 				 "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d%s%s%s",
 				 fds[0], fds[1], fds[2], ux ? ",userxattr" : "",
 				 variants[i][0] ? "," : "", variants[i]);
-			if (mount("overlay", s->workspace, "overlay", MS_NOSUID | MS_NODEV, opts) == 0) {
-				*index_on = (i == 0);
-				*userxattr = ux;
+			if (mount("overlay", s->workspace, "overlay", MS_NOSUID | MS_NODEV, opts) == 0)
 				return 0;
-			}
 			e = errno;
 			if (e != EINVAL)
 				break;
@@ -384,7 +380,7 @@ static void close_fds(int fds[3])
 			close(fds[i]);
 }
 
-int mounts_build_view(const sandbox_spec *s, bool *index_on, bool *userxattr, char *msg, size_t len)
+int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 {
 	int r;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -434,7 +430,7 @@ int mounts_build_view(const sandbox_spec *s, bool *index_on, bool *userxattr, ch
 			return failf(msg, len, -r, "creating the mount point %s", s->workspace);
 		}
 	}
-	r = mount_overlay(s, fds, index_on, userxattr, msg, len);
+	r = mount_overlay(s, fds, msg, len);
 	close_fds(fds);
 	if (r < 0)
 		return r;

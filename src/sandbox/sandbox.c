@@ -42,9 +42,6 @@ typedef struct init_report {
 	int status;          /* wait status of the command */
 	int validation_ran;
 	int validation_status;
-	int index_on;
-	int userxattr;
-	int landlock_abi;
 	unsigned long long watch_memory; /* bytes; 0 = a cgroup watches (or no limit) */
 	int memory_exceeded;
 	char msg[1024];
@@ -97,7 +94,7 @@ typedef struct exec_failure {
 
 /* In the forked command process: wire stdio, harden, exec. Never returns. */
 static void __attribute__((noreturn))
-exec_command(const sandbox_spec *s, const char *const *argv, int out_w, int err_w, int exec_pipe, int *landlock_abi)
+exec_command(const sandbox_spec *s, const char *const *argv, int out_w, int err_w, int exec_pipe)
 {
 	setsid();
 	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -111,14 +108,12 @@ exec_command(const sandbox_spec *s, const char *const *argv, int out_w, int err_
 	signal(SIGPIPE, SIG_DFL);
 
 	txbox_error e = TXBOX_ERROR_INIT;
-	int abi = 0;
-	if (harden_child_apply(&s->harden, &abi, &e) < 0) {
+	if (harden_child_apply(&s->harden, NULL, &e) < 0) {
 		exec_failure f = {.err = -e.code, .harden = 1};
 		snprintf(f.msg, sizeof f.msg, "%s", e.message ? e.message : "hardening failed");
 		write_all(exec_pipe, &f, sizeof f);
 		_exit(125);
 	}
-	(void)landlock_abi;
 	execvpe(argv[0], (char *const *)argv, s->envp);
 	exec_failure f = {.err = errno, .harden = 0};
 	snprintf(f.msg, sizeof f.msg, "txbox: cannot execute %s: %s\n", argv[0], strerror(errno));
@@ -196,7 +191,7 @@ static int run_one(const sandbox_spec *s, const char *const *argv, int out_w, in
 				_exit(125);
 			close(gp[0]);
 		}
-		exec_command(s, argv, out_w, err_w, ep[1], NULL);
+		exec_command(s, argv, out_w, err_w, ep[1]);
 	}
 	close(ep[1]);
 	if (own_userns) {
@@ -282,10 +277,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 			_exit(1);
 	}
 
-	bool index_on = false, userxattr = false;
-	int r = mounts_build_view(s, &index_on, &userxattr, rep.msg, sizeof rep.msg);
-	rep.index_on = index_on;
-	rep.userxattr = userxattr;
+	int r = mounts_build_view(s, rep.msg, sizeof rep.msg);
 	if (r < 0) {
 		rep.setup_error = -r;
 		write_all(rep_w, &rep, sizeof rep);
@@ -564,9 +556,6 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 		r = txbox_fail(err, -EIO, "the sandbox init died before reporting (killed from outside?)");
 		goto out_pipes;
 	}
-	o->overlay_index = rep.index_on;
-	o->overlay_userxattr = rep.userxattr;
-	o->landlock_abi = rep.landlock_abi;
 	if (rep.setup_error) {
 		r = txbox_fail(err, -rep.setup_error, "setting up the sandbox: %s", rep.msg);
 		goto out_pipes;

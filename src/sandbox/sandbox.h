@@ -50,10 +50,7 @@ typedef struct sandbox_outcome {
 	int validation_exit;      /* exit code or 128+sig */
 	bool timed_out;
 	const char *limit;        /* "memory", "pids", "cpu", "output" or NULL */
-	bool overlay_index;       /* overlay was mounted with index=on */
-	bool overlay_userxattr;   /* overlay used user.overlay.* xattrs */
 	txbox_limit_mechanism mechanism;
-	int landlock_abi;
 	char *out, *err;
 	size_t out_len, err_len;
 	bool out_truncated, err_truncated;
@@ -69,8 +66,7 @@ void sandbox_outcome_free(sandbox_outcome *o);
 
 /* mounts.c: inside the new namespaces, build the view. Returns 0 or -errno
  * with msg filled (no allocation: runs in the cloned child). */
-int mounts_build_view(const sandbox_spec *spec, bool *index_on, bool *userxattr,
-		      char *msg, size_t msglen);
+int mounts_build_view(const sandbox_spec *spec, char *msg, size_t msglen);
 
 /* userns.c: write uid/gid maps for child pid (identity map of the caller). */
 int userns_write_maps(pid_t pid, uid_t uid, gid_t gid, txbox_error *err);

@@ -51,23 +51,29 @@ int snapshot_open_parent(int root_fd, const char *rel, const char **name, txbox_
 /* Make the xattrs of dst (non overlay-private) equal to those of src. */
 static int sync_xattrs(const char *src, const char *dst, txbox_error *err)
 {
-	char names[8192], val[65536];
-	ssize_t n = llistxattr(dst, names, sizeof names);
-	for (ssize_t off = 0; n > 0 && off < n; off += (ssize_t)strlen(names + off) + 1) {
-		const char *k = names + off;
-		if (fs_xattr_is_overlay_private(k))
-			continue;
-		if (lgetxattr(src, k, NULL, 0) < 0 && errno == ENODATA)
-			lremovexattr(dst, k);
+	_cleanup_free_ char *dnames = NULL, *snames = NULL;
+	size_t dn, sn;
+	int r = fs_xattr_list(dst, &dnames, &dn);
+	if (r == 0)
+		r = fs_xattr_list(src, &snames, &sn);
+	if (r < 0)
+		return txbox_fail_errno(err, r, "listing xattrs");
+	for (size_t off = 0; off < dn; off += strlen(dnames + off) + 1) {
+		const char *k = dnames + off;
+		if (!fs_xattr_is_overlay_private(k) && lgetxattr(src, k, NULL, 0) < 0 && errno == ENODATA &&
+		    lremovexattr(dst, k) < 0 && errno != ENODATA)
+			return txbox_fail_errno(err, -errno, "removing xattr %s", k);
 	}
-	n = llistxattr(src, names, sizeof names);
-	for (ssize_t off = 0; n > 0 && off < n; off += (ssize_t)strlen(names + off) + 1) {
-		const char *k = names + off;
+	for (size_t off = 0; off < sn; off += strlen(snames + off) + 1) {
+		const char *k = snames + off;
 		if (fs_xattr_is_overlay_private(k))
 			continue;
-		ssize_t vl = lgetxattr(src, k, val, sizeof val);
-		if (vl < 0)
+		_cleanup_free_ char *val = NULL;
+		ssize_t vl = fs_xattr_get(src, k, &val);
+		if (vl == -ENODATA)
 			continue;
+		if (vl < 0)
+			return txbox_fail_errno(err, (int)vl, "reading xattr %s", k);
 		if (lsetxattr(dst, k, val, (size_t)vl, 0) < 0 && errno != ENOTSUP && errno != EPERM)
 			return txbox_fail_errno(err, -errno, "setting xattr %s", k);
 	}
@@ -162,39 +168,40 @@ static int set_meta(int dirfd, const char *name, const struct stat *st, txbox_er
 	return 0;
 }
 
-/* Non-overlay xattr names of path into buf; returns the list length (0 if none). */
-static ssize_t own_xattr_names(const char *path, char *buf, size_t len)
+/* Does path carry any non-overlay xattr? */
+static bool has_own_xattrs(const char *path)
 {
-	ssize_t n = llistxattr(path, buf, len);
-	if (n <= 0)
-		return 0;
-	ssize_t w = 0;
-	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(buf + off) + 1) {
-		if (fs_xattr_is_overlay_private(buf + off))
-			continue;
-		size_t l = strlen(buf + off) + 1;
-		memmove(buf + w, buf + off, l);
-		w += (ssize_t)l;
-	}
-	return w;
+	_cleanup_free_ char *names = NULL;
+	size_t n;
+	if (fs_xattr_list(path, &names, &n) < 0)
+		return true; /* unknown: save what can be read */
+	for (size_t off = 0; off < n; off += strlen(names + off) + 1)
+		if (!fs_xattr_is_overlay_private(names + off))
+			return true;
+	return false;
 }
 
 /* Save the xattrs of path as displaced/<idx>.x ([u32 len][name][u32 len][value]…)
  * when it or the layer's entry has any, so a reversal can restore them. */
 static int save_xattrs(const char *path, const char *upath, int displaced_fd, size_t idx, txbox_error *err)
 {
-	char names[8192], unames[8192];
-	ssize_t n = own_xattr_names(path, names, sizeof names);
-	if (n == 0 && own_xattr_names(upath, unames, sizeof unames) == 0)
+	if (!has_own_xattrs(path) && !has_own_xattrs(upath))
 		return 0;
+	_cleanup_free_ char *names = NULL;
+	size_t n;
+	int r = fs_xattr_list(path, &names, &n);
+	if (r < 0)
+		return txbox_fail_errno(err, r, "saving xattrs");
 	char fn[40];
 	snprintf(fn, sizeof fn, "%zu.x", idx);
 	_cleanup_close_ int fd = openat(displaced_fd, fn, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "saving xattrs");
-	static char val[65536];
-	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(names + off) + 1) {
-		ssize_t vl = lgetxattr(path, names + off, val, sizeof val);
+	for (size_t off = 0; off < n; off += strlen(names + off) + 1) {
+		if (fs_xattr_is_overlay_private(names + off))
+			continue;
+		_cleanup_free_ char *val = NULL;
+		ssize_t vl = fs_xattr_get(path, names + off, &val);
 		if (vl < 0)
 			continue;
 		uint32_t kl = (uint32_t)strlen(names + off), l = (uint32_t)vl;
@@ -218,10 +225,12 @@ static int restore_xattrs(const char *path, int displaced_fd, size_t idx, txbox_
 		txbox_error_clear(&e); /* nothing saved: nothing to restore */
 		return 0;
 	}
-	char names[8192];
-	ssize_t n = own_xattr_names(path, names, sizeof names);
-	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(names + off) + 1)
-		lremovexattr(path, names + off);
+	_cleanup_free_ char *names = NULL;
+	size_t n;
+	if (fs_xattr_list(path, &names, &n) == 0)
+		for (size_t off = 0; off < n; off += strlen(names + off) + 1)
+			if (!fs_xattr_is_overlay_private(names + off))
+				lremovexattr(path, names + off);
 	size_t pos = 0;
 	while (pos + 4 <= len) {
 		uint32_t kl, vl;

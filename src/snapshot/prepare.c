@@ -63,22 +63,16 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 		return txbox_fail(err, -EPERM, "refusing to commit the socket %s", relpath);
 	char p[PATH_MAX];
 	prepare_xattr_path(dirfd, name, p, sizeof p);
-	char names[4096];
-	ssize_t n = llistxattr(p, names, sizeof names);
-	_cleanup_free_ char *big = NULL;
-	char *list = names;
-	if (n < 0 && errno == ERANGE) {
-		ssize_t need = llistxattr(p, NULL, 0);
-		if (need > 0 && (big = malloc((size_t)need))) {
-			n = llistxattr(p, big, (size_t)need);
-			list = big;
-		}
+	_cleanup_free_ char *list = NULL;
+	size_t n = 0;
+	if (po->defer_links && S_ISREG(st->st_mode) && st->st_nlink > 1)
+		po->deferred = true; /* xattrs later (another name may need overlay.origin); the mode below now */
+	else {
+		int lr = fs_xattr_list(p, &list, &n);
+		if (lr < 0)
+			return txbox_fail_errno(err, lr, "listing xattrs of %s", relpath);
 	}
-	if (po->defer_links && S_ISREG(st->st_mode) && st->st_nlink > 1) {
-		po->deferred = true;
-		n = 0; /* xattrs later; the mode below now */
-	}
-	for (ssize_t off = 0; n > 0 && off < n; off += (ssize_t)strlen(list + off) + 1) {
+	for (size_t off = 0; off < n; off += strlen(list + off) + 1) {
 		const char *k = list + off;
 		if (fs_xattr_is_overlay_private(k) || (strip_setuid && strcmp(k, "security.capability") == 0)) {
 			if (lremovexattr(p, k) == 0 || errno == ENODATA)

@@ -65,7 +65,6 @@ typedef struct plan {
 typedef struct plan_opts {
 	const char *skip_root_name; /* the state dir name at the root, never committed */
 	bool strip_setuid;          /* drop setuid/setgid bits and security.capability */
-	bool userxattr;             /* overlay used user.overlay.* (else trusted.overlay.*) */
 } plan_opts;
 
 /* Compute the plan and prepare the upper tree for publication. Nothing in

@@ -102,7 +102,7 @@ static int sync_workspace_dirs(tx_state_dir *s, const plan *p, txbox_error *err)
 	return 0;
 }
 
-int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, bool userxattr, tx_commit_info *info, txbox_error *err)
+int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, txbox_error *err)
 {
 	info->changes = NULL;
 	info->nchanges = 0;
@@ -115,7 +115,6 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, bool userxattr, tx_comm
 	plan_opts po = {
 		.skip_root_name = s->state_inside ? TX_STATE_DIR_NAME : NULL,
 		.strip_setuid = strip_setuid,
-		.userxattr = userxattr,
 	};
 	int r = plan_build(s->ws_fd, t->top.upper_fd, &po, &p, err);
 	if (r < 0) {

@@ -47,7 +47,7 @@ int txbox_finish_held(const char *workspace, const char *state_dir, const char *
 		res->exit_status = 1;
 	} else {
 		tx_commit_info ci;
-		r = tx_commit(&sd, &t, true, false, &ci, err);
+		r = tx_commit(&sd, &t, true, &ci, err);
 		res->changes = ci.changes;
 		res->nchanges = ci.nchanges;
 		if (r < 0) {

@@ -68,37 +68,6 @@ int run_load_policy(const char *file, policy **out, txbox_error *err)
 	return policy_load_default(out, err);
 }
 
-/* Expand "~/x" against home; returns a new NULL-terminated array. Entries
- * that need a home when there is none are dropped. */
-static char **expand_home_list(char *const *list, const char *home)
-{
-	size_t n = 0;
-	while (list && list[n])
-		n++;
-	char **out = calloc(n + 1, sizeof *out);
-	if (!out)
-		return NULL;
-	size_t j = 0;
-	for (size_t i = 0; i < n; i++) {
-		char *s = NULL;
-		if (list[i][0] == '~' && (list[i][1] == '/' || !list[i][1])) {
-			if (!home || !home[0] || asprintf(&s, "%s%s", home, list[i] + 1) < 0)
-				s = NULL;
-		} else
-			s = strdup(list[i]);
-		if (s)
-			out[j++] = s;
-	}
-	return out;
-}
-
-static void free_strv(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
-}
-
 static void set_error(txbox_result *res, txbox_error *e)
 {
 	res->outcome = TXBOX_ERROR;
@@ -143,7 +112,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	policy *pol = NULL;
 	tx_state_dir sd = {.ws_fd = -1, .state_fd = -1, .txs_fd = -1};
 	tx t = {.fd = -1, .top = {.upper_fd = -1, .work_fd = -1}};
-	char **masked = NULL, **envp = NULL;
+	_cleanup_free_ const char **masked = NULL;
+	char **envp = NULL;
 	_cleanup_free_ char *cwd_in = NULL;
 	_cleanup_free_ char *state_abs = NULL, *upper_path = NULL, *work_path = NULL, *ws_state = NULL;
 	_cleanup_free_ const char **argv = NULL;
@@ -209,19 +179,19 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	res->timings.snapshot_ms = clock_ms_since(ts);
 
 	/* 4–5: execute and validate. */
-	masked = expand_home_list(ps->masked_paths, home);
-	if (masked && opts->state_dir && !sd.state_inside) {
-		/* a state dir outside the workspace holds other transactions' layers */
-		_cleanup_free_ char *sabs = realpath(opts->state_dir, NULL);
-		size_t n = 0;
-		while (masked[n])
-			n++;
-		char **m2 = sabs ? realloc(masked, (n + 2) * sizeof *m2) : NULL;
-		if (m2) {
-			masked = m2;
-			masked[n] = steal_ptr(sabs);
-			masked[n + 1] = NULL;
-		}
+	/* The policy's secrets ("~/" is expanded by secrets.c), plus a state dir
+	 * outside the workspace: it holds other transactions' layers. */
+	if (opts->state_dir)
+		state_abs = realpath(opts->state_dir, NULL);
+	size_t nmask = 0;
+	while (ps->masked_paths && ps->masked_paths[nmask])
+		nmask++;
+	masked = calloc(nmask + 2, sizeof *masked);
+	if (masked) {
+		for (size_t i = 0; i < nmask; i++)
+			masked[i] = ps->masked_paths[i];
+		if (state_abs && !sd.state_inside)
+			masked[nmask] = state_abs;
 	}
 	envp = secrets_filter_env(environ, (const char *const *)ps->env_deny, &e);
 	if (!masked || !envp) {
@@ -229,8 +199,6 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 			txbox_fail(&e, -ENOMEM, "out of memory");
 		goto fail_tx;
 	}
-	if (opts->state_dir)
-		state_abs = realpath(opts->state_dir, NULL);
 	if (asprintf(&upper_path, "%s/tx/%s/layers/0/upper", state_abs ? state_abs : ws_state, t.id) < 0 ||
 	    asprintf(&work_path, "%s/tx/%s/layers/0/work", state_abs ? state_abs : ws_state, t.id) < 0) {
 		txbox_fail(&e, -ENOMEM, "out of memory");
@@ -265,7 +233,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		.passthrough_stderr = opts->passthrough_stderr,
 		.network = res->network_host,
 		.use_userns = rootless,
-		.masked_paths = (const char *const *)masked,
+		.masked_paths = masked,
 		.allowed_sockets = (const char *const *)ps->allowed_sockets,
 		.home = home,
 		.harden =
@@ -344,7 +312,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		res->exit_status = 3;
 	} else {
 		tx_commit_info ci;
-		int r = tx_commit(&sd, &t, ps->strip_setuid, so.overlay_userxattr, &ci, &e);
+		int r = tx_commit(&sd, &t, ps->strip_setuid, &ci, &e);
 		res->changes = ci.changes;
 		res->nchanges = ci.nchanges;
 		if (r < 0) {
@@ -386,7 +354,6 @@ done:
 	sandbox_outcome_free(&so);
 	tx_close(&t);
 	state_dir_close(&sd);
-	free_strv(masked);
 	secrets_env_free(envp);
 	if (have_verdict)
 		policy_verdict_free(&verdict);

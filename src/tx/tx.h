@@ -64,7 +64,7 @@ typedef struct tx_commit_info {
 	size_t nchanges;
 	bool refused;  /* the layer holds something that may not be published */
 } tx_commit_info;
-int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, bool userxattr, tx_commit_info *info, txbox_error *err);
+int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, txbox_error *err);
 int tx_rollback(tx_state_dir *s, tx *t, txbox_error *err);
 /* Reverse an interrupted commit from its journal, then remove the tx. */
 int tx_reverse_journal(tx_state_dir *s, tx *t, txbox_error *err);

@@ -256,48 +256,50 @@ bool fs_xattr_is_overlay_private(const char *name)
 	return strncmp(name, "trusted.overlay.", 16) == 0 || strncmp(name, "user.overlay.", 13) == 0;
 }
 
-int fs_copy_xattrs(int src_fd, int dst_fd, bool strip_caps, txbox_error *err)
+int fs_xattr_list(const char *path, char **names, size_t *len)
 {
-	char sp[32], dp[32];
-	fs_fd_path(src_fd, sp);
-	fs_fd_path(dst_fd, dp);
-	ssize_t n = listxattr(sp, NULL, 0);
-	if (n < 0) {
-		if (errno == ENOTSUP || errno == EPERM)
+	*names = NULL;
+	*len = 0;
+	for (int attempt = 0; attempt < 4; attempt++) { /* the list may grow between the two calls */
+		ssize_t need = llistxattr(path, NULL, 0);
+		if (need < 0)
+			return (errno == ENOTSUP || errno == EPERM) ? 0 : -errno;
+		if (need == 0)
 			return 0;
-		return txbox_fail_errno(err, -errno, "listing xattrs");
-	}
-	if (n == 0)
-		return 0;
-	_cleanup_free_ char *names = malloc((size_t)n + 1);
-	if (!names)
-		return txbox_fail(err, -ENOMEM, "out of memory");
-	n = listxattr(sp, names, (size_t)n);
-	if (n < 0)
-		return txbox_fail_errno(err, -errno, "listing xattrs");
-	names[n] = '\0';
-	_cleanup_free_ char *val = NULL;
-	size_t vcap = 0;
-	for (char *k = names; k < names + n; k += strlen(k) + 1) {
-		if (fs_xattr_is_overlay_private(k))
-			continue;
-		if (strip_caps && strcmp(k, "security.capability") == 0)
-			continue;
-		ssize_t vl = getxattr(sp, k, NULL, 0);
-		if (vl < 0)
-			continue;
-		if ((size_t)vl + 1 > vcap) {
-			char *nv = realloc(val, (size_t)vl + 1);
-			if (!nv)
-				return txbox_fail(err, -ENOMEM, "out of memory");
-			val = nv;
-			vcap = (size_t)vl + 1;
+		char *buf = malloc((size_t)need);
+		if (!buf)
+			return -ENOMEM;
+		ssize_t n = llistxattr(path, buf, (size_t)need);
+		if (n >= 0) {
+			*names = buf;
+			*len = (size_t)n;
+			return 0;
 		}
-		vl = getxattr(sp, k, val, vcap);
-		if (vl < 0)
-			continue;
-		if (setxattr(dp, k, val, (size_t)vl, 0) < 0 && errno != ENOTSUP)
-			return txbox_fail_errno(err, -errno, "setting xattr %s", k);
+		free(buf);
+		if (errno != ERANGE)
+			return -errno;
 	}
-	return 0;
+	return -ERANGE;
+}
+
+ssize_t fs_xattr_get(const char *path, const char *name, char **val)
+{
+	*val = NULL;
+	for (int attempt = 0; attempt < 4; attempt++) {
+		ssize_t need = lgetxattr(path, name, NULL, 0);
+		if (need < 0)
+			return -errno;
+		char *buf = malloc((size_t)need + 1);
+		if (!buf)
+			return -ENOMEM;
+		ssize_t n = lgetxattr(path, name, buf, (size_t)need);
+		if (n >= 0) {
+			*val = buf;
+			return n;
+		}
+		free(buf);
+		if (errno != ERANGE)
+			return -errno;
+	}
+	return -ERANGE;
 }

@@ -33,10 +33,13 @@ int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t l
 int fs_read_file_at(int dirfd, const char *name, size_t max, char **out, size_t *len,
 		    txbox_error *err);
 
-/* Copy every xattr except overlay-private ones (trusted.overlay.*,
- * user.overlay.*) from src fd to dst fd. When strip_caps, security.capability
- * is not copied. Both fds may be O_PATH (uses /proc/self/fd). */
-int fs_copy_xattrs(int src_fd, int dst_fd, bool strip_caps, txbox_error *err);
+/* All xattr names of path (never following a final symlink), allocated,
+ * NUL-separated; none (0, empty) where xattrs are not supported. Any size:
+ * the contents are the sandboxed command's. 0 or -errno. */
+int fs_xattr_list(const char *path, char **names, size_t *len);
+/* The value of one xattr, allocated (any size up to the kernel's limit);
+ * its length, or -errno (-ENODATA when absent). */
+ssize_t fs_xattr_get(const char *path, const char *name, char **val);
 
 /* True when name is an overlay-private xattr (trusted.overlay.* / user.overlay.*). */
 bool fs_xattr_is_overlay_private(const char *name);
