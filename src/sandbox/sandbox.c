@@ -402,9 +402,10 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 		if (e == EPERM || e == EINVAL || e == ENOSPC || e == EUSERS)
 			r = txbox_fail_errno(err, -e,
 					     "cannot create the sandbox namespaces%s",
-					     s->use_userns ? " (are unprivileged user namespaces disabled? see "
-							     "/proc/sys/kernel/unprivileged_userns_clone and "
-							     "/proc/sys/user/max_user_namespaces)"
+					     s->use_userns ? " (txbox needs user namespaces to run without root: are "
+							     "they disabled? see /proc/sys/kernel/unprivileged_userns_clone, "
+							     "/proc/sys/user/max_user_namespaces or an AppArmor restriction; or "
+							     "run as root)"
 							   : "");
 		else
 			r = txbox_fail_errno(err, -e, "clone");

@@ -70,5 +70,3 @@ int mounts_build_view(const sandbox_spec *spec, char *msg, size_t msglen);
 
 /* userns.c: write uid/gid maps for child pid (identity map of the caller). */
 int userns_write_maps(pid_t pid, uid_t uid, gid_t gid, txbox_error *err);
-/* Can this process create a user namespace? (probe, cached) */
-bool userns_available(void);

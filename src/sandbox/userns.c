@@ -42,22 +42,3 @@ int userns_write_maps(pid_t pid, uid_t uid, gid_t gid, txbox_error *err)
 	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
 	return write_proc_file(pid, "gid_map", map, err);
 }
-
-bool userns_available(void)
-{
-	static int state = -1;
-	if (state >= 0)
-		return state;
-	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
-	if (pid == 0)
-		_exit(0);
-	if (pid < 0) {
-		state = 0;
-		return false;
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	state = 1;
-	return true;
-}

@@ -41,6 +41,18 @@ int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, lay
 		out->state_whiteout = true;
 	struct timespec ts[2] = {st.st_atim, st.st_mtim};
 	futimens(up, ts);
+	/* What the upper root started as: without privileges the owner copy may
+	 * fail (a group the caller is not in), and the commit must not take
+	 * that for a change the command made (plan.c reads this back). */
+	struct stat ust;
+	char rec[96];
+	if (fstat(up, &ust) < 0)
+		return txbox_fail_errno(err, -errno, "stat of layer %u", index);
+	int rn = snprintf(rec, sizeof rec, "%u %u %o\n", (unsigned)ust.st_uid, (unsigned)ust.st_gid,
+			  (unsigned)(ust.st_mode & 07777));
+	_cleanup_close_ int rfd = openat(lfd, "root", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (rfd < 0 || write(rfd, rec, (size_t)rn) != rn)
+		return txbox_fail_errno(err, -errno, "recording layer %u", index);
 	out->upper_fd = steal_fd(up);
 	out->work_fd = steal_fd(wk);
 	return 0;

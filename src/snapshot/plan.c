@@ -553,6 +553,14 @@ int plan_build(int ws_fd, int upper_fd, const plan_opts *o, plan *out, txbox_err
 		r = txbox_fail_errno(err, -errno, "stat of the workspace root");
 		goto fail;
 	}
+	if (o->root_initial) { /* what the command did not change is no change */
+		if (ust.st_uid == o->root_initial->st_uid)
+			ust.st_uid = wst.st_uid;
+		if (ust.st_gid == o->root_initial->st_gid)
+			ust.st_gid = wst.st_gid;
+		if ((ust.st_mode & 07777) == (o->root_initial->st_mode & 07777))
+			ust.st_mode = (ust.st_mode & S_IFMT) | (wst.st_mode & 07777);
+	}
 	bool differs = !meta_equal(&ust, &wst);
 	if (!differs) {
 		char a[40], b[40];

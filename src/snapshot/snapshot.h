@@ -65,6 +65,9 @@ typedef struct plan {
 typedef struct plan_opts {
 	const char *skip_root_name; /* the state dir name at the root, never committed */
 	bool strip_setuid;          /* drop setuid/setgid bits and security.capability */
+	/* The upper root's owner and mode when the layer was made (layer.c's
+	 * layers/<n>/root); a value still equal to it is no change. NULL: none. */
+	const struct stat *root_initial;
 } plan_opts;
 
 /* Compute the plan and prepare the upper tree for publication. Nothing in

@@ -112,7 +112,26 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, t
 	if (lock < 0)
 		return lock;
 	plan p;
+	/* layers/0/root: the upper root's initial owner and mode (layer.c) */
+	struct stat root_init;
+	bool have_init = false;
+	{
+		_cleanup_free_ char *rec = NULL;
+		size_t rl;
+		txbox_error re = TXBOX_ERROR_INIT;
+		unsigned u, g, m;
+		if (fs_read_file_at(t->fd, "layers/0/root", 96, &rec, &rl, &re) == 0 &&
+		    sscanf(rec, "%u %u %o", &u, &g, &m) == 3) {
+			memset(&root_init, 0, sizeof root_init);
+			root_init.st_uid = u;
+			root_init.st_gid = g;
+			root_init.st_mode = m;
+			have_init = true;
+		}
+		txbox_error_clear(&re);
+	}
 	plan_opts po = {
+		.root_initial = have_init ? &root_init : NULL,
 		.skip_root_name = s->state_inside ? TX_STATE_DIR_NAME : NULL,
 		.strip_setuid = strip_setuid,
 	};
