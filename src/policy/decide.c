@@ -156,9 +156,22 @@ static char *join_words(const char *const *argv, size_t argc)
 	return s;
 }
 
+static bool inside_workspace(const char *path, const char *ws)
+{
+	size_t n = strlen(ws);
+	return path && strncmp(path, ws, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
 /* `cd DIR` / `pushd DIR` moves where later relative paths start; an
- * unknown target (or popd, cd -) makes it unknown (ctx->cwd NULL). */
-static int track_cd(const cmdview *v, policy_ctx *ctx, char **cwd)
+ * unknown target (or popd, cd -) makes it unknown (ctx->cwd NULL).
+ * The analysis does not know whether a cd runs in this shell (a subshell,
+ * a pipeline, `&`, a substitution) or succeeds, nor what CDPATH does. A cd
+ * from inside the workspace to inside it is simply followed (either way
+ * relative paths land inside). Any other cd keeps two hypotheses — the
+ * target and where we were (ctx->cwd_alt) — and paths are judged under
+ * both; a further cd while two are open, or a line touching CDPATH, makes
+ * the directory unknown, and unknown paths never satisfy an allow. */
+static int track_cd(const cmdview *v, policy_ctx *ctx, char **cwd, char **alt, bool cdpath)
 {
 	if (v->name_unknown || (strcmp(v->name, "cd") && strcmp(v->name, "pushd") &&
 				strcmp(v->name, "popd")))
@@ -177,9 +190,21 @@ static int track_cd(const cmdview *v, policy_ctx *ctx, char **cwd)
 				return -ENOMEM;
 		}
 	}
-	free(*cwd);
+	char *prev = *cwd;
+	bool settled = !*alt && inside_workspace(prev, ctx->workspace) && inside_workspace(next, ctx->workspace);
+	if (next && !cdpath && !settled && !*alt && prev) {
+		*alt = prev; /* the cd may not have happened */
+		prev = NULL;
+	} else if (next && (cdpath || !settled)) {
+		free(next); /* too many hypotheses: unknown */
+		next = NULL;
+		free(*alt);
+		*alt = NULL;
+	}
+	free(prev);
 	*cwd = next;
 	ctx->cwd = next;
+	ctx->cwd_alt = *alt;
 	return 0;
 }
 
@@ -210,7 +235,7 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 {
 	_cleanup_(analysisp) shell_analysis a = {0};
 	_cleanup_(errorp) txbox_error perr = TXBOX_ERROR_INIT;
-	_cleanup_free_ char *ws = NULL, *cwd = NULL, *home = NULL, *joined = NULL;
+	_cleanup_free_ char *ws = NULL, *cwd = NULL, *cwd_alt = NULL, *home = NULL, *joined = NULL;
 	cmdview *views = NULL;
 	_cleanup_free_ long *with_count = NULL;
 	_cleanup_free_ signed char *text_hit = NULL;
@@ -232,9 +257,14 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 		home = path_resolve(ctx->home, "/", NULL);
 	if (!ws || !cwd || (ctx->home && ctx->home[0] == '/' && !home))
 		goto oom;
-	policy_ctx nctx = {ws, cwd, home};
+	policy_ctx nctx = {ws, cwd, home, NULL};
 
 	const char *text = argv[0];
+	/* CDPATH changes where a relative `cd` goes (txbox removes it from the
+	 * command's environment; a line may still set it) */
+	bool cdpath = false;
+	for (size_t i = 0; i < argc && !cdpath; i++)
+		cdpath = argv[i] && strstr(argv[i], "CDPATH") != NULL;
 	if (argc > 1) {
 		if (!(joined = join_words(argv, argc)))
 			goto oom;
@@ -336,7 +366,7 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 				goto oom;
 			line_offer(&ls, d, rid, reason, hit->suggestion);
 		}
-		if (track_cd(&views[c], &nctx, &cwd) < 0)
+		if (track_cd(&views[c], &nctx, &cwd, &cwd_alt, cdpath) < 0)
 			goto oom;
 		policy_cmd_verdict *cv = &out->cmds[out->ncmds];
 		cv->argv = copy_argv(cmd->argv, cmd->argc);

@@ -187,6 +187,16 @@ unsigned path_classify_word(const char *word, bool unresolved, const policy_ctx 
 	*resolved = NULL;
 	if (unresolved || (!ctx->cwd && word[0] != '/' && word[0] != '~'))
 		return PC_UNKNOWN;
+	unsigned alt_classes = 0;
+	if (ctx->cwd_alt && word[0] != '/' && word[0] != '~') {
+		/* a relative path under the other hypothesis too: the union counts */
+		policy_ctx other = *ctx;
+		other.cwd = ctx->cwd_alt;
+		other.cwd_alt = NULL;
+		char *ignored = NULL;
+		alt_classes = path_classify_word(word, false, &other, &ignored);
+		free(ignored);
+	}
 	char *abs = path_resolve(word, ctx->cwd, ctx->home);
 	if (!abs)
 		return PC_UNKNOWN;
@@ -217,5 +227,5 @@ unsigned path_classify_word(const char *word, bool unresolved, const policy_ctx 
 	}
 	unsigned c = path_classify(glob ? prefix : abs, ctx->workspace, ctx->home, glob, wild_all);
 	*resolved = abs;
-	return c;
+	return c | alt_classes;
 }

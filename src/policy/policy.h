@@ -36,6 +36,8 @@ typedef struct policy_ctx {
 	const char *workspace; /* absolute, canonical */
 	const char *cwd;       /* absolute; where relative paths start */
 	const char *home;      /* $HOME, may be NULL */
+	const char *cwd_alt;   /* set by policy_decide itself: where relative paths start if
+				* the last `cd` did not take effect (callers leave it NULL) */
 } policy_ctx;
 
 typedef struct policy_cmd_verdict {

@@ -36,19 +36,34 @@ char **hostsockets_list(size_t max)
 			first = false;
 			continue;
 		}
-		/* Num RefCount Protocol Flags Type St Inode Path */
-		char *save = NULL, *tok = strtok_r(line, " \n", &save);
-		int field = 0;
-		char *path = NULL;
-		while (tok) {
-			if (++field == 8) {
-				path = tok;
+		/* Num RefCount Protocol Flags Type St Inode Path — the path is the
+		 * rest of the line (it may contain spaces); only sockets one can
+		 * connect to matter: listening (flag 0x10000) or datagram (type 2). */
+		char *fld[7];
+		char *q = line;
+		size_t k = 0;
+		for (; k < 7; k++) {
+			while (*q == ' ')
+				q++;
+			fld[k] = q;
+			while (*q && *q != ' ' && *q != '\n')
+				q++;
+			if (*q != ' ')
 				break;
-			}
-			tok = strtok_r(NULL, " \n", &save);
+			*q++ = '\0';
 		}
-		if (!path || path[0] != '/')
-			continue; /* unnamed, abstract (@…, per network namespace) or relative */
+		if (k < 7)
+			continue;
+		unsigned long flags = strtoul(fld[3], NULL, 16), type = strtoul(fld[4], NULL, 16);
+		if (!(flags & 0x10000) && type != 2)
+			continue;
+		char *path = q;
+		while (*path == ' ')
+			path++;
+		size_t pl = strcspn(path, "\n");
+		path[pl] = '\0';
+		if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./") || strstr(path, "//"))
+			continue; /* unnamed, abstract (@…, per network namespace), relative or not canonical */
 		bool skip = false;
 		for (size_t i = 0; i < sizeof hidden / sizeof *hidden && !skip; i++)
 			skip = under(path, hidden[i]);

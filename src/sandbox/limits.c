@@ -579,8 +579,18 @@ const char *limits_cgroup_exceeded(limits_cgroup *cg)
 static int kill_listed(const char *dir)
 {
 	char buf[16384];
-	if (read_at(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
+	ssize_t got = read_at(dir, "cgroup.procs", buf, sizeof(buf));
+	if (got < 0)
 		return 0;
+	/* A full buffer may end in the middle of a pid: never SIGKILL a cut
+	 * number (it is some other process). The caller loops until the
+	 * cgroup is empty, so the rest is read on the next pass. */
+	if ((size_t)got >= sizeof(buf) - 1) {
+		char *nl = strrchr(buf, '\n');
+		if (!nl)
+			return 0;
+		nl[1] = '\0';
+	}
 	int n = 0;
 	for (char *p = buf; *p;) {
 		char *end = NULL;

@@ -463,8 +463,15 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 			allowed = !strcmp(s->allowed_sockets[j], s->host_sockets[i]);
 		if (allowed)
 			continue;
-		if (mount("/dev/null", s->host_sockets[i], NULL, MS_BIND, NULL) < 0 && errno != ENOENT &&
-		    errno != ENOTDIR && errno != EACCES)
+		/* The path comes from /proc/net/unix and may lie under the
+		 * workspace: never follow a symlink to somewhere else. */
+		_cleanup_close_ int sfd = open(s->host_sockets[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		struct stat sst;
+		if (sfd < 0 || fstat(sfd, &sst) < 0 || !S_ISSOCK(sst.st_mode))
+			continue;
+		char target[40];
+		snprintf(target, sizeof target, "/proc/self/fd/%d", sfd);
+		if (mount("/dev/null", target, NULL, MS_BIND, NULL) < 0 && errno != ENOENT && errno != EACCES)
 			return failf(msg, len, errno, "covering the host socket %s", s->host_sockets[i]);
 	}
 

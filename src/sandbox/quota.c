@@ -6,40 +6,53 @@
 #include "sandbox/quota.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Fail closed: a tree that cannot be measured (too deep, out of fds,
+ * unreadable) counts as over any limit — otherwise the command could hide
+ * data from the quota behind one unreadable or very deep directory. */
+#define UNMEASURABLE UINT64_MAX
+
 static uint64_t walk(int dfd, uint64_t sum, uint64_t stop_above, unsigned depth)
 {
 	if (depth > 4096)
-		return sum;
+		return UNMEASURABLE;
 	int dupfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset: never share a readdir position */
 	if (dupfd < 0)
-		return sum;
+		return UNMEASURABLE;
 	DIR *d = fdopendir(dupfd);
 	if (!d) {
 		close(dupfd);
-		return sum;
+		return UNMEASURABLE;
 	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		struct stat st;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue; /* removed meanwhile */
+			sum = UNMEASURABLE;
+			break;
+		}
 		sum += (uint64_t)st.st_blocks * 512;
 		if (stop_above && sum > stop_above)
 			break;
 		if (S_ISDIR(st.st_mode)) {
 			int c = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (c >= 0) {
-				sum = walk(c, sum, stop_above, depth + 1);
-				close(c);
+			if (c < 0) {
+				sum = UNMEASURABLE;
+				break;
 			}
-			if (stop_above && sum > stop_above)
+			sum = walk(c, sum, stop_above, depth + 1);
+			close(c);
+			if (sum == UNMEASURABLE || (stop_above && sum > stop_above))
 				break;
 		}
 	}

@@ -168,7 +168,8 @@ static int add_ioctl_rules(scmp_filter_ctx ctx, txbox_error *err)
 {
 	/* The kernel reads the request as unsigned int: compare the low 32
 	 * bits only so junk in the upper half cannot slip past. */
-	static const uint64_t requests[] = {TIOCSTI, TIOCLINUX};
+	/* TIOCSETD: line disciplines (n_gsm, n_hdlc) are a kernel attack surface */
+	static const uint64_t requests[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
 	for (size_t i = 0; i < ARRAY_SIZE(requests); i++) {
 		struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, requests[i]);
 		int r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &c, "ioctl", err);
@@ -186,18 +187,27 @@ static bool socket_family_allowed(uint64_t family)
 
 static int add_socket_rules(scmp_filter_ctx ctx, txbox_error *err)
 {
-	for (uint64_t fam = 0; fam < AF_MAX; fam++) {
-		if (socket_family_allowed(fam))
-			continue;
-		struct scmp_arg_cmp c = {.arg = 0, .op = SCMP_CMP_EQ, .datum_a = fam, .datum_b = 0};
-		int r = add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &c,
-				 "socket", err);
+	/* socketpair() creates sockets of its family too (and can load its module). */
+	static const struct {
+		int nr;
+		const char *name;
+	} calls[] = {{SCMP_SYS(socket), "socket"}, {SCMP_SYS(socketpair), "socketpair"}};
+	for (size_t k = 0; k < sizeof calls / sizeof *calls; k++) {
+		for (uint64_t fam = 0; fam < AF_MAX; fam++) {
+			if (socket_family_allowed(fam))
+				continue;
+			struct scmp_arg_cmp c = {.arg = 0, .op = SCMP_CMP_EQ, .datum_a = fam, .datum_b = 0};
+			int r = add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[k].nr, 1, &c, calls[k].name, err);
+			if (r < 0)
+				return r;
+		}
+		/* Families newer than this header, and any value with upper bits set. */
+		struct scmp_arg_cmp c = {.arg = 0, .op = SCMP_CMP_GE, .datum_a = AF_MAX, .datum_b = 0};
+		int r = add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[k].nr, 1, &c, calls[k].name, err);
 		if (r < 0)
 			return r;
 	}
-	/* Families newer than this header, and any value with upper bits set. */
-	struct scmp_arg_cmp c = {.arg = 0, .op = SCMP_CMP_GE, .datum_a = AF_MAX, .datum_b = 0};
-	return add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, &c, "socket", err);
+	return 0;
 }
 
 /* Offsets of the low and high halves of seccomp_data.args[0]. */

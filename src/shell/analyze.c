@@ -71,12 +71,14 @@ static bool all_digits(const char *s)
 /* File redirection kind, or -1 for dups, closes and here-documents. */
 static int redir_kind(const struct sh_redir_raw *r)
 {
-	if (r->procsub)
-		return -1; /* > >(cmd): a pipe; cmd is reported itself */
+	if (r->procsub && (strncmp(r->target, "<(", 2) == 0 || strncmp(r->target, ">(", 2) == 0))
+		return -1; /* > >(cmd): a pipe; cmd is reported itself (a target that
+			    * only contains one, `> ~/x<(:)`, is still a file) */
 	switch (r->op) {
 	case R_LT:
-	case R_LTGT:
 		return SHELL_REDIR_READ;
+	case R_LTGT: /* <> opens read-write and creates: a write as far as policy goes */
+		return SHELL_REDIR_WRITE;
 	case R_GT:
 	case R_CLOBBER:
 	case R_AMPGT:

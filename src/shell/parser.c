@@ -185,6 +185,8 @@ static int parse_redir(struct sh_parser *p, struct sh_node *n)
 		return rc;
 	int op = t->rop, fd = t->fd;
 	size_t at = t->pos;
+	if (fd == -2) /* {var}>file assigns var a descriptor number */
+		sh_var_poison_all(p->vars);
 	sh_consume(p);
 	rc = sh_peek(p, &t);
 	if (rc < 0)

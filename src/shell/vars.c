@@ -10,7 +10,7 @@
  *   - any other assignment to the name (conditional, in a loop, in a
  *     function, `X=v cmd`, arrays, +=) poisons that name;
  *   - read/declare/typeset/local/export/readonly/printf/mapfile/readarray/
- *     getopts/let/unset/set/source/./eval, a command whose name is not
+ *     getopts/let/unset/set/source/./eval/cd/pushd/popd/wait, a command whose name is not
  *     static, a function definition, for/select, arithmetic and
  *     ${X=…}/${X:=…} poison all variables; so does assigning IFS.
  * An unquoted known value containing blanks or glob characters is treated
@@ -142,7 +142,9 @@ void sh_var_command(struct sh_vars *v, const struct sh_field *argv, size_t argc)
 	static const char *const writers[] = {
 		"read", "declare", "typeset", "local", "export", "readonly", "printf", "mapfile",
 		"readarray", "getopts", "let", "unset", "set", "source", ".", "eval", "builtin",
-		"command", "exec", "enable", "alias", "hash", "trap", NULL};
+		"command", "exec", "enable", "alias", "hash", "trap",
+		/* PWD/OLDPWD/DIRSTACK change, `wait -p VAR` assigns */
+		"cd", "pushd", "popd", "wait", NULL};
 	if (!v || v->all_poisoned || argc == 0)
 		return;
 	if (argv[0].unres || argv[0].lookalike) {

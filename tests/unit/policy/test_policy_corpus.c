@@ -23,7 +23,7 @@ static size_t run(const char *file, bool want_allow)
 	corpus c;
 	policy *p = NULL;
 	txbox_error err = TXBOX_ERROR_INIT;
-	policy_ctx ctx = {"/work/ws", "/work/ws", "/home/agent"};
+	policy_ctx ctx = {"/work/ws", "/work/ws", "/home/agent", NULL};
 	size_t failed = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", corpus_dir, file);

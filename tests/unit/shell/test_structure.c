@@ -80,7 +80,8 @@ static void test_redirections(void **state)
 	} want[] = {{SHELL_REDIR_READ, "in"},     {SHELL_REDIR_WRITE, "out"},
 		    {SHELL_REDIR_APPEND, "log"},  {SHELL_REDIR_WRITE, "all"},
 		    {SHELL_REDIR_APPEND, "all2"}, {SHELL_REDIR_WRITE, "clob"},
-		    {SHELL_REDIR_READ, "rw"},     {SHELL_REDIR_WRITE, "file"},
+		    /* <> opens read-write and creates the file: a write */
+		    {SHELL_REDIR_WRITE, "rw"},    {SHELL_REDIR_WRITE, "file"},
 		    {SHELL_REDIR_WRITE, "v"}};
 	assert_int_equal(c->nredirs, ARRAY_SIZE(want));
 	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
