@@ -2,6 +2,8 @@
  * The only place (with the other front-ends) that prints or exits. */
 #include "txbox.h"
 
+#include "util/trace.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -263,6 +265,8 @@ static int cmd_run(int argc, char **argv)
 		print_human(res);
 	int status = res->exit_status;
 	txbox_result_free(res);
+	trace_mark("cli: printed");
+	trace_dump(STDERR_FILENO);
 	return status;
 }
 
@@ -382,6 +386,8 @@ static int cmd_recover(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	trace_init();
+	trace_mark("main");
 	/* Deep trees need many directory fds during commit and cleanup. */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {

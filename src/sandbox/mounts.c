@@ -13,6 +13,7 @@
  *   masked secrets   empty (secrets.c)
  */
 #include "sandbox/sandbox.h"
+#include "util/trace.h"
 
 #include "util/cleanup.h"
 #include "util/syscalls.h"
@@ -421,6 +422,7 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 		return r;
 	}
 
+	trace_mark("view: tmpfs, /run, /dev, /proc");
 	/* The workspace may live under one of the private mounts just made
 	 * (e.g. /tmp/ws): give it a mount point there. */
 	if (stat(s->workspace, &st) < 0) {
@@ -435,6 +437,7 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 	if (r < 0)
 		return r;
 
+	trace_mark("view: overlay");
 	/* Secrets after the overlay (a workspace may contain HOME or a masked
 	 * path's target) and before the read-only pass, which covers them too. */
 	if (s->masked_paths) {
@@ -446,6 +449,7 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 		}
 	}
 
+	trace_mark("view: secrets masked");
 	if (s->state_name && !s->hide_state_by_whiteout) {
 		char p[PATH_MAX];
 		if (snprintf(p, sizeof p, "%s/%s", s->workspace, s->state_name) >= (int)sizeof p)
@@ -475,6 +479,7 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 			return failf(msg, len, errno, "covering the host socket %s", s->host_sockets[i]);
 	}
 
+	trace_mark("view: sockets covered");
 	/* Everything read-only, then the few writable places writable again
 	 * (they were created in this namespace, so they are not locked). */
 	r = make_host_readonly(msg, len);
@@ -488,6 +493,7 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 	    (run_hidden && (r = remount_rw("/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, msg, len)) < 0) ||
 	    (r = remount_rw("/dev/pts", MS_NOSUID | MS_NOEXEC, msg, len)) < 0)
 		return r;
+	trace_mark("view: read-only + remounts");
 	if (!s->network) {
 		r = loopback_up();
 		if (r < 0)

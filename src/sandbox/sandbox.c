@@ -15,6 +15,7 @@
 #include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/syscalls.h"
+#include "util/trace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -96,6 +97,7 @@ typedef struct exec_failure {
 static void __attribute__((noreturn))
 exec_command(const sandbox_spec *s, const char *const *argv, int out_w, int err_w, int exec_pipe)
 {
+	trace_mark("cmd: forked, go");
 	setsid();
 	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (nul < 0 || dup2(nul, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
@@ -114,6 +116,7 @@ exec_command(const sandbox_spec *s, const char *const *argv, int out_w, int err_
 		write_all(exec_pipe, &f, sizeof f);
 		_exit(125);
 	}
+	trace_mark("cmd: hardened, execve");
 	execvpe(argv[0], (char *const *)argv, s->envp);
 	exec_failure f = {.err = errno, .harden = 0};
 	snprintf(f.msg, sizeof f.msg, "txbox: cannot execute %s: %s\n", argv[0], strerror(errno));
@@ -277,7 +280,9 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 			_exit(1);
 	}
 
+	trace_mark("init: start");
 	int r = mounts_build_view(s, rep.msg, sizeof rep.msg);
+	trace_mark("init: view built");
 	if (r < 0) {
 		rep.setup_error = -r;
 		write_all(rep_w, &rep, sizeof rep);
@@ -303,6 +308,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 		} else
 			free(bpf);
 	}
+	trace_mark("init: go + bpf received");
 	close(sync_r);
 	if (s->limits.memory_bytes && s->harden.address_space_bytes)
 		rep.watch_memory = s->limits.memory_bytes;
@@ -318,6 +324,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	r = run_one(s, s->argv, out_w, err_w, &status, &started, &rep);
 	rep.started = started;
 	rep.status = status;
+	trace_mark("init: command reaped");
 	if (r < 0) {
 		rep.harden_error = -r;
 		write_all(rep_w, &rep, sizeof rep);
@@ -343,6 +350,11 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 			;
 	}
+	/* Everything of the sandbox is dead: the supervisor may go on as soon
+	 * as the outputs close and the report is in. */
+	close(out_w);
+	close(err_w);
+	trace_mark("init: report");
 	write_all(rep_w, &rep, sizeof rep);
 	_exit(0);
 }
@@ -364,6 +376,7 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 	local.host_sockets = (const char *const *)host_sockets;
 	memset(o, 0, sizeof *o);
 	o->validation_exit = -1;
+	o->init_pidfd = -1;
 	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, repp[2] = {-1, -1}, syncp[2] = {-1, -1};
 	int r = 0;
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(repp, O_CLOEXEC) < 0 ||
@@ -373,20 +386,7 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 	}
 
 	txbox_error warn = TXBOX_ERROR_INIT;
-	/* A cgroup costs milliseconds to join (v1 memory especially): only when
-	 * a limit needs one. Without it, rlimits hold. */
-	limits_cgroup *cg = NULL;
 	o->mechanism = TXBOX_LIMITS_RLIMIT;
-	if (s->limits.memory_bytes || s->limits.pids)
-		cg = limits_cgroup_create(s->txid, &s->limits, &o->mechanism, &warn);
-	txbox_error_clear(&warn);
-	if (!cg && s->limits.memory_bytes && !local.harden.address_space_bytes) /* no memory cgroup */
-		local.harden.address_space_bytes = 2 * s->limits.memory_bytes;
-	/* Without a pids cgroup: RLIMIT_NPROC, which in a user namespace counts
-	 * only the sandbox's processes (per-namespace ucounts). The command is
-	 * always in one (rootless: the sandbox's; as root: its own). */
-	if (!cg && s->limits.pids && (s->use_userns || s->harden.keep_namespaced_caps) && !local.harden.nproc)
-		local.harden.nproc = s->limits.pids;
 	if (s->limits.disk_bytes && (!local.harden.fsize_bytes || local.harden.fsize_bytes > s->limits.disk_bytes))
 		local.harden.fsize_bytes = s->limits.disk_bytes;
 
@@ -409,7 +409,6 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 							   : "");
 		else
 			r = txbox_fail_errno(err, -e, "clone");
-		limits_cgroup_destroy(cg);
 		goto out_pipes;
 	}
 	if (pid == 0) {
@@ -427,33 +426,56 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 	repp[1] = -1;
 	close(syncp[0]);
 	syncp[0] = -1;
+	trace_mark("sup: cloned");
 
 	if (s->use_userns) {
 		r = userns_write_maps(pid, getuid(), getgid(), err);
 		if (r < 0) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
-			limits_cgroup_destroy(cg);
 			goto out_pipes;
 		}
 		write_all(syncp[1], "u", 1);
 	}
+	/* While init builds the view (on the other CPU): compile the seccomp
+	 * filter, then create and join the cgroup, whose v1 join can wait for
+	 * an RCU grace period. The command starts only after both. */
+	void *bpf = NULL;
+	size_t blen = 0;
+	{
+		txbox_error se = TXBOX_ERROR_INIT;
+		if (harden_seccomp_precompile(&s->harden, &bpf, &blen, &se) < 0 || blen > 512 * 1024) {
+			free(bpf);
+			bpf = NULL;
+			blen = 0; /* the command compiles it itself */
+		}
+		txbox_error_clear(&se);
+	}
+	trace_mark("sup: bpf compiled");
+	/* A cgroup costs milliseconds to join (v1 memory especially): only when
+	 * a limit needs one. Without it (or when it cannot be joined), init
+	 * falls back to rlimits: RLIMIT_AS at twice the memory limit plus
+	 * sampling of resident memory, and RLIMIT_NPROC, which in a user
+	 * namespace counts only the sandbox's processes (per-namespace
+	 * ucounts); the command is always in one (rootless: the sandbox's; as
+	 * root: its own). */
+	limits_cgroup *cg = NULL;
+	bool want_cg = s->limits.memory_bytes || s->limits.pids;
+	if (want_cg)
+		cg = limits_cgroup_create(s->txid, &s->limits, &o->mechanism, &warn);
+	txbox_error_clear(&warn);
+	trace_mark("sup: cgroup created");
 	if (cg && limits_cgroup_attach(cg, pid, &warn) < 0) {
-		/* Could not join: fall back to rlimits rather than run unlimited silently. */
 		txbox_error_clear(&warn);
 		limits_cgroup_destroy(cg);
 		cg = NULL;
+	}
+	if (!cg)
 		o->mechanism = TXBOX_LIMITS_RLIMIT;
-		write_all(syncp[1], (s->limits.memory_bytes || s->limits.pids) ? "m" : "g", 1);
-	} else
-		write_all(syncp[1], "g", 1);
-	{ /* compiled here while the sandbox builds its view (the other CPU) */
-		void *bpf = NULL;
-		size_t blen = 0;
-		txbox_error se = TXBOX_ERROR_INIT;
-		if (harden_seccomp_precompile(&s->harden, &bpf, &blen, &se) < 0 || blen > 512 * 1024)
-			blen = 0; /* the command compiles it itself */
-		txbox_error_clear(&se);
+	o->cgroup = cg;
+	write_all(syncp[1], want_cg && !cg ? "m" : "g", 1);
+	trace_mark("sup: cgroup joined, go sent");
+	{
 		uint32_t l = (uint32_t)blen;
 		write_all(syncp[1], &l, sizeof l);
 		if (blen)
@@ -463,18 +485,26 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 	close(syncp[1]);
 	syncp[1] = -1;
 
+	trace_mark("sup: bpf sent");
 	int pidfd = sys_pidfd_open(pid, 0);
 	capture cap_out, cap_err;
 	capture_init(&cap_out, s->output_limit, s->passthrough_stdout);
 	capture_init(&cap_err, s->output_limit, s->passthrough_stderr);
 	uint64_t deadline = s->timeout_sec > 0 ? t0 + (uint64_t)(s->timeout_sec * 1e9) : 0;
-	bool out_open = true, err_open = true, child_done = false;
+	/* Done when init has reported and closed the output pipes (every
+	 * process of the sandbox is dead by then), or when init is gone. Init
+	 * tears its namespaces down (a millisecond or two) while we commit. */
+	init_report rep;
+	memset(&rep, 0, sizeof rep);
+	size_t rep_got = 0;
+	bool out_open = true, err_open = true, rep_open = true, child_done = false;
 	uint64_t last_measure = t0;
 	fcntl(outp[0], F_SETFL, O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
-	while (out_open || err_open || !child_done) {
-		struct pollfd pf[3];
-		int np = 0, iout = -1, ierr = -1, ipid = -1;
+	fcntl(repp[0], F_SETFL, O_NONBLOCK);
+	while ((out_open || err_open || rep_open) && !child_done) {
+		struct pollfd pf[4];
+		int np = 0, iout = -1, ierr = -1, irep = -1, ipid = -1;
 		if (out_open) {
 			pf[np] = (struct pollfd){.fd = outp[0], .events = POLLIN};
 			iout = np++;
@@ -483,7 +513,11 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 			pf[np] = (struct pollfd){.fd = errp[0], .events = POLLIN};
 			ierr = np++;
 		}
-		if (!child_done && pidfd >= 0) {
+		if (rep_open) {
+			pf[np] = (struct pollfd){.fd = repp[0], .events = POLLIN};
+			irep = np++;
+		}
+		if (pidfd >= 0) {
 			pf[np] = (struct pollfd){.fd = pidfd, .events = POLLIN};
 			ipid = np++;
 		}
@@ -492,12 +526,12 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 			uint64_t now = clock_now_ns();
 			tmo = now >= deadline ? 0 : (int)((deadline - now) / 1000000 + 1);
 		}
-		if (pidfd < 0 && !child_done && tmo < 0)
+		if (pidfd < 0 && tmo < 0)
 			tmo = 50; /* no pidfd: poll the child periodically */
-		bool measure = s->limits.disk_bytes && s->upper_fd >= 0 && !child_done && !o->limit;
+		bool measure = s->limits.disk_bytes && s->upper_fd >= 0 && !o->limit && rep_got < sizeof rep;
 		if (measure && (tmo < 0 || tmo > 100))
 			tmo = 100;
-		int pr = np ? poll(pf, (nfds_t)np, tmo) : (usleep(10000), 0);
+		int pr = poll(pf, (nfds_t)np, tmo);
 		if (pr < 0 && errno != EINTR)
 			break;
 		if (deadline && !o->timed_out && clock_now_ns() >= deadline) {
@@ -515,45 +549,71 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 			out_open = capture_read(&cap_out, outp[0]);
 		if (ierr >= 0 && pr > 0 && (pf[ierr].revents & (POLLIN | POLLHUP | POLLERR)))
 			err_open = capture_read(&cap_err, errp[0]);
-		if (!child_done && (ipid < 0 || (pr > 0 && (pf[ipid].revents & POLLIN)))) {
+		if (irep >= 0 && pr > 0 && (pf[irep].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t n = read(repp[0], (char *)&rep + rep_got, sizeof rep - rep_got);
+			if (n > 0)
+				rep_got += (size_t)n;
+			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+				rep_open = false;
+			if (rep_got == sizeof rep)
+				rep_open = false;
+		}
+		if (ipid < 0 || (pr > 0 && (pf[ipid].revents & POLLIN))) {
 			int st;
-			pid_t w = waitpid(pid, &st, WNOHANG);
-			if (w == pid)
+			if (waitpid(pid, &st, WNOHANG) == pid)
 				child_done = true;
 		}
 	}
-	if (!child_done) {
+	if (child_done) { /* drain what init and the command left in the pipes */
+		while (out_open)
+			out_open = capture_read(&cap_out, outp[0]);
+		while (err_open)
+			err_open = capture_read(&cap_err, errp[0]);
+		while (rep_got < sizeof rep) {
+			ssize_t n = read(repp[0], (char *)&rep + rep_got, sizeof rep - rep_got);
+			if (n <= 0)
+				break;
+			rep_got += (size_t)n;
+		}
+	}
+	bool reported = rep_got == sizeof rep;
+	o->exec_ms = clock_ms_since(t0);
+	trace_mark("sup: init reported");
+	/* Init lives on only when it reported everything normally; on any
+	 * other path (timeout, limit, failure) the namespace must be dead
+	 * before the layer is touched. */
+	if (!child_done && (!reported || o->timed_out || o->limit || rep.setup_error || rep.harden_error)) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
+		child_done = true;
+	}
+	if (!child_done) {
+		o->init_pid = pid;
+		o->init_pidfd = pidfd;
+		pidfd = -1;
 	}
 	if (pidfd >= 0)
 		close(pidfd);
-	o->exec_ms = clock_ms_since(t0);
-
-	init_report rep;
-	memset(&rep, 0, sizeof rep);
-	ssize_t n;
-	do
-		n = read(repp[0], &rep, sizeof rep);
-	while (n < 0 && errno == EINTR);
 
 	if (!o->limit && cg)
 		o->limit = limits_cgroup_exceeded(cg);
 	if (!o->limit && s->limits.disk_bytes && s->upper_fd >= 0 &&
 	    quota_usage(s->upper_fd, s->limits.disk_bytes - 1) >= s->limits.disk_bytes)
 		o->limit = "disk";
-	limits_cgroup_destroy(cg);
+	if (child_done)
+		sandbox_reap(o);
+	trace_mark("sup: cgroup checked");
 	o->out = capture_take(&cap_out, &o->out_len, &o->out_truncated);
 	o->err = capture_take(&cap_err, &o->err_len, &o->err_truncated);
 
-	if (o->timed_out || (o->limit && n != (ssize_t)sizeof rep)) {
+	if (o->timed_out || (o->limit && !reported)) {
 		o->started = true;
 		if (!o->timed_out)
 			o->signal = SIGKILL, o->exit_code = 128 + SIGKILL;
 		r = 0;
 		goto out_pipes;
 	}
-	if (n != (ssize_t)sizeof rep) {
+	if (!reported) {
 		r = txbox_fail(err, -EIO, "the sandbox init died before reporting (killed from outside?)");
 		goto out_pipes;
 	}
@@ -600,8 +660,25 @@ out_pipes:
 	return r;
 }
 
+void sandbox_reap(sandbox_outcome *o)
+{
+	if (o->init_pid > 0) {
+		trace_mark("reap: waiting for init");
+		while (waitpid(o->init_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		trace_mark("reap: init gone");
+		if (o->init_pidfd >= 0)
+			close(o->init_pidfd);
+		o->init_pid = 0;
+		o->init_pidfd = -1;
+	}
+	limits_cgroup_destroy(o->cgroup); /* empty now: init was its last member */
+	o->cgroup = NULL;
+}
+
 void sandbox_outcome_free(sandbox_outcome *o)
 {
+	sandbox_reap(o);
 	free(o->out);
 	free(o->err);
 	o->out = o->err = NULL;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct sandbox_spec {
 	const char *workspace;    /* absolute canonical path of the workspace */
@@ -55,12 +56,20 @@ typedef struct sandbox_outcome {
 	size_t out_len, err_len;
 	bool out_truncated, err_truncated;
 	double exec_ms;
+	/* Init, once it has reported, exits (tearing down its namespaces) while
+	 * the caller commits: sandbox_reap() waits for it and removes the
+	 * cgroup. sandbox_outcome_free() reaps too. */
+	pid_t init_pid;           /* 0 when already reaped */
+	int init_pidfd;
+	limits_cgroup *cgroup;
 } sandbox_outcome;
 
 /* Run the sandbox to completion. Returns 0 when the sandbox ran (whatever
  * the command did), negative with err set when it could not be set up. */
 int sandbox_run(const sandbox_spec *spec, sandbox_outcome *out, txbox_error *err);
 void sandbox_outcome_free(sandbox_outcome *o);
+/* Wait for the sandbox's init to be gone and remove its cgroup (idempotent). */
+void sandbox_reap(sandbox_outcome *o);
 
 /* ---- internal pieces (one file each) ---------------------------------- */
 

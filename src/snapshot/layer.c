@@ -6,12 +6,66 @@
 #include "util/fsutil.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
+
+static bool keep_hidden_whiteout(int dirfd, const char *name, void *arg)
+{
+	const char *hide = arg;
+	struct stat st;
+	return hide && !strcmp(name, hide) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISCHR(st.st_mode) && st.st_rdev == 0;
+}
+
+static bool keep_work_dirs(int dirfd, const char *name, void *arg)
+{
+	(void)dirfd;
+	(void)arg;
+	return !strcmp(name, "work") || !strcmp(name, "index");
+}
+
+/* Make an earlier transaction's layer dirs as good as new: an upper with
+ * nothing but the state dir's whiteout and no xattrs on its root (overlay's
+ * own included: the kernel sets them again), a work dir whose index is
+ * empty. Normally tx_recycle left them so; this makes sure. */
+int layer_scrub(int up, int wk, const char *hide, txbox_error *err)
+{
+	if (fs_empty_dir(up, keep_hidden_whiteout, (void *)hide, err) < 0 ||
+	    fs_empty_dir(wk, keep_work_dirs, NULL, err) < 0)
+		return err ? err->code : -EIO;
+	/* overlayfs makes index/ mode 0 */
+	_cleanup_close_ int idx = openat(wk, "index", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (idx < 0 && errno == EACCES && fchmodat(wk, "index", 0700, 0) == 0)
+		idx = openat(wk, "index", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (idx < 0 && errno != ENOENT)
+		return txbox_fail_errno(err, -errno, "opening the overlay index");
+	if (idx >= 0 && fs_empty_dir(idx, NULL, NULL, err) < 0)
+		return err ? err->code : -EIO;
+	char fdp[32], path[40];
+	fs_fd_path(up, fdp);
+	snprintf(path, sizeof path, "%s/.", fdp); /* the directory, not the magic link */
+	_cleanup_free_ char *names = NULL;
+	size_t len = 0;
+	int r = fs_xattr_list(path, &names, &len);
+	if (r < 0)
+		return txbox_fail_errno(err, r, "listing the upper root's xattrs");
+	for (size_t i = 0; i < len; i += strlen(names + i) + 1) {
+		const char *n = names + i;
+		if (fremovexattr(up, n) == 0 || errno == ENODATA)
+			continue;
+		/* a security module's label is the filesystem's, not the command's */
+		if (!strncmp(n, "security.", 9) && (errno == EPERM || errno == EACCES || errno == EOPNOTSUPP))
+			continue;
+		return txbox_fail_errno(err, -errno, "removing the xattr %s from the upper root", n);
+	}
+	return 0;
+}
 
 int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, layer *out, txbox_error *err)
 {
@@ -22,12 +76,19 @@ int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, lay
 	_cleanup_close_ int lfd = fs_mkdir_p_at(txfd, rel, 0700, err);
 	if (lfd < 0)
 		return txbox_error_prefix(err, "creating layer %u", index);
-	if (mkdirat(lfd, "upper", 0700) < 0 || mkdirat(lfd, "work", 0700) < 0)
-		return txbox_fail_errno(err, -errno, "creating layer %u directories", index);
+	bool reused = false;
+	for (int i = 0; i < 2; i++)
+		if (mkdirat(lfd, i ? "work" : "upper", 0700) < 0) {
+			if (errno != EEXIST)
+				return txbox_fail_errno(err, -errno, "creating layer %u directories", index);
+			reused = true; /* a spare transaction directory (tx_recycle) */
+		}
 	_cleanup_close_ int up = openat(lfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_close_ int wk = openat(lfd, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (up < 0 || wk < 0)
 		return txbox_fail_errno(err, -errno, "opening layer %u", index);
+	if (reused && layer_scrub(up, wk, hide_name, err) < 0)
+		return txbox_error_prefix(err, "reusing layer %u", index);
 
 	/* The merged root shows the upper root's attributes: mirror the workspace. */
 	struct stat st;
@@ -50,7 +111,7 @@ int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, lay
 		return txbox_fail_errno(err, -errno, "stat of layer %u", index);
 	int rn = snprintf(rec, sizeof rec, "%u %u %o\n", (unsigned)ust.st_uid, (unsigned)ust.st_gid,
 			  (unsigned)(ust.st_mode & 07777));
-	_cleanup_close_ int rfd = openat(lfd, "root", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_close_ int rfd = openat(lfd, "root", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (rfd < 0 || write(rfd, rec, (size_t)rn) != rn)
 		return txbox_fail_errno(err, -errno, "recording layer %u", index);
 	out->upper_fd = steal_fd(up);

@@ -17,6 +17,7 @@
 
 #include "util/cleanup.h"
 #include "util/fsutil.h"
+#include "util/trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,6 +112,7 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, t
 	_cleanup_close_ int lock = lock_workspace(s, err);
 	if (lock < 0)
 		return lock;
+	trace_mark("commit: locked");
 	plan p;
 	/* layers/0/root: the upper root's initial owner and mode (layer.c) */
 	struct stat root_init;
@@ -140,6 +142,7 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, t
 		info->refused = (r == -EPERM);
 		return txbox_error_prefix(err, "planning the commit");
 	}
+	trace_mark("commit: planned");
 	r = plan_changes(&p, &info->changes, &info->nchanges, err);
 	if (r < 0)
 		goto out;
@@ -172,7 +175,7 @@ out:
 
 int tx_rollback(tx_state_dir *s, tx *t, txbox_error *err)
 {
-	return tx_remove(s, t, err);
+	return tx_recycle(s, t, err);
 }
 
 int tx_reverse_journal(tx_state_dir *s, tx *t, txbox_error *err)

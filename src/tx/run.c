@@ -7,6 +7,7 @@
 #include "sandbox/sandbox.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
+#include "util/trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -145,6 +146,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		res->has_decision = true;
 	}
 	res->timings.policy_ms = clock_ms_since(tp);
+	trace_mark("run: policy decided");
 	if (have_verdict && verdict.decision == POLICY_DENY) {
 		res->outcome = TXBOX_DENIED;
 		res->exit_status = 126;
@@ -177,6 +179,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	if (layer_create(t.fd, 0, ws_fd, sd.state_inside ? TX_STATE_DIR_NAME : NULL, &t.top, &e) < 0)
 		goto fail_tx;
 	res->timings.snapshot_ms = clock_ms_since(ts);
+	trace_mark("run: snapshot layer created");
 
 	/* 4–5: execute and validate. */
 	/* The policy's secrets ("~/" is expanded by secrets.c), plus a state dir
@@ -251,6 +254,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		.limits = res->limits,
 		.txid = t.id,
 	};
+	trace_mark("run: sandbox spec ready");
 	if (sandbox_run(&spec, &so, &e) < 0) {
 		res->stdout_buf = steal_ptr(so.out);
 		res->stdout_len = so.out_len;
@@ -274,6 +278,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		res->validation_exit_code = so.validation_ran ? so.validation_exit : -1;
 	}
 
+	trace_mark("run: sandbox done");
 	/* Decide. */
 	uint64_t tf = clock_now_ns();
 	if (so.timed_out) {
@@ -296,16 +301,20 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 
 	if (res->rollback_reason) {
 		res->outcome = TXBOX_ROLLED_BACK;
+		sandbox_reap(&so);
 		if (tx_rollback(&sd, &t, &e) < 0)
 			goto fail_tx;
 	} else if (have_verdict && verdict.decision == POLICY_HOLD) {
+		sandbox_reap(&so);
 		if (tx_set_state(&t, "held", &e) < 0)
 			goto fail_tx;
 		res->outcome = TXBOX_HELD;
 		res->exit_status = 3;
 	} else {
 		tx_commit_info ci;
+		/* Init tears its namespaces down on the other CPU meanwhile. */
 		int r = tx_commit(&sd, &t, ps->strip_setuid, &ci, &e);
+		sandbox_reap(&so); /* deleting while it tears down only slows both */
 		res->changes = ci.changes;
 		res->nchanges = ci.nchanges;
 		if (r < 0) {
@@ -325,21 +334,25 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		} else {
 			res->outcome = TXBOX_COMMITTED;
 			res->exit_status = 0;
-			if (tx_remove(&sd, &t, &e) < 0) { /* committed; leftovers are cleaned next time */
+			if (tx_recycle(&sd, &t, &e) < 0) { /* committed; leftovers are cleaned next time */
 				txbox_error_clear(&e);
 			}
 		}
 	}
+	sandbox_reap(&so);
 	res->timings.finish_ms = clock_ms_since(tf);
+	trace_mark("run: finished (commit/rollback + tx removed)");
 	goto done;
 
 fail_tx:
+	sandbox_reap(&so);
 	if (t.fd >= 0) {
 		txbox_error re = TXBOX_ERROR_INIT;
 		tx_rollback(&sd, &t, &re);
 		txbox_error_clear(&re);
 	}
 fail_tx_noremove:
+	sandbox_reap(&so);
 fail:
 	set_error(res, &e);
 done:

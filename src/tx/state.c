@@ -5,6 +5,7 @@
 
 #include "util/cleanup.h"
 #include "util/fsutil.h"
+#include "util/trace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -96,33 +97,118 @@ static bool valid_id(const char *id)
 	return true;
 }
 
+static void make_id(char id[TX_ID_MAX], const unsigned char rnd[4])
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(id, TX_ID_MAX, "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x%02x", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rnd[0], rnd[1], rnd[2], rnd[3]);
+}
+
+/* Publish a locked, prepared directory (a spare or a new one, under a dot
+ * name that recovery leaves alone) under a fresh transaction id. It is
+ * locked before it gets a name recovery looks at, so no other txbox can
+ * take it for the leftover of a dead one. */
+static int publish(tx_state_dir *s, const char *from, tx *out, txbox_error *err)
+{
+	for (int attempt = 0; attempt < 8; attempt++) {
+		unsigned char rnd[4];
+		if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
+			return txbox_fail_errno(err, -errno, "getrandom");
+		make_id(out->id, rnd);
+		if (renameat2(s->txs_fd, from, s->txs_fd, out->id, RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno != EEXIST || attempt == 7)
+			return txbox_fail_errno(err, -errno, "naming transaction %s", out->id);
+	}
+	return txbox_fail(err, -EEXIST, "naming a transaction");
+}
+
+/* Call fn for each spare in tx/ until it returns true; returns how many
+ * were seen. */
+static int each_spare(tx_state_dir *s, bool (*fn)(tx_state_dir *s, const char *name, void *arg), void *arg)
+{
+	int dupfd = openat(s->txs_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own readdir position */
+	if (dupfd < 0)
+		return -errno;
+	_cleanup_closedir_ DIR *d = fdopendir(dupfd);
+	if (!d) {
+		close(dupfd);
+		return -errno;
+	}
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, ".spare-", 7) == 0) {
+			n++;
+			if (fn && fn(s, de->d_name, arg))
+				break;
+		}
+	return n;
+}
+
+/* A spare: the emptied directory of an earlier transaction (tx_recycle).
+ * Taking one saves creating (and later deleting) five directories. */
+static bool take_one(tx_state_dir *s, const char *name, void *arg)
+{
+	tx *out = arg;
+	int fd = openat(s->txs_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) { /* another txbox is taking it */
+		close(fd);
+		return false;
+	}
+	/* Still under that name (not taken and renamed before our lock)? */
+	struct stat a, b;
+	txbox_error e = TXBOX_ERROR_INIT;
+	if (fstat(fd, &a) < 0 || fstatat(s->txs_fd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_ino != b.st_ino ||
+	    a.st_dev != b.st_dev || publish(s, name, out, &e) < 0) {
+		txbox_error_clear(&e);
+		close(fd);
+		return false;
+	}
+	out->fd = fd;
+	out->recycled = true;
+	return true;
+}
+
+static bool take_spare(tx_state_dir *s, tx *out)
+{
+	each_spare(s, take_one, out);
+	return out->fd >= 0;
+}
+
 int tx_create(tx_state_dir *s, tx *out, txbox_error *err)
 {
 	memset(out, 0, sizeof *out);
 	out->fd = -1;
 	out->top.upper_fd = out->top.work_fd = -1;
-	for (int attempt = 0; attempt < 8; attempt++) {
+	if (!take_spare(s, out)) {
+		char tmp[TX_ID_MAX + 8];
 		unsigned char rnd[4];
 		if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd)
 			return txbox_fail_errno(err, -errno, "getrandom");
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		struct tm tm;
-		gmtime_r(&ts.tv_sec, &tm);
-		snprintf(out->id, sizeof out->id, "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x%02x", tm.tm_year + 1900,
-			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rnd[0], rnd[1], rnd[2], rnd[3]);
-		if (mkdirat(s->txs_fd, out->id, 0700) == 0)
-			break;
-		if (errno != EEXIST || attempt == 7)
-			return txbox_fail_errno(err, -errno, "creating transaction %s", out->id);
+		char id[TX_ID_MAX];
+		make_id(id, rnd);
+		snprintf(tmp, sizeof tmp, ".new-%s", id);
+		if (mkdirat(s->txs_fd, tmp, 0700) < 0)
+			return txbox_fail_errno(err, -errno, "creating a transaction directory");
+		out->fd = openat(s->txs_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (out->fd < 0)
+			return txbox_fail_errno(err, -errno, "opening a new transaction directory");
+		if (flock(out->fd, LOCK_EX | LOCK_NB) < 0 || mkdirat(out->fd, "displaced", 0700) < 0) {
+			int e = -errno;
+			fs_remove_tree_at(s->txs_fd, tmp, NULL);
+			return txbox_fail_errno(err, e, "preparing a new transaction directory");
+		}
+		if (publish(s, tmp, out, err) < 0) {
+			fs_remove_tree_at(s->txs_fd, tmp, NULL);
+			return err ? err->code : -EEXIST;
+		}
 	}
-	out->fd = openat(s->txs_fd, out->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (out->fd < 0)
-		return txbox_fail_errno(err, -errno, "opening transaction %s", out->id);
-	if (flock(out->fd, LOCK_EX | LOCK_NB) < 0)
-		return txbox_fail_errno(err, -errno, "locking transaction %s", out->id);
-	if (mkdirat(out->fd, "displaced", 0700) < 0)
-		return txbox_fail_errno(err, -errno, "creating transaction %s", out->id);
 	return tx_set_state(out, "running", err);
 }
 
@@ -190,11 +276,83 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
 	snprintf(trash, sizeof trash, ".trash-%s", t->id);
 	int r;
 	layer_close(&t->top);
+	trace_mark("remove: layer closed");
 	if (renameat(s->txs_fd, t->id, s->txs_fd, trash) == 0)
 		r = fs_remove_tree_at(s->txs_fd, trash, err);
 	else
 		r = fs_remove_tree_at(s->txs_fd, t->id, err);
+	trace_mark("remove: removed");
 	return r;
+}
+
+/* ---- recycling ------------------------------------------------------- */
+
+typedef struct keep_names {
+	const char *a, *b;
+	const char *whiteout; /* also keep this name when it is a 0/0 whiteout */
+} keep_names;
+
+static bool keep_listed(int dirfd, const char *name, void *arg)
+{
+	const keep_names *k = arg;
+	if ((k->a && !strcmp(name, k->a)) || (k->b && !strcmp(name, k->b)))
+		return true;
+	if (k->whiteout && !strcmp(name, k->whiteout)) {
+		struct stat st;
+		return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == 0;
+	}
+	return false;
+}
+
+static int empty_sub(int dirfd, const char *name, const keep_names *k, txbox_error *err)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "opening %s", name);
+	return fs_empty_dir(fd, k ? keep_listed : NULL, (void *)k, err);
+}
+
+/* Empty the directory down to its skeleton — displaced/ and
+ * layers/0/{upper,work} with work/work, work/index and the state dir's
+ * whiteout — and park it as a spare. Everything the command wrote, the
+ * originals a commit displaced and overlay index entries (extra links to
+ * committed files) go, as with tx_remove. */
+static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
+{
+	static const keep_names top = {"displaced", "layers", NULL};
+	static const keep_names layers = {"0", NULL, NULL};
+	static const keep_names layer0 = {"upper", "work", NULL};
+	int r;
+	if (t->top.upper_fd < 0 || t->top.work_fd < 0)
+		return txbox_fail(err, -EBADF, "the layer is not open");
+	trace_mark("recycle: start");
+	if ((r = fs_empty_dir(t->fd, keep_listed, (void *)&top, err)) < 0 ||
+	    (r = empty_sub(t->fd, "displaced", NULL, err)) < 0 ||
+	    (r = empty_sub(t->fd, "layers", &layers, err)) < 0 ||
+	    (r = empty_sub(t->fd, "layers/0", &layer0, err)) < 0 ||
+	    (r = layer_scrub(t->top.upper_fd, t->top.work_fd, s->state_inside ? TX_STATE_DIR_NAME : NULL, err)) < 0)
+		return r;
+	trace_mark("recycle: emptied");
+	int spares = each_spare(s, NULL, NULL);
+	if (spares < 0 || spares >= TX_SPARES_MAX)
+		return txbox_fail(err, -ENOSPC, "enough spares");
+	char name[TX_ID_MAX + 8];
+	snprintf(name, sizeof name, ".spare-%s", t->id);
+	if (renameat2(s->txs_fd, t->id, s->txs_fd, name, RENAME_NOREPLACE) < 0)
+		return txbox_fail_errno(err, -errno, "parking transaction %s", t->id);
+	return 0;
+}
+
+int tx_recycle(tx_state_dir *s, tx *t, txbox_error *err)
+{
+	txbox_error e = TXBOX_ERROR_INIT;
+	int r = t->fd >= 0 ? recycle(s, t, &e) : -EBADF;
+	txbox_error_clear(&e);
+	if (r == 0) {
+		layer_close(&t->top);
+		return 0;
+	}
+	return tx_remove(s, t, err);
 }
 
 int tx_recover_stale(tx_state_dir *s, txbox_error *err)
@@ -211,6 +369,15 @@ int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.') {
+			if (!strncmp(de->d_name, ".new-", 5)) { /* a txbox died creating it, unless locked */
+				_cleanup_close_ int fd = openat(s->txs_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+					txbox_error e = TXBOX_ERROR_INIT;
+					fs_remove_tree_at(s->txs_fd, de->d_name, &e);
+					txbox_error_clear(&e);
+				}
+				continue;
+			}
 			if (!strncmp(de->d_name, ".trash-", 7)) {
 				txbox_error e = TXBOX_ERROR_INIT;
 				fs_remove_tree_at(s->txs_fd, de->d_name, &e);

@@ -5,6 +5,9 @@
  *   .txbox/lock                flock: serialises commits on the workspace
  *   .txbox/tx/<id>/            one transaction; flock on the dir while a
  *                              txbox process owns it
+ *   .txbox/tx/.new-<id>/       one being created (locked, then renamed)
+ *   .txbox/tx/.spare-<id>/     an emptied one kept for reuse (tx_recycle)
+ *   .txbox/tx/.trash-<id>/     one being deleted
  *       state                  running | held | applying | committed
  *       layers/<n>/{upper,work}  the overlay layers (a stack; n = savepoint)
  *       journal                the commit plan (journal.c)
@@ -26,6 +29,7 @@
 
 #define TX_STATE_DIR_NAME ".txbox"
 #define TX_ID_MAX 64
+#define TX_SPARES_MAX 2 /* emptied transaction directories kept for reuse */
 
 typedef struct tx_state_dir {
 	int ws_fd;     /* the workspace (O_RDONLY|O_DIRECTORY) */
@@ -39,6 +43,7 @@ typedef struct tx {
 	char id[TX_ID_MAX];
 	int fd;        /* .txbox/tx/<id>, flocked */
 	layer top;
+	bool recycled; /* the directory is a spare of an earlier transaction */
 } tx;
 
 /* workspace.c: canonicalise and vet; ws_fd is returned open. Errors name the
@@ -55,6 +60,10 @@ int tx_set_state(tx *t, const char *state, txbox_error *err);
 int tx_get_state(tx *t, char *buf, size_t len, txbox_error *err);
 /* Remove the transaction's directory (all layers and displaced originals). */
 int tx_remove(tx_state_dir *s, tx *t, txbox_error *err);
+/* Done with the transaction (its sandbox gone): empty its directory and
+ * keep it as a spare for the next one, or remove it (tx_remove) when that
+ * fails or enough spares exist. */
+int tx_recycle(tx_state_dir *s, tx *t, txbox_error *err);
 /* Roll back or finish transactions whose owner died. Returns how many. */
 int tx_recover_stale(tx_state_dir *s, txbox_error *err);
 

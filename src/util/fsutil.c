@@ -97,7 +97,7 @@ static int open_dir_for_removal(int dfd, const char *name)
 	return fd;
 }
 
-static int remove_children(int dfd, txbox_error *err, unsigned depth)
+static int remove_children(int dfd, txbox_error *err, unsigned depth, fs_keep_fn keep, void *arg)
 {
 	if (depth > 4096)
 		return txbox_fail(err, -ELOOP, "directory tree deeper than 4096 levels");
@@ -117,6 +117,8 @@ static int remove_children(int dfd, txbox_error *err, unsigned depth)
 	while ((errno = 0, de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (keep && keep(dfd, de->d_name, arg))
+			continue;
 		if (unlinkat(dfd, de->d_name, 0) == 0 || errno == ENOENT)
 			continue;
 		if (errno != EISDIR && errno != EPERM) {
@@ -128,7 +130,7 @@ static int remove_children(int dfd, txbox_error *err, unsigned depth)
 			r = txbox_fail_errno(err, -errno, "opening %s", de->d_name);
 			continue;
 		}
-		int q = remove_children(cfd, err, depth + 1);
+		int q = remove_children(cfd, err, depth + 1, NULL, NULL);
 		if (q < 0) {
 			r = q;
 			continue;
@@ -148,12 +150,17 @@ int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err)
 	_cleanup_close_ int fd = open_dir_for_removal(dirfd, name);
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "opening %s", name);
-	int r = remove_children(fd, err, 0);
+	int r = remove_children(fd, err, 0, NULL, NULL);
 	if (r < 0)
 		return r;
 	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		return txbox_fail_errno(err, -errno, "removing directory %s", name);
 	return 0;
+}
+
+int fs_empty_dir(int dirfd, fs_keep_fn keep, void *arg, txbox_error *err)
+{
+	return remove_children(dirfd, err, 0, keep, arg);
 }
 
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err)

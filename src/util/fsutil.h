@@ -21,6 +21,11 @@ int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
  * symlinks. Missing is not an error. */
 int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err);
 
+/* Remove every entry of the directory dirfd (whole trees, never following
+ * symlinks) except those keep() accepts (keep may be NULL: all go). */
+typedef bool (*fs_keep_fn)(int dirfd, const char *name, void *arg);
+int fs_empty_dir(int dirfd, fs_keep_fn keep, void *arg, txbox_error *err);
+
 /* mkdir -p of a relative path beneath dirfd with mode; returns an O_PATH
  * directory fd (O_DIRECTORY) or -errno. */
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err);

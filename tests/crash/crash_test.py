@@ -15,6 +15,7 @@ Ends with "crash: N passed, N failed".
 """
 import hashlib
 import os
+import stat
 import shutil
 import signal
 import subprocess
@@ -35,6 +36,35 @@ WORKLOADS = {
             + " && rm f1 f2 f3 && touch -d @5 f4",
 }
 
+
+
+def tx_leftovers(ws):
+    """Entries of .txbox/tx that are not clean spares. A spare (an emptied
+    transaction directory kept for reuse) must be exactly the skeleton:
+    displaced/ (empty), layers/0/upper (nothing but the .txbox whiteout),
+    layers/0/work (work/ and an empty index/)."""
+    txd = os.path.join(ws, ".txbox", "tx")
+    bad = []
+    for e in os.listdir(txd):
+        p = os.path.join(txd, e)
+        if not e.startswith(".spare-"):
+            bad.append(e)
+            continue
+        def ls(rel):
+            try:
+                return sorted(os.listdir(os.path.join(p, rel)))
+            except OSError as ex:
+                return [f"<{ex.strerror}>"]
+        up = os.path.join(p, "layers/0/upper")
+        upper_ok = all(n == ".txbox" and stat.S_ISCHR(os.lstat(os.path.join(up, n)).st_mode)
+                       for n in ls("layers/0/upper"))
+        idx = os.path.join(p, "layers/0/work/index")
+        index_ok = not os.path.lexists(idx) or ls("layers/0/work/index") == []
+        if (ls("") != ["displaced", "layers"] or ls("displaced") or ls("layers") != ["0"]
+                or ls("layers/0") != ["upper", "work"] or not upper_ok
+                or not set(ls("layers/0/work")) <= {"work", "index"} or not index_ok):
+            bad.append(e + " (not an empty skeleton)")
+    return bad
 
 def manifest(root):
     out = {}
@@ -167,7 +197,7 @@ def main():
                     print(f"FAIL crash/{name}/{n} ({'after' if completed else 'before'} expected, via {how}):\n"
                           + diff(want, got))
                     ok = False
-                leftovers = [e for e in os.listdir(os.path.join(ws, ".txbox", "tx"))]
+                leftovers = tx_leftovers(ws)
                 if leftovers:
                     print(f"FAIL crash/{name}/{n}: transactions left behind: {leftovers}")
                     ok = False
@@ -198,7 +228,7 @@ def main():
         alive = subprocess.run(["pgrep", "-f", marker], capture_output=True).stdout.strip()
         subprocess.run([TXBOX, "run", "-w", ws, "--policy", POLICY, "--", "true"], capture_output=True)
         got = manifest(ws)
-        left = os.listdir(os.path.join(ws, ".txbox", "tx"))
+        left = tx_leftovers(ws)
         mounts = [l for l in open("/proc/self/mountinfo") if ws in l]
         if alive or left or mounts or got != before:
             print(f"FAIL crash/sigkill-during-run: alive={alive!r} left={left} mounts={len(mounts)}\n"

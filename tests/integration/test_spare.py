@@ -1,0 +1,86 @@
+"""Spare transaction directories (tx_recycle): a finished transaction's
+directory is emptied to its skeleton and reused by the next one. Whatever
+was in it must never reach a later transaction or the workspace."""
+
+import os
+import stat
+
+import manifest as mf
+from harness import check, small_ws, test
+
+
+def _txdir(ws):
+    return os.path.join(ws, ".txbox", "tx")
+
+
+def _spares(ws):
+    return sorted(e for e in os.listdir(_txdir(ws)) if e.startswith(".spare-"))
+
+
+def _skeleton_problems(sp):
+    """What is in the spare directory sp beyond the empty skeleton."""
+    out = []
+    for root, dirs, files in os.walk(sp):
+        rel = os.path.relpath(root, sp)
+        for n in dirs + files:
+            r = os.path.normpath(os.path.join(rel, n))
+            if r in ("displaced", "layers", "layers/0", "layers/0/upper", "layers/0/work",
+                     "layers/0/work/work", "layers/0/work/index"):
+                continue
+            if r == "layers/0/upper/.txbox" and stat.S_ISCHR(os.lstat(os.path.join(sp, r)).st_mode):
+                continue
+            out.append(r)
+    return out
+
+
+@test("spare/commit-and-rollback-leave-empty-skeletons")
+def spare_clean(ctx):
+    ws = small_ws(ctx)
+    res = ctx.run_json(ws, "mkdir -p deep/er && echo a > deep/er/f && echo b > known.txt && ln -s x sl")
+    res.expect(outcome="committed", exit_status=0)
+    sp = _spares(ws)
+    check(len(sp) == 1, "after a commit: spares %r, other entries %r" % (sp, os.listdir(_txdir(ws))))
+    probs = _skeleton_problems(os.path.join(_txdir(ws), sp[0]))
+    check(not probs, "the spare after a commit holds %r" % probs)
+    res = ctx.run_json(ws, "echo z > new; rm -f known.txt; mkdir d2; exit 1")
+    res.expect(outcome="rolled_back", exit_status=1)
+    sp2 = _spares(ws)
+    check(len(sp2) == 1 and sp2 != sp, "the second run should have reused %r and left its own, got %r" % (sp, sp2))
+    probs = _skeleton_problems(os.path.join(_txdir(ws), sp2[0]))
+    check(not probs, "the spare after a rollback holds %r" % probs)
+
+
+@test("spare/planted-content-never-published")
+def spare_planted(ctx):
+    """A spare with content in its upper (a tampered or damaged state dir)
+    must be scrubbed: nothing of it may appear in the view or the commit."""
+    ws = small_ws(ctx)
+    ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
+    sp = _spares(ws)
+    check(len(sp) == 1, "no spare after a run: %r" % os.listdir(_txdir(ws)))
+    up = os.path.join(_txdir(ws), sp[0], "layers", "0", "upper")
+    with open(os.path.join(up, "planted"), "w") as f:
+        f.write("from an earlier transaction\n")
+    os.mkdir(os.path.join(up, "planted-dir"))
+    try:
+        os.setxattr(up, "user.planted", b"1")
+    except OSError:
+        pass
+    before = mf.manifest(ws)
+    res = ctx.run_json(ws, "ls -a; getfattr -d . 2>/dev/null; true")
+    res.expect(outcome="committed", exit_status=0)
+    out = res.json.get("stdout", "")
+    check("planted" not in out, "planted content visible to the command: %r" % out)
+    check(res.json.get("changes") == [], "changes from planted content: %r" % res.json.get("changes"))
+    lines = mf.diff(before, mf.manifest(ws), dir_mtime=True)
+    check(not lines, "workspace changed:\n%s" % mf.format_diff(["  " + l for l in lines]))
+
+
+@test("spare/at-most-two-kept")
+def spare_bounded(ctx):
+    ws = small_ws(ctx)
+    for i in range(4):
+        ctx.run_json(ws, "echo %d > f%d" % (i, i)).expect(outcome="committed", exit_status=0)
+    entries = os.listdir(_txdir(ws))
+    check(all(e.startswith(".spare-") for e in entries) and 1 <= len(entries) <= 2,
+          "expected one or two spares, got %r" % entries)
