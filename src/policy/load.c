@@ -17,6 +17,7 @@
 typedef struct lctx {
 	const char *name;
 	txbox_error *err;
+	arena *mem; /* the policy's: everything it holds lives there */
 } lctx;
 
 __attribute__((format(printf, 3, 4))) static int bad(lctx *L, const ynode *n, const char *fmt, ...)
@@ -38,32 +39,6 @@ static int oom(lctx *L) { return txbox_fail(L->err, -ENOMEM, "%s: out of memory"
 static const char *type_name(const ynode *n)
 {
 	return n->type == YN_MAP ? "a mapping" : n->type == YN_SEQ ? "a list" : "a scalar";
-}
-
-void strlist_free(strlist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-}
-
-void rule_match_free(rule_match *m)
-{
-	strlist *lists[] = {&m->command, &m->command_not, &m->flags, &m->flags_any, &m->flags_none,
-			    &m->args, &m->args_all, &m->words, &m->words_all, &m->with, &m->via, &m->text,
-			    &m->paths.globs, &m->dest.globs, &m->redirects.globs, &m->reads.globs};
-	for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
-		strlist_free(lists[i]);
-	for (size_t i = 0; i < m->nsubcommands; i++)
-		strlist_free(&m->subcommands[i]);
-	free(m->subcommands);
-	for (size_t i = 0; i < m->noptions; i++) {
-		free(m->options[i].key);
-		strlist_free(&m->options[i].cond.globs);
-	}
-	free(m->options);
 }
 
 /* ---- scalars ------------------------------------------------------------- */
@@ -225,16 +200,28 @@ static int check_any(lctx *L, const ynode *n, const char *what, const char *s)
 	return 0;
 }
 
-static int add_string(strlist *l, const char *s)
+static int reserve(lctx *L, strlist *l, size_t more)
 {
-	char **v = realloc(l->v, (l->n + 2) * sizeof(*v));
+	if (l->n + more + 1 <= l->cap)
+		return 0;
+	size_t cap = l->cap * 2 > l->n + more + 1 ? l->cap * 2 : l->n + more + 1;
+	char **v = arena_calloc(L->mem, cap, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
+	if (l->n)
+		memcpy(v, l->v, l->n * sizeof(*v));
 	l->v = v;
-	v[l->n] = strdup(s);
-	if (!v[l->n])
+	l->cap = cap;
+	return 0;
+}
+
+static int add_string(lctx *L, strlist *l, const char *s)
+{
+	if (reserve(L, l, 1) < 0)
 		return -ENOMEM;
-	v[++l->n] = NULL;
+	if (!(l->v[l->n] = arena_strdup(L->mem, s)))
+		return -ENOMEM;
+	l->v[++l->n] = NULL;
 	return 0;
 }
 
@@ -251,6 +238,8 @@ static int get_list(lctx *L, const ynode *n, const char *what, item_check check,
 	}
 	if (count > POLICY_MAX_LIST)
 		return bad(L, n, "%s has %zu items, over the limit of %d", what, count, POLICY_MAX_LIST);
+	if (reserve(L, out, count) < 0)
+		return oom(L);
 	for (size_t i = 0; i < count; i++) {
 		const char *s;
 		int r = get_string(L, items[i], what, &s);
@@ -258,7 +247,7 @@ static int get_list(lctx *L, const ynode *n, const char *what, item_check check,
 			return r;
 		if ((r = check(L, items[i], what, s)) < 0)
 			return r;
-		if (add_string(out, s) < 0)
+		if (add_string(L, out, s) < 0)
 			return oom(L);
 	}
 	return 0;
@@ -268,10 +257,8 @@ static int get_pathcond(lctx *L, const ynode *n, const char *what, pathcond *pc)
 {
 	strlist items = {0};
 	int r = get_list(L, n, what, check_any, &items);
-	if (r < 0) {
-		strlist_free(&items);
+	if (r < 0)
 		return r;
-	}
 	pc->set = true;
 	const ynode *const *nodes = n->type == YN_SEQ ? (const ynode *const *)n->items : (const ynode *const *)&n;
 	for (size_t i = 0; i < items.n && r == 0; i++) {
@@ -280,7 +267,7 @@ static int get_pathcond(lctx *L, const ynode *n, const char *what, pathcond *pc)
 		if (c) {
 			pc->classes |= c;
 		} else if (s[0] == '/' || (s[0] == '~' && (s[1] == '/' || !s[1]))) {
-			if ((r = check_glob(L, nodes[i], what, s)) == 0 && add_string(&pc->globs, s) < 0)
+			if ((r = check_glob(L, nodes[i], what, s)) == 0 && add_string(L, &pc->globs, s) < 0)
 				r = oom(L);
 		} else {
 			r = bad(L, nodes[i],
@@ -290,7 +277,6 @@ static int get_pathcond(lctx *L, const ynode *n, const char *what, pathcond *pc)
 				what, s);
 		}
 	}
-	strlist_free(&items);
 	return r;
 }
 
@@ -335,7 +321,7 @@ static int parse_subcommands(lctx *L, const ynode *n, rule_match *m)
 	strlist alts = {0};
 	int r = get_list(L, n, "match.subcommand", check_glob, &alts);
 	if (r == 0) {
-		m->subcommands = calloc(alts.n ? alts.n : 1, sizeof(*m->subcommands));
+		m->subcommands = arena_calloc(L->mem, alts.n ? alts.n : 1, sizeof(*m->subcommands));
 		if (!m->subcommands)
 			r = oom(L);
 	}
@@ -344,12 +330,11 @@ static int parse_subcommands(lctx *L, const ynode *n, rule_match *m)
 		strlist *w = &m->subcommands[m->nsubcommands++];
 		for (char *tok = strtok_r(alts.v[i], " \t", &save); tok && r == 0;
 		     tok = strtok_r(NULL, " \t", &save))
-			if (add_string(w, tok) < 0)
+			if (add_string(L, w, tok) < 0)
 				r = oom(L);
 		if (r == 0 && w->n == 0)
 			r = bad(L, n, "match.subcommand: empty subcommand");
 	}
-	strlist_free(&alts);
 	return r;
 }
 
@@ -366,7 +351,6 @@ static int parse_builtins(lctx *L, const ynode *n, rule_match *m)
 			r = bad(L, n, "match.builtin: unknown check '%s' (expected fork-bomb or non-ascii-command)",
 				l.v[i]);
 	}
-	strlist_free(&l);
 	return r;
 }
 
@@ -375,7 +359,7 @@ static int parse_options(lctx *L, const ynode *n, rule_match *m)
 	int r = check_map(L, n, "match.options");
 	if (r < 0)
 		return r;
-	m->options = calloc(n->n / 2 + 1, sizeof(*m->options));
+	m->options = arena_calloc(L->mem, n->n / 2 + 1, sizeof(*m->options));
 	if (!m->options)
 		return oom(L);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
@@ -384,7 +368,7 @@ static int parse_options(lctx *L, const ynode *n, rule_match *m)
 		    !strcmp(k->value, "--"))
 			return bad(L, k, "match.options: bad option name '%s'", k->value);
 		optpath *o = &m->options[m->noptions++];
-		o->key = strdup(k->value);
+		o->key = arena_strdup(L->mem, k->value);
 		if (!o->key)
 			return oom(L);
 		if ((r = get_pathcond(L, n->items[i + 1], "match.options", &o->cond)) < 0)
@@ -498,17 +482,17 @@ static int parse_rule(lctx *L, const ynode *n, policy *p, rule *ru)
 		if (!strcmp(k->value, "id")) {
 			id = v;
 			if ((r = get_string(L, v, "id", &s)) == 0 && (r = check_id(L, v, s)) == 0 &&
-			    !(ru->id = strdup(s)))
+			    !(ru->id = arena_strdup(L->mem, s)))
 				r = oom(L);
 		} else if (!strcmp(k->value, "decision")) {
 			dec = v;
 			r = get_decision(L, v, "decision", true, &ru->decision);
 		} else if (!strcmp(k->value, "reason")) {
 			reason = v;
-			if ((r = get_string(L, v, "reason", &s)) == 0 && !(ru->reason = strdup(s)))
+			if ((r = get_string(L, v, "reason", &s)) == 0 && !(ru->reason = arena_strdup(L->mem, s)))
 				r = oom(L);
 		} else if (!strcmp(k->value, "suggestion")) {
-			if ((r = get_string(L, v, "suggestion", &s)) == 0 && !(ru->suggestion = strdup(s)))
+			if ((r = get_string(L, v, "suggestion", &s)) == 0 && !(ru->suggestion = arena_strdup(L->mem, s)))
 				r = oom(L);
 		} else if (!strcmp(k->value, "match")) {
 			match = v;
@@ -540,13 +524,13 @@ static int parse_rules(lctx *L, const ynode *n, policy *p)
 		return bad(L, n, "rules must be a list, not %s", type_name(n));
 	if (n->n > POLICY_MAX_RULES)
 		return bad(L, n->items[POLICY_MAX_RULES], "more than %d rules", POLICY_MAX_RULES);
-	p->rules = calloc(n->n + 1, sizeof(*p->rules));
+	p->rules = arena_calloc(L->mem, n->n + 1, sizeof(*p->rules));
 	if (!p->rules)
 		return oom(L);
 	for (size_t i = 0; i < n->n; i++) {
 		rule *ru = &p->rules[p->nrules];
 		int r = parse_rule(L, n->items[i], p, ru);
-		p->nrules++; /* so it is freed */
+		p->nrules++;
 		if (r < 0)
 			return r;
 	}
@@ -558,7 +542,7 @@ static int parse_commands(lctx *L, const ynode *n, policy *p)
 	int r = check_map(L, n, "commands");
 	if (r < 0)
 		return r;
-	p->hints = calloc(n->n / 2 + 1, sizeof(*p->hints));
+	p->hints = arena_calloc(L->mem, n->n / 2 + 1, sizeof(*p->hints));
 	if (!p->hints)
 		return oom(L);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
@@ -566,7 +550,7 @@ static int parse_commands(lctx *L, const ynode *n, policy *p)
 		if ((r = check_name(L, k, "commands", k->value)) < 0)
 			return r;
 		cmd_hint *h = &p->hints[p->nhints++];
-		if (!(h->name = strdup(k->value)))
+		if (!(h->name = arena_strdup(L->mem, k->value)))
 			return oom(L);
 		if ((r = check_map(L, v, "a command entry")) < 0)
 			return r;
@@ -583,26 +567,14 @@ static int parse_commands(lctx *L, const ynode *n, policy *p)
 	return 0;
 }
 
-static void free_strv(char **v)
-{
-	if (!v)
-		return;
-	for (char **q = v; *q; q++)
-		free(*q);
-	free(v);
-}
-
 static int set_strv(lctx *L, const ynode *n, const char *what, item_check check, char ***out)
 {
 	strlist l = {0};
 	int r = get_list(L, n, what, check, &l);
-	if (r < 0) {
-		strlist_free(&l);
+	if (r < 0)
 		return r;
-	}
-	if (!l.v && !(l.v = calloc(1, sizeof(char *)))) /* empty list */
+	if (!l.v && !(l.v = arena_calloc(L->mem, 1, sizeof(char *)))) /* empty list */
 		return oom(L);
-	free_strv(*out);
 	*out = l.v;
 	return 0;
 }
@@ -660,15 +632,16 @@ static int parse_sandbox(lctx *L, const ynode *n, policy_sandbox *s)
 
 int policy_from_tree(const char *name, const ynode *root, policy **out, txbox_error *err)
 {
-	lctx L = {name, err};
+	lctx L = {name, err, NULL};
 	policy *p = calloc(1, sizeof(*p));
 	bool have_version = false;
 	int r = 0;
 	*out = NULL;
 	if (!p)
 		return oom(&L);
+	L.mem = &p->mem;
 	p->unresolved = POLICY_HOLD;
-	policy_sandbox_set_defaults(&p->sandbox);
+	policy_sandbox_set_defaults(&p->sandbox, &p->mem);
 	if (!p->sandbox.masked_paths || !p->sandbox.env_deny || !p->sandbox.allowed_sockets) {
 		r = oom(&L);
 		goto fail;

@@ -37,42 +37,25 @@ static const char *const default_env_deny[] = {
 	"*_PAT",        NULL,
 };
 
-static char **strv_dup(const char *const *v)
+static char **strv_dup(arena *mem, const char *const *v)
 {
 	size_t n = 0;
 	while (v[n])
 		n++;
-	char **out = calloc(n + 1, sizeof(*out));
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		out[i] = strdup(v[i]);
-		if (!out[i]) {
-			while (i > 0)
-				free(out[--i]);
-			free(out);
+	char **out = arena_calloc(mem, n + 1, sizeof(*out));
+	for (size_t i = 0; out && i < n; i++)
+		if (!(out[i] = arena_strdup(mem, v[i])))
 			return NULL;
-		}
-	}
 	return out;
 }
 
-static void strv_free(char **v)
-{
-	if (!v)
-		return;
-	for (char **q = v; *q; q++)
-		free(*q);
-	free(v);
-}
-
-void policy_sandbox_set_defaults(policy_sandbox *s)
+void policy_sandbox_set_defaults(policy_sandbox *s, arena *mem)
 {
 	static const char *const none[] = {NULL};
 	memset(s, 0, sizeof(*s));
-	s->masked_paths = strv_dup(default_masked);
-	s->env_deny = strv_dup(default_env_deny);
-	s->allowed_sockets = strv_dup(none);
+	s->masked_paths = strv_dup(mem, default_masked);
+	s->env_deny = strv_dup(mem, default_env_deny);
+	s->allowed_sockets = strv_dup(mem, none);
 	s->network = false;
 	s->strip_setuid = true;
 }
@@ -81,21 +64,7 @@ void policy_free(policy *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->nrules; i++) {
-		free(p->rules[i].id);
-		free(p->rules[i].reason);
-		free(p->rules[i].suggestion);
-		rule_match_free(&p->rules[i].m);
-	}
-	free(p->rules);
-	for (size_t i = 0; i < p->nhints; i++) {
-		free(p->hints[i].name);
-		strlist_free(&p->hints[i].value_options);
-	}
-	free(p->hints);
-	strv_free(p->sandbox.masked_paths);
-	strv_free(p->sandbox.env_deny);
-	strv_free(p->sandbox.allowed_sockets);
+	arena_free(&p->mem);
 	free(p);
 }
 
