@@ -13,7 +13,7 @@ hits them equally. Reported: median (and p90) of N runs, and ratios.
                      command run bare, plus `cp -a` and `mv` of the same files
                      (a copy-based snapshot would pay cp -a per transaction)
 
-Usage: bench/bench.py [--runs N] [--txbox PATH] [--quick]
+Usage: bench/bench.py [--runs N] [--txbox PATH] [--quick] [--only overhead|snapshot|commit]...
 """
 import argparse
 import os
@@ -89,6 +89,8 @@ def main():
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--txbox", default=os.environ.get("TXBOX", os.path.join(ROOT, "build/src/cli/txbox")))
     ap.add_argument("--quick", action="store_true", help="smaller trees, fewer runs (smoke test)")
+    ap.add_argument("--only", choices=["overhead", "snapshot", "commit"], action="append",
+                    help="run only these sections (repeatable)")
     args = ap.parse_args()
     tx = args.txbox
     runs = 5 if args.quick else args.runs
@@ -107,6 +109,7 @@ def main():
     try:
         ws = os.path.join(tmp, "ws")
         os.makedirs(ws)
+        only = set(args.only or ["overhead", "snapshot", "commit"])
         # 1. run overhead
         variants = [("bare: true", ["/bin/true"])]
         if bwrap:
@@ -117,22 +120,24 @@ def main():
             ("txbox run -- true (no cgroup limits)", [tx, "run", "-w", ws, "--policy", nolimits, "--", "true"]),
             ("txbox check -- true (policy only)", [tx, "check", "-w", ws, "--", "true"]),
         ]
-        res = measure(variants, runs)
-        report("1. whole-transaction overhead (no change)", res, "bwrap --unshare-all ... true" if bwrap else None)
+        res = measure(variants, runs) if "overhead" in only else None
+        if res:
+            report("1. whole-transaction overhead (no change)", res, "bwrap --unshare-all ... true" if bwrap else None)
 
         # 2. snapshot + rollback vs workspace size
-        sizes = [10, 1000] + ([] if args.quick else [100000])
+        sizes = ([10, 1000] + ([] if args.quick else [100000])) if "snapshot" in only else []
         variants = []
         for n in sizes:
             w = os.path.join(tmp, f"ws{n}")
             make_tree(w, n)
             variants.append((f"snapshot+rollback, {n} files", [tx, "run", "-w", w, "--policy", nolimits, "--",
                                                                 "echo x > d0/f0; exit 1"]))
-        res = measure(variants, runs)
-        report("2. snapshot + one-file change + rollback vs workspace size", res, variants[0][0])
+        res = measure(variants, runs) if variants else None
+        if res:
+            report("2. snapshot + one-file change + rollback vs workspace size", res, variants[0][0])
 
         # 3. commit of N new files vs bare / cp -a / mv
-        counts = [1, 100] + ([1000] if args.quick else [10000])
+        counts = ([1, 100] + ([1000] if args.quick else [10000])) if "commit" in only else []
         for n in counts:
             src = os.path.join(tmp, f"src{n}")
             make_tree(src, n)

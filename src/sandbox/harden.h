@@ -65,6 +65,15 @@ limits_cgroup *limits_cgroup_create(const char *txid, const txbox_limits *lim,
 				    txbox_limit_mechanism *mech, txbox_error *warn);
 /* Move pid into the cgroup (before it execs anything). */
 int limits_cgroup_attach(limits_cgroup *cg, pid_t pid, txbox_error *err);
+/* Joining a cgroup v1 by writing another process's pid takes the global
+ * threadgroup lock, whose first writer after a quiet spell waits for an RCU
+ * grace period (5-20 ms); a thread moving itself by writing "0" to a
+ * hierarchy's `tasks` file does not. So the sandbox's init joins v1 by
+ * itself: these are the files (allocated paths, at most max; returns how
+ * many; none for v2). limits_cgroup_attach_parent_side() does the rest
+ * (v2: moving pid from here). */
+size_t limits_cgroup_self_join_files(const limits_cgroup *cg, char **out, size_t max);
+int limits_cgroup_attach_parent_side(limits_cgroup *cg, pid_t pid, txbox_error *err);
 /* After the sandbox ended: which limit was hit, if any ("memory", "pids", "cpu") or NULL. */
 const char *limits_cgroup_exceeded(limits_cgroup *cg);
 /* Kill everything left in it and remove it. NULL-safe. */

@@ -538,6 +538,33 @@ int limits_cgroup_attach(limits_cgroup *cg, pid_t pid, txbox_error *err)
 	return 0;
 }
 
+int limits_cgroup_attach_parent_side(limits_cgroup *cg, pid_t pid, txbox_error *err)
+{
+	if (!cg)
+		return txbox_fail(err, -EINVAL, "cgroups: attach to no cgroup");
+	if (!cg->v2)
+		return 0; /* v1: the process joins by itself (limits_cgroup_self_join_files) */
+	return limits_cgroup_attach(cg, pid, err);
+}
+
+size_t limits_cgroup_self_join_files(const limits_cgroup *cg, char **out, size_t max)
+{
+	size_t n = 0;
+	if (!cg || cg->v2)
+		return 0;
+	for (int i = 0; i < V1_N && n < max; i++) {
+		if (!cg->v1[i])
+			continue;
+		if (asprintf(&out[n], "%s/tasks", cg->v1[i]) < 0) {
+			while (n > 0)
+				free(out[--n]);
+			return 0;
+		}
+		n++;
+	}
+	return n;
+}
+
 const char *limits_cgroup_exceeded(limits_cgroup *cg)
 {
 	if (!cg)

@@ -16,6 +16,7 @@
 #include "util/trace.h"
 
 #include "util/cleanup.h"
+#include "util/fsutil.h"
 #include "util/syscalls.h"
 
 #include <errno.h>
@@ -381,27 +382,29 @@ static void close_fds(int fds[3])
 			close(fds[i]);
 }
 
-int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
+int mounts_view_begin(const sandbox_spec *s, mounts_view *v, char *msg, size_t len)
 {
 	int r;
+	v->ws_fd = v->state_fd = -1;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return failf(msg, len, errno, "making mounts private");
 
-	/* The layers must be resolved in this mount namespace (overlayfs clones
-	 * their mounts) and before /tmp is replaced (the workspace may be there). */
-	int fds[3] = {-1, -1, -1};
-	const char *paths[3] = {s->workspace, s->upper_path, s->work_path};
-	for (int i = 0; i < 3; i++) {
-		fds[i] = open(paths[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fds[i] < 0) {
-			r = failf(msg, len, errno, "opening %s", paths[i]);
-			close_fds(fds);
-			return r;
-		}
+	/* The workspace and the state dir are resolved in this mount namespace
+	 * (overlayfs clones their mounts) and before /tmp is replaced (they may
+	 * be there); the layer inside is found from them once it exists. */
+	v->ws_fd = open(s->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (v->ws_fd < 0)
+		return failf(msg, len, errno, "opening %s", s->workspace);
+	if (!s->state_name) {
+		if (!s->state_path)
+			return failf(msg, len, EINVAL, "no state dir");
+		v->state_fd = open(s->state_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (v->state_fd < 0)
+			return failf(msg, len, errno, "opening %s", s->state_path);
 	}
 
 	struct stat st;
-	bool var_tmp = stat("/var/tmp", &st) == 0 && S_ISDIR(st.st_mode);
+	v->var_tmp = stat("/var/tmp", &st) == 0 && S_ISDIR(st.st_mode);
 	/* tmpfs pages are memory: with a memory limit, each private tmpfs gets
 	 * at most that much (a memory cgroup also charges them). */
 	char tmpopts[96] = "mode=1777,size=50%";
@@ -410,19 +413,49 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 	int sockfds[SOCKETS_MAX];
 	size_t nsock = 0;
 	r = open_kept_sockets(s, sockfds, &nsock, msg, len);
-	if (r < 0) {
-		close_fds(fds);
+	if (r < 0)
 		return r;
-	}
 	if ((r = mount_tmpfs("/tmp", tmpopts, msg, len)) < 0 ||
-	    (var_tmp && (r = mount_tmpfs("/var/tmp", tmpopts, msg, len)) < 0) ||
-	    (r = hide_run(s, sockfds, nsock, msg, len)) < 0 ||
-	    (r = build_dev(msg, len)) < 0 || (r = build_proc(msg, len)) < 0) {
-		close_fds(fds);
+	    (v->var_tmp && (r = mount_tmpfs("/var/tmp", tmpopts, msg, len)) < 0) ||
+	    (r = hide_run(s, sockfds, nsock, msg, len)) < 0 || (r = build_dev(msg, len)) < 0 ||
+	    (r = build_proc(msg, len)) < 0)
 		return r;
+	if (!s->network) {
+		r = loopback_up();
+		if (r < 0)
+			return failf(msg, len, -r, "bringing up the loopback interface");
 	}
+	if (sethostname("txbox", 5) < 0)
+		return failf(msg, len, errno, "setting the host name");
+	trace_mark("view: tmpfs, /run, /dev, /proc, lo");
+	return 0;
+}
 
-	trace_mark("view: tmpfs, /run, /dev, /proc");
+int mounts_view_finish(const sandbox_spec *s, mounts_view *v, const char *layer_rel, bool hide_by_whiteout,
+		       char *msg, size_t len)
+{
+	int r;
+	struct stat st;
+	/* layers/<n>/{upper,work}: beneath the state dir, no symlink followed */
+	int fds[3] = {v->ws_fd, -1, -1};
+	v->ws_fd = -1;
+	for (int i = 1; i < 3; i++) {
+		char rel[PATH_MAX];
+		if (snprintf(rel, sizeof rel, "%s%s%s/%s", s->state_name ? s->state_name : "", s->state_name ? "/" : "",
+			     layer_rel, i == 1 ? "upper" : "work") >= (int)sizeof rel) {
+			close_fds(fds);
+			return failf(msg, len, ENAMETOOLONG, "layer path too long");
+		}
+		fds[i] = fs_open_beneath(s->state_name ? fds[0] : v->state_fd, rel, O_PATH | O_DIRECTORY, 0);
+		if (fds[i] < 0) {
+			close_fds(fds);
+			return failf(msg, len, -fds[i], "opening the layer %s", rel);
+		}
+	}
+	if (v->state_fd >= 0)
+		close(v->state_fd);
+	v->state_fd = -1;
+
 	/* The workspace may live under one of the private mounts just made
 	 * (e.g. /tmp/ws): give it a mount point there. */
 	if (stat(s->workspace, &st) < 0) {
@@ -436,8 +469,8 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 	close_fds(fds);
 	if (r < 0)
 		return r;
-
 	trace_mark("view: overlay");
+
 	/* Secrets after the overlay (a workspace may contain HOME or a masked
 	 * path's target) and before the read-only pass, which covers them too. */
 	if (s->masked_paths) {
@@ -448,9 +481,9 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 			return r;
 		}
 	}
-
 	trace_mark("view: secrets masked");
-	if (s->state_name && !s->hide_state_by_whiteout) {
+
+	if (s->state_name && !hide_by_whiteout) {
 		char p[PATH_MAX];
 		if (snprintf(p, sizeof p, "%s/%s", s->workspace, s->state_name) >= (int)sizeof p)
 			return failf(msg, len, ENAMETOOLONG, "workspace path too long");
@@ -478,8 +511,8 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 		if (mount("/dev/null", target, NULL, MS_BIND, NULL) < 0 && errno != ENOENT && errno != EACCES)
 			return failf(msg, len, errno, "covering the host socket %s", s->host_sockets[i]);
 	}
-
 	trace_mark("view: sockets covered");
+
 	/* Everything read-only, then the few writable places writable again
 	 * (they were created in this namespace, so they are not locked). */
 	r = make_host_readonly(msg, len);
@@ -487,20 +520,13 @@ int mounts_build_view(const sandbox_spec *s, char *msg, size_t len)
 		return r;
 	if ((r = remount_rw(s->workspace, MS_NOSUID | MS_NODEV, msg, len)) < 0 ||
 	    (r = remount_rw("/tmp", MS_NOSUID | MS_NODEV, msg, len)) < 0 ||
-	    (var_tmp && (r = remount_rw("/var/tmp", MS_NOSUID | MS_NODEV, msg, len)) < 0) ||
+	    (v->var_tmp && (r = remount_rw("/var/tmp", MS_NOSUID | MS_NODEV, msg, len)) < 0) ||
 	    (r = remount_rw("/dev/shm", MS_NOSUID | MS_NODEV, msg, len)) < 0 ||
 	    (r = remount_rw("/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, msg, len)) < 0 ||
 	    (run_hidden && (r = remount_rw("/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, msg, len)) < 0) ||
 	    (r = remount_rw("/dev/pts", MS_NOSUID | MS_NOEXEC, msg, len)) < 0)
 		return r;
 	trace_mark("view: read-only + remounts");
-	if (!s->network) {
-		r = loopback_up();
-		if (r < 0)
-			return failf(msg, len, -r, "bringing up the loopback interface");
-	}
-	if (sethostname("txbox", 5) < 0)
-		return failf(msg, len, errno, "setting the host name");
 	if (chdir(s->cwd) < 0)
 		return failf(msg, len, errno, "entering %s", s->cwd);
 	return 0;

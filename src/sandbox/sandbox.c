@@ -45,6 +45,7 @@ typedef struct init_report {
 	int validation_status;
 	unsigned long long watch_memory; /* bytes; 0 = a cgroup watches (or no limit) */
 	int memory_exceeded;
+	int cgroup_failed;   /* could not join the v1 cgroup: rlimits hold instead */
 	char msg[1024];
 } init_report;
 
@@ -281,7 +282,43 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	}
 
 	trace_mark("init: start");
-	int r = mounts_build_view(s, rep.msg, sizeof rep.msg);
+	mounts_view view;
+	int r = mounts_view_begin(s, &view, rep.msg, sizeof rep.msg);
+	if (r == 0) {
+		/* The layer, once the supervisor has taken the snapshot: a flag
+		 * byte (1: the upper hides the state dir by a whiteout), a u16
+		 * length, its path relative to the state dir. EOF: not needed
+		 * after all (a denied command). */
+		unsigned char hdr[4];
+		char rel[PATH_MAX];
+		if (!read_full(sync_r, hdr, sizeof hdr))
+			_exit(0);
+		size_t rl = (size_t)hdr[1] | (size_t)hdr[2] << 8;
+		if (rl == 0 || rl >= sizeof rel || !read_full(sync_r, rel, rl))
+			_exit(1);
+		rel[rl] = '\0';
+		/* then the cgroup v1 `tasks` files to join: writing "0" moves this
+		 * (single-threaded) process without the global lock a move by pid
+		 * takes (see limits_cgroup_self_join_files). Before the read-only
+		 * pass, while /sys is still writable here. */
+		for (unsigned i = 0; i < hdr[3]; i++) {
+			unsigned char l2[2];
+			char path[PATH_MAX];
+			if (!read_full(sync_r, l2, 2))
+				_exit(1);
+			size_t jl = (size_t)l2[0] | (size_t)l2[1] << 8;
+			if (jl == 0 || jl >= sizeof path || !read_full(sync_r, path, jl))
+				_exit(1);
+			path[jl] = '\0';
+			int fd = open(path, O_WRONLY | O_CLOEXEC);
+			if (fd < 0 || write(fd, "0", 1) != 1)
+				rep.cgroup_failed = 1;
+			if (fd >= 0)
+				close(fd);
+		}
+		trace_mark("init: layer received, cgroup joined");
+		r = mounts_view_finish(s, &view, rel, hdr[0] == 1, rep.msg, sizeof rep.msg);
+	}
 	trace_mark("init: view built");
 	if (r < 0) {
 		rep.setup_error = -r;
@@ -312,7 +349,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	close(sync_r);
 	if (s->limits.memory_bytes && s->harden.address_space_bytes)
 		rep.watch_memory = s->limits.memory_bytes;
-	if (c == 'm') { /* the cgroup could not be joined: fall back to rlimits */
+	if (c == 'm' || rep.cgroup_failed) { /* no cgroup after all: fall back to rlimits */
 		((sandbox_spec *)s)->harden.address_space_bytes = 2 * s->limits.memory_bytes;
 		rep.watch_memory = s->limits.memory_bytes;
 		if (s->use_userns || s->harden.keep_namespaced_caps)
@@ -368,34 +405,52 @@ static int status_code(int st)
 	return 255;
 }
 
-int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
-{
-	sandbox_spec local = *spec; /* hardening adjusted to the limits in force */
-	const sandbox_spec *s = &local;
-	char **host_sockets = hostsockets_list(4096);
-	local.host_sockets = (const char *const *)host_sockets;
-	memset(o, 0, sizeof *o);
-	o->validation_exit = -1;
-	o->init_pidfd = -1;
-	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, repp[2] = {-1, -1}, syncp[2] = {-1, -1};
-	int r = 0;
-	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(repp, O_CLOEXEC) < 0 ||
-	    pipe2(syncp, O_CLOEXEC) < 0) {
-		r = txbox_fail_errno(err, -errno, "creating pipes");
-		goto out_pipes;
-	}
+struct sandbox {
+	sandbox_spec local; /* the spec, hardening adjusted to the limits in force */
+	char **host_sockets;
+	int outp[2], errp[2], repp[2], syncp[2];
+	pid_t pid;
+};
 
-	txbox_error warn = TXBOX_ERROR_INIT;
-	o->mechanism = TXBOX_LIMITS_RLIMIT;
-	if (s->limits.disk_bytes && (!local.harden.fsize_bytes || local.harden.fsize_bytes > s->limits.disk_bytes))
-		local.harden.fsize_bytes = s->limits.disk_bytes;
+static void sandbox_free(sandbox *sb)
+{
+	for (int i = 0; i < 2; i++) {
+		int *fds[] = {&sb->outp[i], &sb->errp[i], &sb->repp[i], &sb->syncp[i]};
+		for (size_t k = 0; k < ARRAY_SIZE(fds); k++)
+			if (*fds[k] >= 0)
+				close(*fds[k]);
+	}
+	hostsockets_free(sb->host_sockets);
+	free(sb);
+}
+
+int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err)
+{
+	*out = NULL;
+	sandbox *sb = calloc(1, sizeof *sb);
+	if (!sb)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	for (int i = 0; i < 2; i++)
+		sb->outp[i] = sb->errp[i] = sb->repp[i] = sb->syncp[i] = -1;
+	sb->local = *spec;
+	sandbox_spec *s = &sb->local;
+	sb->host_sockets = hostsockets_list(4096);
+	s->host_sockets = (const char *const *)sb->host_sockets;
+	int r;
+	if (pipe2(sb->outp, O_CLOEXEC) < 0 || pipe2(sb->errp, O_CLOEXEC) < 0 || pipe2(sb->repp, O_CLOEXEC) < 0 ||
+	    pipe2(sb->syncp, O_CLOEXEC) < 0) {
+		r = txbox_fail_errno(err, -errno, "creating pipes");
+		sandbox_free(sb);
+		return r;
+	}
+	if (s->limits.disk_bytes && (!s->harden.fsize_bytes || s->harden.fsize_bytes > s->limits.disk_bytes))
+		s->harden.fsize_bytes = s->limits.disk_bytes;
 
 	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
 	if (!s->network)
 		flags |= CLONE_NEWNET;
 	if (s->use_userns)
 		flags |= CLONE_NEWUSER;
-	uint64_t t0 = clock_now_ns();
 	pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 	if (pid < 0) {
 		int e = errno;
@@ -409,37 +464,96 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 							   : "");
 		else
 			r = txbox_fail_errno(err, -e, "clone");
-		goto out_pipes;
+		sandbox_free(sb);
+		return r;
 	}
 	if (pid == 0) {
-		close(outp[0]);
-		close(errp[0]);
-		close(repp[0]);
-		close(syncp[1]);
-		init_main(s, outp[1], errp[1], repp[1], syncp[0]);
+		close(sb->outp[0]);
+		close(sb->errp[0]);
+		close(sb->repp[0]);
+		close(sb->syncp[1]);
+		init_main(s, sb->outp[1], sb->errp[1], sb->repp[1], sb->syncp[0]);
 	}
-	close(outp[1]);
-	outp[1] = -1;
-	close(errp[1]);
-	errp[1] = -1;
-	close(repp[1]);
-	repp[1] = -1;
-	close(syncp[0]);
-	syncp[0] = -1;
+	sb->pid = pid;
+	close(sb->outp[1]);
+	close(sb->errp[1]);
+	close(sb->repp[1]);
+	close(sb->syncp[0]);
+	sb->outp[1] = sb->errp[1] = sb->repp[1] = sb->syncp[0] = -1;
 	trace_mark("sup: cloned");
-
 	if (s->use_userns) {
 		r = userns_write_maps(pid, getuid(), getgid(), err);
 		if (r < 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-			goto out_pipes;
+			sandbox_abort(sb);
+			return r;
 		}
-		write_all(syncp[1], "u", 1);
+		write_all(sb->syncp[1], "u", 1);
 	}
-	/* While init builds the view (on the other CPU): compile the seccomp
-	 * filter, then create and join the cgroup, whose v1 join can wait for
-	 * an RCU grace period. The command starts only after both. */
+	*out = sb;
+	return 0;
+}
+
+void sandbox_abort(sandbox *sb)
+{
+	if (!sb)
+		return;
+	kill(sb->pid, SIGKILL);
+	while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	sandbox_free(sb);
+}
+
+int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *o, txbox_error *err)
+{
+	const sandbox_spec *s = &sb->local;
+	pid_t pid = sb->pid;
+	int *outp = sb->outp, *errp = sb->errp, *repp = sb->repp, *syncp = sb->syncp;
+	int r = 0;
+	txbox_error warn = TXBOX_ERROR_INIT;
+	memset(o, 0, sizeof *o);
+	o->validation_exit = -1;
+	o->init_pidfd = -1;
+	o->mechanism = TXBOX_LIMITS_RLIMIT;
+	/* A cgroup only when a limit needs one. Without it (or when it cannot
+	 * be joined), init falls back to rlimits: RLIMIT_AS at twice the memory
+	 * limit plus sampling of resident memory, and RLIMIT_NPROC, which in a
+	 * user namespace counts only the sandbox's processes (per-namespace
+	 * ucounts); the command is always in one (rootless: the sandbox's; as
+	 * root: its own). */
+	limits_cgroup *cg = NULL;
+	bool want_cg = s->limits.memory_bytes || s->limits.pids;
+	if (want_cg)
+		cg = limits_cgroup_create(layer->txid, &s->limits, &o->mechanism, &warn);
+	txbox_error_clear(&warn);
+	trace_mark("sup: cgroup created");
+	char *join[4] = {NULL};
+	size_t njoin = limits_cgroup_self_join_files(cg, join, ARRAY_SIZE(join));
+	{ /* the layer message (init_main reads it) */
+		size_t rl = strlen(layer->rel);
+		bool ok = rl > 0 && rl < PATH_MAX;
+		for (size_t i = 0; i < njoin; i++)
+			ok = ok && strlen(join[i]) < PATH_MAX;
+		if (!ok) {
+			for (size_t i = 0; i < njoin; i++)
+				free(join[i]);
+			limits_cgroup_destroy(cg);
+			sandbox_abort(sb);
+			return txbox_fail(err, -ENAMETOOLONG, "layer or cgroup path too long");
+		}
+		unsigned char hdr[4] = {layer->hide_state_by_whiteout ? 1 : 0, (unsigned char)(rl & 0xff),
+					(unsigned char)(rl >> 8), (unsigned char)njoin};
+		write_all(syncp[1], hdr, sizeof hdr);
+		write_all(syncp[1], layer->rel, rl);
+		for (size_t i = 0; i < njoin; i++) {
+			size_t jl = strlen(join[i]);
+			unsigned char l2[2] = {(unsigned char)(jl & 0xff), (unsigned char)(jl >> 8)};
+			write_all(syncp[1], l2, 2);
+			write_all(syncp[1], join[i], jl);
+			free(join[i]);
+		}
+	}
+	/* While init builds the rest of the view (on the other CPU): compile
+	 * the seccomp filter; move init into a v2 cgroup (v1: it joins itself). */
 	void *bpf = NULL;
 	size_t blen = 0;
 	{
@@ -452,20 +566,7 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 		txbox_error_clear(&se);
 	}
 	trace_mark("sup: bpf compiled");
-	/* A cgroup costs milliseconds to join (v1 memory especially): only when
-	 * a limit needs one. Without it (or when it cannot be joined), init
-	 * falls back to rlimits: RLIMIT_AS at twice the memory limit plus
-	 * sampling of resident memory, and RLIMIT_NPROC, which in a user
-	 * namespace counts only the sandbox's processes (per-namespace
-	 * ucounts); the command is always in one (rootless: the sandbox's; as
-	 * root: its own). */
-	limits_cgroup *cg = NULL;
-	bool want_cg = s->limits.memory_bytes || s->limits.pids;
-	if (want_cg)
-		cg = limits_cgroup_create(s->txid, &s->limits, &o->mechanism, &warn);
-	txbox_error_clear(&warn);
-	trace_mark("sup: cgroup created");
-	if (cg && limits_cgroup_attach(cg, pid, &warn) < 0) {
+	if (cg && limits_cgroup_attach_parent_side(cg, pid, &warn) < 0) {
 		txbox_error_clear(&warn);
 		limits_cgroup_destroy(cg);
 		cg = NULL;
@@ -474,6 +575,7 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 		o->mechanism = TXBOX_LIMITS_RLIMIT;
 	o->cgroup = cg;
 	write_all(syncp[1], want_cg && !cg ? "m" : "g", 1);
+	uint64_t t0 = clock_now_ns(); /* the timeout counts from here */
 	trace_mark("sup: cgroup joined, go sent");
 	{
 		uint32_t l = (uint32_t)blen;
@@ -528,7 +630,7 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 		}
 		if (pidfd < 0 && tmo < 0)
 			tmo = 50; /* no pidfd: poll the child periodically */
-		bool measure = s->limits.disk_bytes && s->upper_fd >= 0 && !o->limit && rep_got < sizeof rep;
+		bool measure = s->limits.disk_bytes && layer->upper_fd >= 0 && !o->limit && rep_got < sizeof rep;
 		if (measure && (tmo < 0 || tmo > 100))
 			tmo = 100;
 		int pr = poll(pf, (nfds_t)np, tmo);
@@ -540,7 +642,7 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 		}
 		if (measure && clock_now_ns() - last_measure >= 100000000ull) {
 			last_measure = clock_now_ns();
-			if (quota_usage(s->upper_fd, s->limits.disk_bytes - 1) >= s->limits.disk_bytes) {
+			if (quota_usage(layer->upper_fd, s->limits.disk_bytes - 1) >= s->limits.disk_bytes) {
 				o->limit = "disk";
 				kill(pid, SIGKILL);
 			}
@@ -597,8 +699,8 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 
 	if (!o->limit && cg)
 		o->limit = limits_cgroup_exceeded(cg);
-	if (!o->limit && s->limits.disk_bytes && s->upper_fd >= 0 &&
-	    quota_usage(s->upper_fd, s->limits.disk_bytes - 1) >= s->limits.disk_bytes)
+	if (!o->limit && s->limits.disk_bytes && layer->upper_fd >= 0 &&
+	    quota_usage(layer->upper_fd, s->limits.disk_bytes - 1) >= s->limits.disk_bytes)
 		o->limit = "disk";
 	if (child_done)
 		sandbox_reap(o);
@@ -626,6 +728,8 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 		goto out_pipes;
 	}
 	o->started = rep.started;
+	if (rep.cgroup_failed)
+		o->mechanism = TXBOX_LIMITS_RLIMIT;
 	if (WIFSIGNALED(rep.status)) {
 		o->signal = WTERMSIG(rep.status);
 		o->exit_code = 128 + o->signal;
@@ -646,17 +750,7 @@ int sandbox_run(const sandbox_spec *spec, sandbox_outcome *o, txbox_error *err)
 	r = 0;
 
 out_pipes:
-	for (int i = 0; i < 2; i++) {
-		if (outp[i] >= 0)
-			close(outp[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-		if (repp[i] >= 0)
-			close(repp[i]);
-		if (syncp[i] >= 0)
-			close(syncp[i]);
-	}
-	hostsockets_free(host_sockets);
+	sandbox_free(sb);
 	return r;
 }
 

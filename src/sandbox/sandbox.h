@@ -21,11 +21,8 @@
 typedef struct sandbox_spec {
 	const char *workspace;    /* absolute canonical path of the workspace */
 	const char *cwd;          /* absolute path inside the view to start in */
-	const char *upper_path;   /* absolute path of the layer's upper dir */
-	const char *work_path;    /* absolute path of the layer's work dir */
-	int upper_fd;             /* the upper dir, for measuring the disk limit (or -1) */
-	const char *state_name;   /* name of the state dir inside the workspace to hide (".txbox"), or NULL */
-	bool hide_state_by_whiteout; /* the layer's upper already holds a whiteout for state_name */
+	const char *state_name;   /* the state dir's name inside the workspace (hidden in the view)... */
+	const char *state_path;   /* ...or its absolute path when outside (then state_name is NULL) */
 	const char *const *argv;  /* NULL-terminated */
 	const char *validate;     /* shell text or NULL */
 	char *const *envp;        /* environment for the command (already filtered) */
@@ -40,7 +37,6 @@ typedef struct sandbox_spec {
 	const char *home;
 	harden_opts harden;
 	txbox_limits limits;
-	const char *txid;
 } sandbox_spec;
 
 typedef struct sandbox_outcome {
@@ -64,18 +60,42 @@ typedef struct sandbox_outcome {
 	limits_cgroup *cgroup;
 } sandbox_outcome;
 
-/* Run the sandbox to completion. Returns 0 when the sandbox ran (whatever
- * the command did), negative with err set when it could not be set up. */
-int sandbox_run(const sandbox_spec *spec, sandbox_outcome *out, txbox_error *err);
+/* The transaction's layer, known once the snapshot is taken. */
+typedef struct sandbox_layer {
+	const char *rel;          /* its dir relative to the state dir: "tx/<id>/layers/0" */
+	int upper_fd;             /* the upper dir, for measuring the disk limit (or -1) */
+	bool hide_state_by_whiteout; /* the upper holds a whiteout for .txbox (else a tmpfs hides it) */
+	const char *txid;         /* names the cgroup */
+} sandbox_layer;
+
+/* A sandbox is started before the layer exists: its init builds the parts
+ * of the view that do not need it (private /tmp, /run, /dev, /proc, the
+ * loopback interface) while the caller classifies the command and takes
+ * the snapshot; sandbox_run_layer() hands it the layer, starts the command
+ * and supervises it to the end. sandbox_abort() kills it unused (a denied
+ * command, a failed snapshot). The spec must outlive the sandbox. */
+typedef struct sandbox sandbox;
+int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err);
+/* Returns 0 when the sandbox ran (whatever the command did), negative with
+ * err set when it could not be set up. Frees sb either way. */
+int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *out, txbox_error *err);
+void sandbox_abort(sandbox *sb);
 void sandbox_outcome_free(sandbox_outcome *o);
 /* Wait for the sandbox's init to be gone and remove its cgroup (idempotent). */
 void sandbox_reap(sandbox_outcome *o);
 
 /* ---- internal pieces (one file each) ---------------------------------- */
 
-/* mounts.c: inside the new namespaces, build the view. Returns 0 or -errno
- * with msg filled (no allocation: runs in the cloned child). */
-int mounts_build_view(const sandbox_spec *spec, char *msg, size_t msglen);
+/* mounts.c: inside the new namespaces, build the view, in two halves:
+ * what needs no layer, then (once the layer exists) the overlay, masks and
+ * the read-only pass. Each returns 0 or -errno with msg filled. */
+typedef struct mounts_view {
+	int ws_fd, state_fd;
+	bool var_tmp;
+} mounts_view;
+int mounts_view_begin(const sandbox_spec *spec, mounts_view *v, char *msg, size_t msglen);
+int mounts_view_finish(const sandbox_spec *spec, mounts_view *v, const char *layer_rel, bool hide_by_whiteout,
+		       char *msg, size_t msglen);
 
 /* userns.c: write uid/gid maps for child pid (identity map of the caller). */
 int userns_write_maps(pid_t pid, uid_t uid, gid_t gid, txbox_error *err);

@@ -116,7 +116,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	_cleanup_free_ const char **masked = NULL;
 	char **envp = NULL;
 	_cleanup_free_ char *cwd_in = NULL;
-	_cleanup_free_ char *state_abs = NULL, *upper_path = NULL, *work_path = NULL, *ws_state = NULL;
+	_cleanup_free_ char *state_abs = NULL;
 	_cleanup_free_ const char **argv = NULL;
 	policy_verdict verdict;
 	memset(&verdict, 0, sizeof verdict);
@@ -127,32 +127,14 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	if (workspace_open(opts->workspace, &ws, &ws_fd, &e) < 0)
 		goto fail;
 
-	/* 1–2: classify. */
+	/* The policy (its sandbox settings are needed to start the sandbox). */
 	uint64_t tp = clock_now_ns();
 	if (run_load_policy(opts->policy_file, &pol, &e) < 0)
 		goto fail;
 	const policy_sandbox *ps = policy_get_sandbox(pol);
 	const char *home = getenv("HOME");
 	cwd_in = run_start_dir(ws); /* where the command starts: relative paths are judged from there */
-	if (!opts->skip_policy) {
-		policy_ctx ctx = {.workspace = ws, .cwd = cwd_in ? cwd_in : ws, .home = home};
-		if (policy_decide(pol, &ctx, opts->argv, opts->argc, &verdict, &e) < 0)
-			goto fail;
-		have_verdict = true;
-		if (run_fill_decision(&verdict, &res->decision) < 0) {
-			txbox_fail(&e, -ENOMEM, "out of memory");
-			goto fail;
-		}
-		res->has_decision = true;
-	}
-	res->timings.policy_ms = clock_ms_since(tp);
-	trace_mark("run: policy decided");
-	if (have_verdict && verdict.decision == POLICY_DENY) {
-		res->outcome = TXBOX_DENIED;
-		res->exit_status = 126;
-		res->rollback_reason = "policy";
-		goto done;
-	}
+	double policy_ms = clock_ms_since(tp);
 
 	/* Effective limits: the command line overrides the policy. */
 	res->limits.memory_bytes = opts->limits.memory_bytes ? opts->limits.memory_bytes : ps->memory_bytes;
@@ -162,30 +144,21 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	res->network_host = opts->net || ps->network;
 	double timeout = opts->timeout_sec > 0 ? opts->timeout_sec : ps->timeout_sec;
 
-	/* 3: snapshot. */
-	uint64_t ts = clock_now_ns();
-	if (asprintf(&ws_state, "%s/%s", ws, TX_STATE_DIR_NAME) < 0) {
-		ws_state = NULL;
-		txbox_fail(&e, -ENOMEM, "out of memory");
-		goto fail;
+	/* A state dir outside the workspace exists before the sandbox starts
+	 * (the sandbox opens it); the workspace's own .txbox is made only for a
+	 * command that is not denied. */
+	if (opts->state_dir) {
+		if (state_dir_open(ws, ws_fd, opts->state_dir, &sd, &e) < 0)
+			goto fail;
+		state_abs = realpath(opts->state_dir, NULL);
+		if (!state_abs) {
+			txbox_fail_errno(&e, -errno, "resolving the state dir %s", opts->state_dir);
+			goto fail;
+		}
 	}
-	if (state_dir_open(ws, ws_fd, opts->state_dir, &sd, &e) < 0)
-		goto fail;
-	if (tx_recover_stale(&sd, &e) < 0)
-		goto fail;
-	if (tx_create(&sd, &t, &e) < 0)
-		goto fail;
-	res->tx = strdup(t.id);
-	if (layer_create(t.fd, 0, ws_fd, sd.state_inside ? TX_STATE_DIR_NAME : NULL, &t.top, &e) < 0)
-		goto fail_tx;
-	res->timings.snapshot_ms = clock_ms_since(ts);
-	trace_mark("run: snapshot layer created");
 
-	/* 4–5: execute and validate. */
 	/* The policy's secrets ("~/" is expanded by secrets.c), plus a state dir
 	 * outside the workspace: it holds other transactions' layers. */
-	if (opts->state_dir)
-		state_abs = realpath(opts->state_dir, NULL);
 	size_t nmask = 0;
 	while (ps->masked_paths && ps->masked_paths[nmask])
 		nmask++;
@@ -193,26 +166,21 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	if (masked) {
 		for (size_t i = 0; i < nmask; i++)
 			masked[i] = ps->masked_paths[i];
-		if (state_abs && !sd.state_inside)
+		if (state_abs)
 			masked[nmask] = state_abs;
 	}
 	envp = secrets_filter_env(environ, (const char *const *)ps->env_deny, &e);
 	if (!masked || !envp) {
 		if (!e.code)
 			txbox_fail(&e, -ENOMEM, "out of memory");
-		goto fail_tx;
-	}
-	if (asprintf(&upper_path, "%s/tx/%s/layers/0/upper", state_abs ? state_abs : ws_state, t.id) < 0 ||
-	    asprintf(&work_path, "%s/tx/%s/layers/0/work", state_abs ? state_abs : ws_state, t.id) < 0) {
-		txbox_fail(&e, -ENOMEM, "out of memory");
-		goto fail_tx;
+		goto fail;
 	}
 	const char *shargv[] = {"/bin/sh", "-c", opts->argv[0], NULL};
 	if (opts->argc > 1) {
 		argv = calloc(opts->argc + 1, sizeof *argv);
 		if (!argv) {
 			txbox_fail(&e, -ENOMEM, "out of memory");
-			goto fail_tx;
+			goto fail;
 		}
 		memcpy(argv, opts->argv, opts->argc * sizeof *argv);
 	}
@@ -222,11 +190,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	sandbox_spec spec = {
 		.workspace = ws,
 		.cwd = cwd_in ? cwd_in : ws,
-		.upper_path = upper_path,
-		.upper_fd = t.top.upper_fd,
-		.work_path = work_path,
-		.state_name = sd.state_inside ? TX_STATE_DIR_NAME : NULL,
-		.hide_state_by_whiteout = t.top.state_whiteout,
+		.state_name = state_abs ? NULL : TX_STATE_DIR_NAME,
+		.state_path = state_abs,
 		.argv = opts->argc == 1 ? shargv : argv,
 		.validate = opts->validate,
 		.envp = envp,
@@ -252,10 +217,69 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 				.no_core = true,
 			},
 		.limits = res->limits,
+	};
+	/* The sandbox starts now: creating its namespaces and the parts of its
+	 * view that need no layer runs on the other CPU while the command is
+	 * classified and the snapshot taken. Nothing runs in it before the
+	 * verdict; a denied command's sandbox is killed unused. */
+	sandbox *sb = NULL;
+	if (sandbox_start(&spec, &sb, &e) < 0)
+		goto fail;
+
+	/* 1–2: classify. */
+	tp = clock_now_ns();
+	if (!opts->skip_policy) {
+		policy_ctx ctx = {.workspace = ws, .cwd = cwd_in ? cwd_in : ws, .home = home};
+		if (policy_decide(pol, &ctx, opts->argv, opts->argc, &verdict, &e) < 0) {
+			sandbox_abort(sb);
+			goto fail;
+		}
+		have_verdict = true;
+		if (run_fill_decision(&verdict, &res->decision) < 0) {
+			sandbox_abort(sb);
+			txbox_fail(&e, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		res->has_decision = true;
+	}
+	res->timings.policy_ms = policy_ms + clock_ms_since(tp);
+	trace_mark("run: policy decided");
+	if (have_verdict && verdict.decision == POLICY_DENY) {
+		sandbox_abort(sb);
+		res->outcome = TXBOX_DENIED;
+		res->exit_status = 126;
+		res->rollback_reason = "policy";
+		goto done;
+	}
+
+	/* 3: snapshot. */
+	uint64_t ts = clock_now_ns();
+	if (!opts->state_dir && state_dir_open(ws, ws_fd, NULL, &sd, &e) < 0) {
+		sandbox_abort(sb);
+		goto fail;
+	}
+	if (tx_recover_stale(&sd, &e) < 0 || tx_create(&sd, &t, &e) < 0) {
+		sandbox_abort(sb);
+		goto fail;
+	}
+	res->tx = strdup(t.id);
+	if (layer_create(t.fd, 0, ws_fd, sd.state_inside ? TX_STATE_DIR_NAME : NULL, &t.top, &e) < 0) {
+		sandbox_abort(sb);
+		goto fail_tx;
+	}
+	res->timings.snapshot_ms = clock_ms_since(ts);
+	trace_mark("run: snapshot layer created");
+
+	/* 4–5: execute and validate. */
+	char layer_rel[TX_ID_MAX + 32];
+	snprintf(layer_rel, sizeof layer_rel, "tx/%s/layers/0", t.id);
+	sandbox_layer sl = {
+		.rel = layer_rel,
+		.upper_fd = t.top.upper_fd,
+		.hide_state_by_whiteout = t.top.state_whiteout,
 		.txid = t.id,
 	};
-	trace_mark("run: sandbox spec ready");
-	if (sandbox_run(&spec, &so, &e) < 0) {
+	if (sandbox_run_layer(sb, &sl, &so, &e) < 0) {
 		res->stdout_buf = steal_ptr(so.out);
 		res->stdout_len = so.out_len;
 		res->stderr_buf = steal_ptr(so.err);
