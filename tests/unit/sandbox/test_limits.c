@@ -353,6 +353,58 @@ static void test_unprivileged_falls_back(void **state)
 	run_child(child_unprivileged, NULL);
 }
 
+/* The sandbox's init joins v1 hierarchies itself by writing "0" to their
+ * tasks files: after that its /proc/self/cgroup names the transaction's
+ * cgroup in every hierarchy that has a limit, and the parent side attach is
+ * a no-op for v1. */
+static void test_self_join(void **state)
+{
+	(void)state;
+	txbox_limits lim = {.memory_bytes = 256ull << 20, .pids = 64};
+	txbox_limit_mechanism mech;
+	limits_cgroup *cg = create_or_skip(&lim, &mech);
+	char *files[4] = {NULL};
+	size_t n = limits_cgroup_self_join_files(cg, files, 4);
+	if (mech == TXBOX_LIMITS_CGROUP2) {
+		assert_int_equal(n, 0);
+		limits_cgroup_destroy(cg);
+		skip();
+	}
+	assert_true(n >= 1);
+	const char *dir = limits_cgroup_path(cg);
+	const char *leaf = strrchr(dir, '/');
+	assert_non_null(leaf);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (size_t i = 0; i < n; i++) {
+			int fd = open(files[i], O_WRONLY | O_CLOEXEC);
+			if (fd < 0 || write(fd, "0", 1) != 1)
+				_exit(10 + (int)i);
+			close(fd);
+		}
+		char buf[4096];
+		int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+		ssize_t r = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+		if (r <= 0)
+			_exit(20);
+		buf[r] = '\0';
+		size_t hits = 0;
+		for (char *l = strstr(buf, leaf); l; l = strstr(l + 1, leaf))
+			hits++;
+		_exit(hits == n ? 0 : 30 + (int)hits);
+	}
+	int st = wait_status(pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(limits_cgroup_attach_parent_side(cg, pid, &err), 0); /* v1: nothing to do */
+	for (size_t i = 0; i < n; i++)
+		free(files[i]);
+	limits_cgroup_destroy(cg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -365,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_destroy_kills_leftovers),
 		cmocka_unit_test(test_reap_stale),
 		cmocka_unit_test(test_same_txid_leftover),
+		cmocka_unit_test(test_self_join),
 	};
 	return cmocka_run_group_tests_name("sandbox-limits", tests, NULL, NULL);
 }
