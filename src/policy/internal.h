@@ -146,8 +146,8 @@ typedef struct ynode {
 } ynode;
 
 /* Parse buf into *root (NULL for an empty document). Errors name name:line:col. */
-int ytree_parse(const char *name, const char *buf, size_t len, ynode **root, txbox_error *err);
-void ytree_free(ynode *n);
+/* Parse into a tree allocated in mem (freed with it, also on failure). */
+int ytree_parse(const char *name, const char *buf, size_t len, arena *mem, ynode **root, txbox_error *err);
 
 /* ---- loading -------------------------------------------------------------- */
 

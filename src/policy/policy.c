@@ -78,11 +78,11 @@ int policy_load_buffer(const char *name, const char *buf, size_t len, policy **o
 		name = "<policy>";
 	if (!buf && len)
 		return txbox_fail(err, -EINVAL, "%s: no policy text", name);
-	int r = ytree_parse(name, buf ? buf : "", len, &root, err);
-	if (r < 0)
-		return r;
-	r = policy_from_tree(name, root, out, err);
-	ytree_free(root);
+	arena tree = {0};
+	int r = ytree_parse(name, buf ? buf : "", len, &tree, &root, err);
+	if (r == 0)
+		r = policy_from_tree(name, root, out, err);
+	arena_free(&tree);
 	return r;
 }
 

@@ -78,7 +78,8 @@ int main(int argc, char **argv)
 	fclose(in);
 	ynode *root = NULL;
 	txbox_error e = TXBOX_ERROR_INIT;
-	if (ytree_parse("policy/default.yaml", buf, len, &root, &e) < 0 || !root) {
+	arena mem = {0};
+	if (ytree_parse("policy/default.yaml", buf, len, &mem, &root, &e) < 0 || !root) {
 		fprintf(stderr, "treegen: %s\n", e.message ? e.message : "empty policy");
 		return 1;
 	}
@@ -95,6 +96,6 @@ int main(int argc, char **argv)
 		perror(argv[2]);
 		return 1;
 	}
-	ytree_free(root);
+	arena_free(&mem);
 	return 0;
 }

@@ -7,7 +7,8 @@
  * its event parser and build our own tree so hostile input stays bounded:
  * aliases are expanded by copying, against the same node budget as the rest
  * of the file (so "billion laughs" stops at the cap), nesting depth is
- * capped, and only one document is accepted. */
+ * capped, and only one document is accepted. The tree lives in an arena
+ * the caller frees. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 
@@ -16,24 +17,15 @@
 #include <string.h>
 #include <yaml.h>
 
-void ytree_free(ynode *n)
-{
-	if (!n)
-		return;
-	for (size_t i = 0; i < n->n; i++)
-		ytree_free(n->items[i]);
-	free(n->items);
-	free(n->value);
-	free(n);
-}
-
-static int push_item(ynode *parent, ynode *child)
+static int push_item(arena *mem, ynode *parent, ynode *child)
 {
 	if (parent->n == parent->cap) {
 		size_t cap = parent->cap ? parent->cap * 2 : 8;
-		ynode **items = realloc(parent->items, cap * sizeof(*items));
+		ynode **items = arena_calloc(mem, cap, sizeof(*items));
 		if (!items)
 			return -ENOMEM;
+		if (parent->n)
+			memcpy(items, parent->items, parent->n * sizeof(*items));
 		parent->items = items;
 		parent->cap = cap;
 	}
@@ -41,9 +33,9 @@ static int push_item(ynode *parent, ynode *child)
 	return 0;
 }
 
-static ynode *node_new(ynode_type type, yaml_mark_t mark)
+static ynode *node_new(arena *mem, ynode_type type, yaml_mark_t mark)
 {
-	ynode *n = calloc(1, sizeof(*n));
+	ynode *n = arena_alloc(mem, sizeof(*n));
 	if (!n)
 		return NULL;
 	n->type = type;
@@ -59,7 +51,7 @@ typedef struct anchor {
 	ynode *node; /* owned by the tree */
 } anchor;
 
-static ynode *node_copy(const ynode *n, size_t *budget, size_t depth, bool *too_deep)
+static ynode *node_copy(arena *mem, const ynode *n, size_t *budget, size_t depth, bool *too_deep)
 {
 	if (depth > POLICY_MAX_DEPTH) {
 		*too_deep = true;
@@ -68,7 +60,7 @@ static ynode *node_copy(const ynode *n, size_t *budget, size_t depth, bool *too_
 	if (*budget == 0)
 		return NULL;
 	(*budget)--;
-	ynode *c = calloc(1, sizeof(*c));
+	ynode *c = arena_alloc(mem, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->type = n->type;
@@ -76,19 +68,15 @@ static ynode *node_copy(const ynode *n, size_t *budget, size_t depth, bool *too_
 	c->col = n->col;
 	c->plain = n->plain;
 	c->len = n->len;
-	if (n->value && !(c->value = malloc(n->len + 1))) {
-		free(c);
-		return NULL;
-	}
-	if (n->value)
-		memcpy(c->value, n->value, n->len + 1);
-	for (size_t i = 0; i < n->n; i++) {
-		ynode *k = node_copy(n->items[i], budget, depth + 1, too_deep);
-		if (!k || push_item(c, k) < 0) {
-			ytree_free(k);
-			ytree_free(c);
+	if (n->value) {
+		if (!(c->value = arena_alloc(mem, n->len + 1)))
 			return NULL;
-		}
+		memcpy(c->value, n->value, n->len + 1);
+	}
+	for (size_t i = 0; i < n->n; i++) {
+		ynode *k = node_copy(mem, n->items[i], budget, depth + 1, too_deep);
+		if (!k || push_item(mem, c, k) < 0)
+			return NULL;
 	}
 	return c;
 }
@@ -110,7 +98,7 @@ static void parser_statep(parser_state *s)
 
 static void eventp(yaml_event_t *e) { yaml_event_delete(e); }
 
-int ytree_parse(const char *name, const char *buf, size_t len, ynode **root, txbox_error *err)
+int ytree_parse(const char *name, const char *buf, size_t len, arena *mem, ynode **root, txbox_error *err)
 {
 	_cleanup_(parser_statep) parser_state ps = {0};
 	ynode *stack[POLICY_MAX_DEPTH + 1];
@@ -166,7 +154,7 @@ int ytree_parse(const char *name, const char *buf, size_t len, ynode **root, txb
 			}
 			size_t budget = POLICY_MAX_NODES - nodes;
 			bool too_deep = false;
-			n = node_copy(an->node, &budget, depth, &too_deep);
+			n = node_copy(mem, an->node, &budget, depth, &too_deep);
 			if (!n) {
 				if (too_deep) {
 					r = txbox_fail(err, -E2BIG, "%s:%zu:%zu: alias *%s nests deeper than %d levels",
@@ -189,26 +177,24 @@ int ytree_parse(const char *name, const char *buf, size_t len, ynode **root, txb
 			break;
 		}
 		case YAML_SCALAR_EVENT:
-			n = node_new(YN_SCALAR, ev.start_mark);
+			n = node_new(mem, YN_SCALAR, ev.start_mark);
 			if (!n)
 				goto oom;
-			n->value = malloc(ev.data.scalar.length + 1);
-			if (!n->value) {
-				free(n);
+			n->value = arena_alloc(mem, ev.data.scalar.length + 1);
+			if (!n->value)
 				goto oom;
-			}
 			memcpy(n->value, ev.data.scalar.value, ev.data.scalar.length);
 			n->value[ev.data.scalar.length] = '\0';
 			n->len = ev.data.scalar.length;
 			n->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
 			break;
 		case YAML_SEQUENCE_START_EVENT:
-			n = node_new(YN_SEQ, ev.start_mark);
+			n = node_new(mem, YN_SEQ, ev.start_mark);
 			if (!n)
 				goto oom;
 			break;
 		case YAML_MAPPING_START_EVENT:
-			n = node_new(YN_MAP, ev.start_mark);
+			n = node_new(mem, YN_MAP, ev.start_mark);
 			if (!n)
 				goto oom;
 			break;
@@ -226,35 +212,29 @@ int ytree_parse(const char *name, const char *buf, size_t len, ynode **root, txb
 										      : NULL;
 		if (anchor_name) {
 			if (ps.nanchors >= MAX_ANCHORS) {
-				ytree_free(n);
 				r = txbox_fail(err, -E2BIG, "%s:%zu:%zu: more than %d anchors", name, line, col,
 					       MAX_ANCHORS);
 				goto fail;
 			}
 			char *an = strdup((const char *)anchor_name);
-			if (!an) {
-				ytree_free(n);
+			if (!an)
 				goto oom;
-			}
 			ps.anchors[ps.nanchors].name = an;
 			ps.anchors[ps.nanchors++].node = n;
 		}
 		if (++nodes > POLICY_MAX_NODES) {
-			ytree_free(n);
 			r = txbox_fail(err, -E2BIG, "%s:%zu:%zu: policy has more than %d YAML nodes", name,
 				       line, col, POLICY_MAX_NODES);
 			goto fail;
 		}
 		if (depth == 0) {
 			if (top) { /* cannot happen with one document, but stay safe */
-				ytree_free(n);
 				r = txbox_fail(err, -EINVAL, "%s:%zu:%zu: more than one top-level node", name,
 					       line, col);
 				goto fail;
 			}
 			top = n;
-		} else if (push_item(stack[depth - 1], n) < 0) {
-			ytree_free(n);
+		} else if (push_item(mem, stack[depth - 1], n) < 0) {
 			goto oom;
 		}
 		if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
@@ -269,6 +249,5 @@ int ytree_parse(const char *name, const char *buf, size_t len, ynode **root, txb
 oom:
 	r = txbox_fail(err, -ENOMEM, "%s: out of memory while reading the policy", name);
 fail:
-	ytree_free(top);
-	return r;
+	return r; /* the partial tree is in mem */
 }
