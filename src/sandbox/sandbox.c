@@ -20,6 +20,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,8 +97,40 @@ typedef struct exec_failure {
 } exec_failure;
 
 /* In the forked command process: wire stdio, harden, exec. Never returns. */
+/* What `sh -c` does before it execs a command: export PWD, the inherited
+ * value when it names the current directory, else the physical path. Then
+ * exec through PATH. Returns only when the exec failed. */
+static void direct_exec(const char *const *argv, char *const *envp)
+{
+	size_t n = 0;
+	ssize_t pwd_at = -1;
+	for (; envp[n]; n++)
+		if (!strncmp(envp[n], "PWD=", 4))
+			pwd_at = (ssize_t)n;
+	char cwd[PATH_MAX + 4] = "PWD=";
+	struct stat a, b;
+	if (pwd_at >= 0 && envp[pwd_at][4] == '/' && stat(envp[pwd_at] + 4, &a) == 0 && stat(".", &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+		execvpe(argv[0], (char *const *)argv, envp);
+		return;
+	}
+	if (!getcwd(cwd + 4, sizeof cwd - 4))
+		return;
+	char **env = calloc(n + 2, sizeof *env);
+	if (!env)
+		return;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((ssize_t)i != pwd_at)
+			env[k++] = envp[i];
+	env[k] = cwd;
+	execvpe(argv[0], (char *const *)argv, env);
+	free(env);
+}
+
 static void __attribute__((noreturn))
-exec_command(const sandbox_spec *s, const char *const *argv, int out_w, int err_w, int exec_pipe)
+exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_text, int out_w, int err_w,
+	     int exec_pipe)
 {
 	trace_mark("cmd: forked, go");
 	setsid();
@@ -118,6 +152,11 @@ exec_command(const sandbox_spec *s, const char *const *argv, int out_w, int err_
 		_exit(125);
 	}
 	trace_mark("cmd: hardened, execve");
+	const char *shargv[] = {"/bin/sh", "-c", shell_text, NULL};
+	if (shell_text) { /* a literal command: exec it as sh -c would (shell_literal_argv) */
+		direct_exec(argv, s->envp);
+		argv = shargv; /* not found, not executable, …: the shell says so as it always does */
+	}
 	execvpe(argv[0], (char *const *)argv, s->envp);
 	exec_failure f = {.err = errno, .harden = 0};
 	snprintf(f.msg, sizeof f.msg, "txbox: cannot execute %s: %s\n", argv[0], strerror(errno));
@@ -158,8 +197,8 @@ static uint64_t ns_resident_bytes(void)
 	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static int run_one(const sandbox_spec *s, const char *const *argv, int out_w, int err_w, int *status,
-		   bool *started, init_report *rep)
+static int run_one(const sandbox_spec *s, const char *const *argv, const char *shell_text, int out_w, int err_w,
+		   int *status, bool *started, init_report *rep)
 {
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0)
@@ -195,7 +234,7 @@ static int run_one(const sandbox_spec *s, const char *const *argv, int out_w, in
 				_exit(125);
 			close(gp[0]);
 		}
-		exec_command(s, argv, out_w, err_w, ep[1]);
+		exec_command(s, argv, shell_text, out_w, err_w, ep[1]);
 	}
 	close(ep[1]);
 	if (own_userns) {
@@ -358,7 +397,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 
 	int status = 0;
 	bool started = false;
-	r = run_one(s, s->argv, out_w, err_w, &status, &started, &rep);
+	r = run_one(s, s->argv, s->shell_text, out_w, err_w, &status, &started, &rep);
 	rep.started = started;
 	rep.status = status;
 	trace_mark("init: command reaped");
@@ -375,7 +414,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 		const char *vargv[] = {"/bin/sh", "-c", s->validate, NULL};
 		int vst = 0;
 		bool vstarted = false;
-		r = run_one(s, vargv, out_w, err_w, &vst, &vstarted, &rep);
+		r = run_one(s, vargv, NULL, out_w, err_w, &vst, &vstarted, &rep);
 		if (r < 0) {
 			rep.harden_error = -r;
 			write_all(rep_w, &rep, sizeof rep);

@@ -24,6 +24,8 @@ typedef struct sandbox_spec {
 	const char *state_name;   /* the state dir's name inside the workspace (hidden in the view)... */
 	const char *state_path;   /* ...or its absolute path when outside (then state_name is NULL) */
 	const char *const *argv;  /* NULL-terminated */
+	const char *shell_text;   /* argv are the words of this literal shell text (shell_literal_argv):
+				   * if they cannot be exec'ed, /bin/sh -c runs it instead; or NULL */
 	const char *validate;     /* shell text or NULL */
 	char *const *envp;        /* environment for the command (already filtered) */
 	double timeout_sec;       /* <= 0: none */

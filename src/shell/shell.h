@@ -59,3 +59,10 @@ int shell_analyze_argv(const char *const *argv, size_t argc, const shell_limits 
 		       shell_analysis *out, txbox_error *err);
 
 void shell_analysis_free(shell_analysis *a);
+
+/* literal.c: the words of shell text that is one plain command of ordinary
+ * characters (no quoting, expansion, redirection, glob, assignment or
+ * operator) whose command is not a shell builtin or keyword — text that
+ * `sh -c` would simply exec — or NULL. Free with shell_literal_argv_free. */
+char **shell_literal_argv(const char *text);
+void shell_literal_argv_free(char **argv);

@@ -7,6 +7,7 @@
 #include "sandbox/sandbox.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
+#include "shell/shell.h"
 #include "util/trace.h"
 
 #include <errno.h>
@@ -118,6 +119,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	_cleanup_free_ char *cwd_in = NULL;
 	_cleanup_free_ char *state_abs = NULL;
 	_cleanup_free_ const char **argv = NULL;
+	char **literal = NULL;
 	policy_verdict verdict;
 	memset(&verdict, 0, sizeof verdict);
 	bool have_verdict = false;
@@ -176,6 +178,11 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		goto fail;
 	}
 	const char *shargv[] = {"/bin/sh", "-c", opts->argv[0], NULL};
+	/* One plain command (no quoting, expansion, operator, builtin) is
+	 * exec'ed as the shell would, without starting one. Needs PATH set:
+	 * without it sh and execvp search different defaults. */
+	if (opts->argc == 1 && getenv("PATH"))
+		literal = shell_literal_argv(opts->argv[0]);
 	if (opts->argc > 1) {
 		argv = calloc(opts->argc + 1, sizeof *argv);
 		if (!argv) {
@@ -192,7 +199,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		.cwd = cwd_in ? cwd_in : ws,
 		.state_name = state_abs ? NULL : TX_STATE_DIR_NAME,
 		.state_path = state_abs,
-		.argv = opts->argc == 1 ? shargv : argv,
+		.argv = literal ? (const char *const *)literal : opts->argc == 1 ? shargv : argv,
+		.shell_text = literal ? opts->argv[0] : NULL,
 		.validate = opts->validate,
 		.envp = envp,
 		.timeout_sec = timeout,
@@ -388,6 +396,7 @@ done:
 	if (have_verdict)
 		policy_verdict_free(&verdict);
 	policy_free(pol);
+	shell_literal_argv_free(literal);
 	txbox_error_clear(&e);
 	return 0;
 }

@@ -137,6 +137,7 @@ def load_tests():
     import test_isolation  # noqa: F401
     import test_timeout  # noqa: F401
     import test_spare  # noqa: F401
+    import test_literal  # noqa: F401
 
     def key(t):
         name = t[0]

@@ -1,0 +1,43 @@
+"""A plain literal command (`make -j4`, `./build.sh`) is exec'ed without a
+shell (shell_literal_argv). Whatever the command sees and whatever txbox
+reports must be what `sh -c` gives: compared against the same text made
+non-literal by a trailing `;` (which goes through /bin/sh)."""
+
+import os
+
+from harness import check, small_ws, test
+
+
+def _same(ctx, ws, text, cwd=None, sort_lines=False):
+    a = ctx.run_json(ws, text, cwd=cwd)
+    b = ctx.run_json(ws, text + ";", cwd=cwd)
+    fields = ("outcome", "exit_code", "signal", "rollback_reason", "stdout", "stderr")
+    for f in fields:
+        va, vb = a.json.get(f), b.json.get(f)
+        if sort_lines and isinstance(va, str):
+            va, vb = sorted(va.splitlines()), sorted(vb.splitlines())
+        check(va == vb, "%r: %s differs without the shell: %r vs %r" % (text, f, va, vb))
+    return a
+
+
+@test("literal/same-as-sh")
+def literal_same(ctx):
+    ws = small_ws(ctx)
+    os.makedirs(os.path.join(ws, "sub"), exist_ok=True)
+    with open(os.path.join(ws, "noshebang"), "w") as f:
+        f.write("echo from-a-script-without-shebang \"$0\"\nexit 7\n")
+    os.chmod(os.path.join(ws, "noshebang"), 0o755)
+    with open(os.path.join(ws, "notexec"), "w") as f:
+        f.write("echo never\n")
+    os.chmod(os.path.join(ws, "notexec"), 0o644)
+    _same(ctx, ws, "env", sort_lines=True)
+    _same(ctx, ws, "env", cwd=os.path.join(ws, "sub"), sort_lines=True)
+    _same(ctx, ws, "ls -a")
+    _same(ctx, ws, "true")
+    _same(ctx, ws, "false")
+    _same(ctx, ws, "txbox-it-no-such-command --x")
+    _same(ctx, ws, "./noshebang a b")
+    _same(ctx, ws, "./notexec")
+    _same(ctx, ws, "./sub")
+    r = _same(ctx, ws, "touch made-by-literal")
+    check(os.path.exists(os.path.join(ws, "made-by-literal")), "the literal command's file was not committed")
