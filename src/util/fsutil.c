@@ -5,6 +5,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,46 +99,95 @@ static int open_dir_for_removal(int dfd, const char *name)
 	return fd;
 }
 
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+#define REMOVE_BUF 8192
+
+/* Remove the entries of the directory dfd (whole trees), except those keep
+ * accepts. Reads with getdents64 on its own descriptor (never sharing the
+ * caller's position), trusts d_type to skip a failing unlink of a
+ * directory, and makes a directory writable only when an unlink in it is
+ * refused. Passes repeat until one finds nothing left to remove, so an
+ * entry a filesystem's readdir skipped while its directory was changing is
+ * not left behind. */
 static int remove_children(int dfd, txbox_error *err, unsigned depth, fs_keep_fn keep, void *arg)
 {
 	if (depth > 4096)
 		return txbox_fail(err, -ELOOP, "directory tree deeper than 4096 levels");
-	int dup_fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset: never share a readdir position */
-	struct stat dst;
-	if (fstat(dfd, &dst) == 0 && (dst.st_mode & 0700) != 0700)
-		fchmod(dfd, 0700); /* entries of a read-only directory cannot be unlinked */
-	if (dup_fd < 0)
-		return txbox_fail_errno(err, -errno, "dup");
-	_cleanup_closedir_ DIR *d = fdopendir(dup_fd);
-	if (!d) {
-		close(dup_fd);
-		return txbox_fail_errno(err, -errno, "fdopendir");
+	bool made_writable = false;
+	_cleanup_close_ int rd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rd < 0 && errno == EACCES) { /* no search permission: it is ours to change */
+		made_writable = fchmod(dfd, 0700) == 0;
+		rd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
-	struct dirent *de;
+	if (rd < 0)
+		return txbox_fail_errno(err, -errno, "opening a directory to empty it");
+	_cleanup_free_ char *buf = malloc(REMOVE_BUF);
+	if (!buf)
+		return txbox_fail(err, -ENOMEM, "out of memory");
 	int r = 0;
-	while ((errno = 0, de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (keep && keep(dfd, de->d_name, arg))
-			continue;
-		if (unlinkat(dfd, de->d_name, 0) == 0 || errno == ENOENT)
-			continue;
-		if (errno != EISDIR && errno != EPERM) {
-			r = txbox_fail_errno(err, -errno, "removing %s", de->d_name);
-			continue;
+	for (int pass = 0; pass < 8; pass++) {
+		size_t removed = 0;
+		if (pass && lseek(rd, 0, SEEK_SET) < 0)
+			return txbox_fail_errno(err, -errno, "rewinding a directory");
+		for (;;) {
+			long n = syscall(SYS_getdents64, rd, buf, REMOVE_BUF);
+			if (n < 0)
+				return txbox_fail_errno(err, -errno, "reading a directory");
+			if (n == 0)
+				break;
+			for (long off = 0; off < n;) {
+				struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + off);
+				off += de->d_reclen;
+				const char *name = de->d_name;
+				if (!strcmp(name, ".") || !strcmp(name, ".."))
+					continue;
+				if (keep && keep(dfd, name, arg))
+					continue;
+				removed++;
+				if (de->d_type != DT_DIR) {
+					int u = unlinkat(dfd, name, 0);
+					if (u < 0 && (errno == EACCES || errno == EPERM) && !made_writable) {
+						made_writable = true; /* entries of a read-only directory */
+						fchmod(dfd, 0700);
+						u = unlinkat(dfd, name, 0);
+					}
+					if (u == 0 || errno == ENOENT)
+						continue;
+					if (errno != EISDIR) {
+						r = txbox_fail_errno(err, -errno, "removing %s", name);
+						continue;
+					}
+				}
+				_cleanup_close_ int cfd = open_dir_for_removal(dfd, name);
+				if (cfd < 0) {
+					if (errno != ENOENT)
+						r = txbox_fail_errno(err, -errno, "opening %s", name);
+					continue;
+				}
+				int q = remove_children(cfd, err, depth + 1, NULL, NULL);
+				if (q < 0) {
+					r = q;
+					continue;
+				}
+				int u = unlinkat(dfd, name, AT_REMOVEDIR);
+				if (u < 0 && (errno == EACCES || errno == EPERM) && !made_writable) {
+					made_writable = true;
+					fchmod(dfd, 0700);
+					u = unlinkat(dfd, name, AT_REMOVEDIR);
+				}
+				if (u < 0 && errno != ENOENT)
+					r = txbox_fail_errno(err, -errno, "removing directory %s", name);
+			}
 		}
-		_cleanup_close_ int cfd = open_dir_for_removal(dfd, de->d_name);
-		if (cfd < 0) {
-			r = txbox_fail_errno(err, -errno, "opening %s", de->d_name);
-			continue;
-		}
-		int q = remove_children(cfd, err, depth + 1, NULL, NULL);
-		if (q < 0) {
-			r = q;
-			continue;
-		}
-		if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-			r = txbox_fail_errno(err, -errno, "removing directory %s", de->d_name);
+		if (removed == 0 || r < 0)
+			break;
 	}
 	return r;
 }
