@@ -485,6 +485,7 @@ int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err)
 	if (s->limits.disk_bytes && (!s->harden.fsize_bytes || s->harden.fsize_bytes > s->limits.disk_bytes))
 		s->harden.fsize_bytes = s->limits.disk_bytes;
 
+	trace_mark("sup: pipes, host sockets");
 	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
 	if (!s->network)
 		flags |= CLONE_NEWNET;

@@ -39,13 +39,10 @@ int layer_scrub(int up, int wk, const char *hide, txbox_error *err)
 	if (fs_empty_dir(up, keep_hidden_whiteout, (void *)hide, err) < 0 ||
 	    fs_empty_dir(wk, keep_work_dirs, NULL, err) < 0)
 		return err ? err->code : -EIO;
-	/* overlayfs makes index/ mode 0 */
-	_cleanup_close_ int idx = openat(wk, "index", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (idx < 0 && errno == EACCES && fchmodat(wk, "index", 0700, 0) == 0)
-		idx = openat(wk, "index", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (idx < 0 && errno != ENOENT)
-		return txbox_fail_errno(err, -errno, "opening the overlay index");
-	if (idx >= 0 && fs_empty_dir(idx, NULL, NULL, err) < 0)
+	/* index entries are extra links to committed files (overlayfs makes
+	 * index/ mode 0: fs_empty_dir_at makes it ours to read) */
+	struct stat ist;
+	if (fstatat(wk, "index", &ist, AT_SYMLINK_NOFOLLOW) == 0 && fs_empty_dir_at(wk, "index", NULL, NULL, err) < 0)
 		return err ? err->code : -EIO;
 	char fdp[32], path[40];
 	fs_fd_path(up, fdp);

@@ -129,6 +129,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	if (workspace_open(opts->workspace, &ws, &ws_fd, &e) < 0)
 		goto fail;
 
+	trace_mark("run: workspace opened");
 	/* The policy (its sandbox settings are needed to start the sandbox). */
 	uint64_t tp = clock_now_ns();
 	if (run_load_policy(opts->policy_file, &pol, &e) < 0)
@@ -137,6 +138,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	const char *home = getenv("HOME");
 	cwd_in = run_start_dir(ws); /* where the command starts: relative paths are judged from there */
 	double policy_ms = clock_ms_since(tp);
+	trace_mark("run: policy loaded");
 
 	/* Effective limits: the command line overrides the policy. */
 	res->limits.memory_bytes = opts->limits.memory_bytes ? opts->limits.memory_bytes : ps->memory_bytes;
@@ -231,6 +233,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	 * classified and the snapshot taken. Nothing runs in it before the
 	 * verdict; a denied command's sandbox is killed unused. */
 	sandbox *sb = NULL;
+	trace_mark("run: spec ready");
 	if (sandbox_start(&spec, &sb, &e) < 0)
 		goto fail;
 

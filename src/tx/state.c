@@ -304,14 +304,6 @@ static bool keep_listed(int dirfd, const char *name, void *arg)
 	return false;
 }
 
-static int empty_sub(int dirfd, const char *name, const keep_names *k, txbox_error *err)
-{
-	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return txbox_fail_errno(err, -errno, "opening %s", name);
-	return fs_empty_dir(fd, k ? keep_listed : NULL, (void *)k, err);
-}
-
 /* Empty the directory down to its skeleton — displaced/ and
  * layers/0/{upper,work} with work/work, work/index and the state dir's
  * whiteout — and park it as a spare. Everything the command wrote, the
@@ -327,9 +319,9 @@ static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 		return txbox_fail(err, -EBADF, "the layer is not open");
 	trace_mark("recycle: start");
 	if ((r = fs_empty_dir(t->fd, keep_listed, (void *)&top, err)) < 0 ||
-	    (r = empty_sub(t->fd, "displaced", NULL, err)) < 0 ||
-	    (r = empty_sub(t->fd, "layers", &layers, err)) < 0 ||
-	    (r = empty_sub(t->fd, "layers/0", &layer0, err)) < 0 ||
+	    (r = fs_empty_dir_at(t->fd, "displaced", NULL, NULL, err)) < 0 ||
+	    (r = fs_empty_dir_at(t->fd, "layers", keep_listed, (void *)&layers, err)) < 0 ||
+	    (r = fs_empty_dir_at(t->fd, "layers/0", keep_listed, (void *)&layer0, err)) < 0 ||
 	    (r = layer_scrub(t->top.upper_fd, t->top.work_fd, s->state_inside ? TX_STATE_DIR_NAME : NULL, err)) < 0)
 		return r;
 	trace_mark("recycle: emptied");

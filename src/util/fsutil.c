@@ -116,16 +116,18 @@ struct linux_dirent64 {
  * refused. Passes repeat until one finds nothing left to remove, so an
  * entry a filesystem's readdir skipped while its directory was changing is
  * not left behind. */
-static int remove_children(int dfd, txbox_error *err, unsigned depth, fs_keep_fn keep, void *arg)
+static int remove_children(int dfd, bool own, txbox_error *err, unsigned depth, fs_keep_fn keep, void *arg)
 {
 	if (depth > 4096)
 		return txbox_fail(err, -ELOOP, "directory tree deeper than 4096 levels");
 	bool made_writable = false;
-	_cleanup_close_ int rd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rd < 0 && errno == EACCES) { /* no search permission: it is ours to change */
+	/* read through our own descriptor: never move a caller's position */
+	_cleanup_close_ int dup = own ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!own && dup < 0 && errno == EACCES) { /* no search permission: it is ours to change */
 		made_writable = fchmod(dfd, 0700) == 0;
-		rd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		dup = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
+	int rd = own ? dfd : dup;
 	if (rd < 0)
 		return txbox_fail_errno(err, -errno, "opening a directory to empty it");
 	_cleanup_free_ char *buf = malloc(REMOVE_BUF);
@@ -133,7 +135,7 @@ static int remove_children(int dfd, txbox_error *err, unsigned depth, fs_keep_fn
 		return txbox_fail(err, -ENOMEM, "out of memory");
 	int r = 0;
 	for (int pass = 0; pass < 8; pass++) {
-		size_t removed = 0;
+		size_t removed = 0, batches = 0;
 		if (pass && lseek(rd, 0, SEEK_SET) < 0)
 			return txbox_fail_errno(err, -errno, "rewinding a directory");
 		for (;;) {
@@ -142,6 +144,7 @@ static int remove_children(int dfd, txbox_error *err, unsigned depth, fs_keep_fn
 				return txbox_fail_errno(err, -errno, "reading a directory");
 			if (n == 0)
 				break;
+			batches++;
 			for (long off = 0; off < n;) {
 				struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + off);
 				off += de->d_reclen;
@@ -171,7 +174,7 @@ static int remove_children(int dfd, txbox_error *err, unsigned depth, fs_keep_fn
 						r = txbox_fail_errno(err, -errno, "opening %s", name);
 					continue;
 				}
-				int q = remove_children(cfd, err, depth + 1, NULL, NULL);
+				int q = remove_children(cfd, true, err, depth + 1, NULL, NULL);
 				if (q < 0) {
 					r = q;
 					continue;
@@ -186,7 +189,8 @@ static int remove_children(int dfd, txbox_error *err, unsigned depth, fs_keep_fn
 					r = txbox_fail_errno(err, -errno, "removing directory %s", name);
 			}
 		}
-		if (removed == 0 || r < 0)
+		/* read in one batch before anything was removed: nothing skipped */
+		if (removed == 0 || r < 0 || batches <= 1)
 			break;
 	}
 	return r;
@@ -201,7 +205,7 @@ int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err)
 	_cleanup_close_ int fd = open_dir_for_removal(dirfd, name);
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "opening %s", name);
-	int r = remove_children(fd, err, 0, NULL, NULL);
+	int r = remove_children(fd, true, err, 0, NULL, NULL);
 	if (r < 0)
 		return r;
 	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
@@ -211,7 +215,15 @@ int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err)
 
 int fs_empty_dir(int dirfd, fs_keep_fn keep, void *arg, txbox_error *err)
 {
-	return remove_children(dirfd, err, 0, keep, arg);
+	return remove_children(dirfd, false, err, 0, keep, arg);
+}
+
+int fs_empty_dir_at(int dirfd, const char *name, fs_keep_fn keep, void *arg, txbox_error *err)
+{
+	_cleanup_close_ int fd = open_dir_for_removal(dirfd, name);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "opening %s", name);
+	return remove_children(fd, true, err, 0, keep, arg);
 }
 
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err)

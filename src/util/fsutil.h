@@ -25,6 +25,8 @@ int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err);
  * symlinks) except those keep() accepts (keep may be NULL: all go). */
 typedef bool (*fs_keep_fn)(int dirfd, const char *name, void *arg);
 int fs_empty_dir(int dirfd, fs_keep_fn keep, void *arg, txbox_error *err);
+/* The same for the directory name beneath dirfd (never a symlink). */
+int fs_empty_dir_at(int dirfd, const char *name, fs_keep_fn keep, void *arg, txbox_error *err);
 
 /* mkdir -p of a relative path beneath dirfd with mode; returns an O_PATH
  * directory fd (O_DIRECTORY) or -errno. */
