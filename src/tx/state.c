@@ -16,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,6 +127,23 @@ static int publish(tx_state_dir *s, const char *from, tx *out, txbox_error *err)
 	return txbox_fail(err, -EEXIST, "naming a transaction");
 }
 
+typedef struct keep_names {
+	const char *a, *b;
+	const char *whiteout; /* also keep this name when it is a 0/0 whiteout */
+} keep_names;
+
+static bool keep_listed(int dirfd, const char *name, void *arg)
+{
+	const keep_names *k = arg;
+	if ((k->a && !strcmp(name, k->a)) || (k->b && !strcmp(name, k->b)))
+		return true;
+	if (k->whiteout && !strcmp(name, k->whiteout)) {
+		struct stat st;
+		return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == 0;
+	}
+	return false;
+}
+
 /* Call fn for each spare in tx/ until it returns true; returns how many
  * were seen. */
 static int each_spare(tx_state_dir *s, bool (*fn)(tx_state_dir *s, const char *name, void *arg), void *arg)
@@ -169,6 +187,16 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 		txbox_error_clear(&e);
 		close(fd);
 		return false;
+	}
+	/* anything but the skeleton (a stray temporary file) goes; the layer
+	 * itself is scrubbed by layer_create */
+	static const keep_names skeleton = {"displaced", "layers", NULL};
+	if (fs_empty_dir(fd, keep_listed, (void *)&skeleton, &e) < 0 ||
+	    fs_empty_dir_at(fd, "displaced", NULL, NULL, &e) < 0) {
+		txbox_error_clear(&e);
+		close(fd);
+		out->fd = -1;
+		return false; /* a half-scrubbed transaction: recovery removes it */
 	}
 	out->fd = fd;
 	out->recycled = true;
@@ -287,43 +315,41 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
 
 /* ---- recycling ------------------------------------------------------- */
 
-typedef struct keep_names {
-	const char *a, *b;
-	const char *whiteout; /* also keep this name when it is a 0/0 whiteout */
-} keep_names;
-
-static bool keep_listed(int dirfd, const char *name, void *arg)
-{
-	const keep_names *k = arg;
-	if ((k->a && !strcmp(name, k->a)) || (k->b && !strcmp(name, k->b)))
-		return true;
-	if (k->whiteout && !strcmp(name, k->whiteout)) {
-		struct stat st;
-		return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == 0;
-	}
-	return false;
-}
-
-/* Empty the directory down to its skeleton — displaced/ and
- * layers/0/{upper,work} with work/work, work/index and the state dir's
- * whiteout — and park it as a spare. Everything the command wrote, the
- * originals a commit displaced and overlay index entries (extra links to
- * committed files) go, as with tx_remove. */
+/* Park the transaction's directory as a spare. What must not outlive the
+ * transaction goes now: its journal and state (a spare must never look
+ * like an interrupted commit), the originals a commit displaced, whatever
+ * the command wrote that was not published, and overlay index entries
+ * (extra links to committed files). The rest of the scrub — overlay's
+ * xattrs, work dirs, stray files — is done by whoever takes the spare
+ * (take_spare, layer_create), off the critical path. */
 static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 {
-	static const keep_names top = {"displaced", "layers", NULL};
-	static const keep_names layers = {"0", NULL, NULL};
-	static const keep_names layer0 = {"upper", "work", NULL};
+	const keep_names upper = {NULL, NULL, s->state_inside ? TX_STATE_DIR_NAME : NULL};
 	int r;
 	if (t->top.upper_fd < 0 || t->top.work_fd < 0)
 		return txbox_fail(err, -EBADF, "the layer is not open");
 	trace_mark("recycle: start");
-	if ((r = fs_empty_dir(t->fd, keep_listed, (void *)&top, err)) < 0 ||
-	    (r = fs_empty_dir_at(t->fd, "displaced", NULL, NULL, err)) < 0 ||
-	    (r = fs_empty_dir_at(t->fd, "layers", keep_listed, (void *)&layers, err)) < 0 ||
-	    (r = fs_empty_dir_at(t->fd, "layers/0", keep_listed, (void *)&layer0, err)) < 0 ||
-	    (r = layer_scrub(t->top.upper_fd, t->top.work_fd, s->state_inside ? TX_STATE_DIR_NAME : NULL, err)) < 0)
+	if ((unlinkat(t->fd, "journal", 0) < 0 && errno != ENOENT) || (unlinkat(t->fd, "state", 0) < 0 && errno != ENOENT))
+		return txbox_fail_errno(err, -errno, "removing the journal of %s", t->id);
+	struct stat st;
+	if ((r = fs_empty_dir_at(t->fd, "displaced", NULL, NULL, err)) < 0 ||
+	    (r = fs_empty_dir(t->top.upper_fd, keep_listed, (void *)&upper, err)) < 0 ||
+	    (fstatat(t->top.work_fd, "index", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	     (r = fs_empty_dir_at(t->top.work_fd, "index", NULL, NULL, err)) < 0))
 		return r;
+	/* xattrs the command set on the workspace root and did not publish
+	 * (overlay's own are the kernel's, scrubbed at reuse) */
+	char fdp[32], path[40];
+	fs_fd_path(t->top.upper_fd, fdp);
+	snprintf(path, sizeof path, "%s/.", fdp);
+	_cleanup_free_ char *names = NULL;
+	size_t len = 0;
+	if ((r = fs_xattr_list(path, &names, &len)) < 0)
+		return txbox_fail_errno(err, r, "listing the upper root's xattrs");
+	for (size_t i = 0; i < len; i += strlen(names + i) + 1)
+		if (!fs_xattr_is_overlay_private(names + i) && strncmp(names + i, "security.", 9) != 0 &&
+		    fremovexattr(t->top.upper_fd, names + i) < 0 && errno != ENODATA)
+			return txbox_fail_errno(err, -errno, "removing the xattr %s from the upper root", names + i);
 	trace_mark("recycle: emptied");
 	int spares = each_spare(s, NULL, NULL);
 	if (spares < 0 || spares >= TX_SPARES_MAX)

@@ -40,9 +40,10 @@ WORKLOADS = {
 
 def tx_leftovers(ws):
     """Entries of .txbox/tx that are not clean spares. A spare (an emptied
-    transaction directory kept for reuse) must be exactly the skeleton:
-    displaced/ (empty), layers/0/upper (nothing but the .txbox whiteout),
-    layers/0/work (work/ and an empty index/)."""
+    transaction directory kept for reuse) holds no journal and no state,
+    an empty displaced/, an upper with nothing but the .txbox whiteout, an
+    empty overlay index; layers/0/root and work/work may stay (the next
+    transaction rewrites them)."""
     txd = os.path.join(ws, ".txbox", "tx")
     bad = []
     for e in os.listdir(txd):
@@ -61,10 +62,11 @@ def tx_leftovers(ws):
         idx = os.path.join(p, "layers/0/work/index")
         index_ok = not os.path.lexists(idx) or ls("layers/0/work/index") == []
         if (ls("") != ["displaced", "layers"] or ls("displaced") or ls("layers") != ["0"]
-                or ls("layers/0") != ["upper", "work"] or not upper_ok
+                or not set(ls("layers/0")) <= {"upper", "work", "root"} or not upper_ok
                 or not set(ls("layers/0/work")) <= {"work", "index"} or not index_ok):
             bad.append(e + " (not an empty skeleton)")
     return bad
+
 
 def manifest(root):
     out = {}

@@ -18,15 +18,18 @@ def _spares(ws):
 
 
 def _skeleton_problems(sp):
-    """What is in the spare directory sp beyond the empty skeleton."""
+    """What is in the spare directory sp beyond the empty skeleton (no journal,
+    no state, nothing displaced, nothing the command wrote, no index entry)."""
     out = []
     for root, dirs, files in os.walk(sp):
         rel = os.path.relpath(root, sp)
         for n in dirs + files:
             r = os.path.normpath(os.path.join(rel, n))
             if r in ("displaced", "layers", "layers/0", "layers/0/upper", "layers/0/work",
-                     "layers/0/work/work", "layers/0/work/index"):
+                     "layers/0/work/work", "layers/0/work/index", "layers/0/root"):
                 continue
+            if r.startswith("layers/0/work/work/"):
+                continue  # the kernel's scratch dir; it empties it at every mount
             if r == "layers/0/upper/.txbox" and stat.S_ISCHR(os.lstat(os.path.join(sp, r)).st_mode):
                 continue
             out.append(r)
@@ -84,3 +87,16 @@ def spare_bounded(ctx):
     entries = os.listdir(_txdir(ws))
     check(all(e.startswith(".spare-") for e in entries) and 1 <= len(entries) <= 2,
           "expected one or two spares, got %r" % entries)
+
+
+@test("spare/rolled-back-root-xattr-not-kept")
+def spare_root_xattr(ctx):
+    ws = small_ws(ctx)
+    res = ctx.run_json(ws, "setfattr -n user.rolled -v secret-value . && exit 1")
+    res.expect(outcome="rolled_back", exit_status=1)
+    sp = _spares(ws)
+    check(len(sp) == 1, "no spare after a rollback: %r" % os.listdir(_txdir(ws)))
+    up = os.path.join(_txdir(ws), sp[0], "layers", "0", "upper")
+    names = [n for n in os.listxattr(up) if not n.startswith(("trusted.overlay.", "user.overlay."))]
+    check(not names, "the spare's upper root keeps the rolled-back xattrs %r" % names)
+    check("user.rolled" not in os.listxattr(ws), "the rolled-back xattr reached the workspace")
