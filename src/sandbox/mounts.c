@@ -527,7 +527,12 @@ int mounts_view_finish(const sandbox_spec *s, mounts_view *v, const char *layer_
 			return failf(msg, len, errno, "covering the host socket %s", s->host_sockets[i]);
 	}
 	trace_mark("view: sockets covered");
+	return 0;
+}
 
+int mounts_view_seal(const sandbox_spec *s, mounts_view *v, char *msg, size_t len)
+{
+	int r;
 	/* Everything read-only, then the few writable places writable again
 	 * (they were created in this namespace, so they are not locked). */
 	r = make_host_readonly(msg, len);

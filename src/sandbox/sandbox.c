@@ -324,11 +324,24 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	mounts_view view;
 	int r = mounts_view_begin(s, &view, rep.msg, sizeof rep.msg);
 	if (r == 0) {
+		/* The seccomp filter, compiled once for every command of the
+		 * sandbox while the supervisor takes the snapshot (failing here,
+		 * each command compiles it and reports the error). */
+		void *bpf = NULL;
+		size_t blen = 0;
+		txbox_error se = TXBOX_ERROR_INIT;
+		if (harden_seccomp_precompile(&s->harden, &bpf, &blen, &se) == 0) {
+			((sandbox_spec *)s)->harden.seccomp_bpf = bpf;
+			((sandbox_spec *)s)->harden.seccomp_bpf_len = blen;
+		} else
+			free(bpf);
+		txbox_error_clear(&se);
+		trace_mark("init: seccomp compiled");
 		/* The layer, once the supervisor has taken the snapshot: a flag
 		 * byte (1: the upper hides the state dir by a whiteout), a u16
 		 * length, its path relative to the state dir. EOF: not needed
 		 * after all (a denied command). */
-		unsigned char hdr[4];
+		unsigned char hdr[3];
 		char rel[PATH_MAX];
 		if (!read_full(sync_r, hdr, sizeof hdr))
 			_exit(0);
@@ -336,11 +349,20 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 		if (rl == 0 || rl >= sizeof rel || !read_full(sync_r, rel, rl))
 			_exit(1);
 		rel[rl] = '\0';
-		/* then the cgroup v1 `tasks` files to join: writing "0" moves this
-		 * (single-threaded) process without the global lock a move by pid
-		 * takes (see limits_cgroup_self_join_files). Before the read-only
-		 * pass, while /sys is still writable here. */
-		for (unsigned i = 0; i < hdr[3]; i++) {
+		trace_mark("init: layer received");
+		r = mounts_view_finish(s, &view, rel, hdr[0] == 1, rep.msg, sizeof rep.msg);
+	}
+	if (r == 0) {
+		/* The cgroup v1 `tasks` files to join (made by the supervisor
+		 * while the overlay was mounted here): a count, then u16 length
+		 * and path each. Writing "0" moves this (single-threaded) process
+		 * without the global lock a move by pid takes (see
+		 * limits_cgroup_self_join_files). Before the read-only pass,
+		 * while /sys is still writable here. */
+		unsigned char cnt;
+		if (!read_full(sync_r, &cnt, 1))
+			_exit(0);
+		for (unsigned i = 0; i < cnt; i++) {
 			unsigned char l2[2];
 			char path[PATH_MAX];
 			if (!read_full(sync_r, l2, 2))
@@ -355,8 +377,8 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 			if (fd >= 0)
 				close(fd);
 		}
-		trace_mark("init: layer received, cgroup joined");
-		r = mounts_view_finish(s, &view, rel, hdr[0] == 1, rep.msg, sizeof rep.msg);
+		trace_mark("init: cgroup joined");
+		r = mounts_view_seal(s, &view, rep.msg, sizeof rep.msg);
 	}
 	trace_mark("init: view built");
 	if (r < 0) {
@@ -373,18 +395,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	while (n < 0 && errno == EINTR);
 	if (n != 1)
 		_exit(1);
-	/* The seccomp filter, compiled by the supervisor meanwhile: u32 length
-	 * then the BPF (length 0: compile it here). */
-	uint32_t blen = 0;
-	if (read_full(sync_r, &blen, sizeof blen) && blen && blen <= 512 * 1024) {
-		void *bpf = malloc(blen);
-		if (bpf && read_full(sync_r, bpf, blen)) {
-			((sandbox_spec *)s)->harden.seccomp_bpf = bpf;
-			((sandbox_spec *)s)->harden.seccomp_bpf_len = blen;
-		} else
-			free(bpf);
-	}
-	trace_mark("init: go + bpf received");
+	trace_mark("init: go received");
 	close(sync_r);
 	if (s->limits.memory_bytes && s->harden.address_space_bytes)
 		rep.watch_memory = s->limits.memory_bytes;
@@ -554,58 +565,52 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	o->validation_exit = -1;
 	o->init_pidfd = -1;
 	o->mechanism = TXBOX_LIMITS_RLIMIT;
-	/* A cgroup only when a limit needs one. Without it (or when it cannot
-	 * be joined), init falls back to rlimits: RLIMIT_AS at twice the memory
-	 * limit plus sampling of resident memory, and RLIMIT_NPROC, which in a
-	 * user namespace counts only the sandbox's processes (per-namespace
-	 * ucounts); the command is always in one (rootless: the sandbox's; as
-	 * root: its own). */
+	{ /* the layer message (init_main reads it) */
+		size_t rl = strlen(layer->rel);
+		if (rl == 0 || rl >= PATH_MAX) {
+			sandbox_abort(sb);
+			return txbox_fail(err, -ENAMETOOLONG, "layer path too long");
+		}
+		unsigned char hdr[3] = {layer->hide_state_by_whiteout ? 1 : 0, (unsigned char)(rl & 0xff),
+					(unsigned char)(rl >> 8)};
+		write_all(syncp[1], hdr, sizeof hdr);
+		write_all(syncp[1], layer->rel, rl);
+	}
+	/* A cgroup only when a limit needs one, made while init mounts the
+	 * overlay. Without it (or when it cannot be joined), init falls back to
+	 * rlimits: RLIMIT_AS at twice the memory limit plus sampling of
+	 * resident memory, and RLIMIT_NPROC, which in a user namespace counts
+	 * only the sandbox's processes (per-namespace ucounts); the command is
+	 * always in one (rootless: the sandbox's; as root: its own). */
 	limits_cgroup *cg = NULL;
 	bool want_cg = s->limits.memory_bytes || s->limits.pids;
 	if (want_cg)
 		cg = limits_cgroup_create(layer->txid, &s->limits, &o->mechanism, &warn);
 	txbox_error_clear(&warn);
 	trace_mark("sup: cgroup created");
-	char *join[4] = {NULL};
-	size_t njoin = limits_cgroup_self_join_files(cg, join, ARRAY_SIZE(join));
-	{ /* the layer message (init_main reads it) */
-		size_t rl = strlen(layer->rel);
-		bool ok = rl > 0 && rl < PATH_MAX;
+	{ /* the v1 files init joins by itself: a count, u16 length + path each */
+		char *join[4] = {NULL};
+		size_t njoin = limits_cgroup_self_join_files(cg, join, ARRAY_SIZE(join));
+		size_t ok = 0;
 		for (size_t i = 0; i < njoin; i++)
-			ok = ok && strlen(join[i]) < PATH_MAX;
-		if (!ok) {
-			for (size_t i = 0; i < njoin; i++)
-				free(join[i]);
+			ok += strlen(join[i]) < PATH_MAX;
+		unsigned char cnt = (unsigned char)(ok == njoin ? njoin : 0);
+		if (ok != njoin) { /* cannot be said: no cgroup, rlimits */
 			limits_cgroup_destroy(cg);
-			sandbox_abort(sb);
-			return txbox_fail(err, -ENAMETOOLONG, "layer or cgroup path too long");
+			cg = NULL;
 		}
-		unsigned char hdr[4] = {layer->hide_state_by_whiteout ? 1 : 0, (unsigned char)(rl & 0xff),
-					(unsigned char)(rl >> 8), (unsigned char)njoin};
-		write_all(syncp[1], hdr, sizeof hdr);
-		write_all(syncp[1], layer->rel, rl);
+		write_all(syncp[1], &cnt, 1);
 		for (size_t i = 0; i < njoin; i++) {
 			size_t jl = strlen(join[i]);
-			unsigned char l2[2] = {(unsigned char)(jl & 0xff), (unsigned char)(jl >> 8)};
-			write_all(syncp[1], l2, 2);
-			write_all(syncp[1], join[i], jl);
+			if (cnt) {
+				unsigned char l2[2] = {(unsigned char)(jl & 0xff), (unsigned char)(jl >> 8)};
+				write_all(syncp[1], l2, 2);
+				write_all(syncp[1], join[i], jl);
+			}
 			free(join[i]);
 		}
 	}
-	/* While init builds the rest of the view (on the other CPU): compile
-	 * the seccomp filter; move init into a v2 cgroup (v1: it joins itself). */
-	void *bpf = NULL;
-	size_t blen = 0;
-	{
-		txbox_error se = TXBOX_ERROR_INIT;
-		if (harden_seccomp_precompile(&s->harden, &bpf, &blen, &se) < 0 || blen > 512 * 1024) {
-			free(bpf);
-			bpf = NULL;
-			blen = 0; /* the command compiles it itself */
-		}
-		txbox_error_clear(&se);
-	}
-	trace_mark("sup: bpf compiled");
+	/* Move init into a v2 cgroup (v1: it joins itself). */
 	if (cg && limits_cgroup_attach_parent_side(cg, pid, &warn) < 0) {
 		txbox_error_clear(&warn);
 		limits_cgroup_destroy(cg);
@@ -617,17 +622,9 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	write_all(syncp[1], want_cg && !cg ? "m" : "g", 1);
 	uint64_t t0 = clock_now_ns(); /* the timeout counts from here */
 	trace_mark("sup: cgroup joined, go sent");
-	{
-		uint32_t l = (uint32_t)blen;
-		write_all(syncp[1], &l, sizeof l);
-		if (blen)
-			write_all(syncp[1], bpf, blen);
-		free(bpf);
-	}
 	close(syncp[1]);
 	syncp[1] = -1;
 
-	trace_mark("sup: bpf sent");
 	int pidfd = sys_pidfd_open(pid, 0);
 	capture cap_out, cap_err;
 	capture_init(&cap_out, s->output_limit, s->passthrough_stdout);

@@ -88,9 +88,10 @@ void sandbox_reap(sandbox_outcome *o);
 
 /* ---- internal pieces (one file each) ---------------------------------- */
 
-/* mounts.c: inside the new namespaces, build the view, in two halves:
- * what needs no layer, then (once the layer exists) the overlay, masks and
- * the read-only pass. Each returns 0 or -errno with msg filled. */
+/* mounts.c: inside the new namespaces, build the view in three steps:
+ * what needs no layer; once the layer exists, the overlay, masks and
+ * socket covers; then the read-only pass (seal). Each returns 0 or -errno
+ * with msg filled. */
 typedef struct mounts_view {
 	int ws_fd, state_fd;
 	bool var_tmp;
@@ -98,6 +99,8 @@ typedef struct mounts_view {
 int mounts_view_begin(const sandbox_spec *spec, mounts_view *v, char *msg, size_t msglen);
 int mounts_view_finish(const sandbox_spec *spec, mounts_view *v, const char *layer_rel, bool hide_by_whiteout,
 		       char *msg, size_t msglen);
+/* Last: the host read-only, the writable places writable again, chdir. */
+int mounts_view_seal(const sandbox_spec *spec, mounts_view *v, char *msg, size_t msglen);
 
 /* userns.c: write uid/gid maps for child pid (identity map of the caller). */
 int userns_write_maps(pid_t pid, uid_t uid, gid_t gid, txbox_error *err);

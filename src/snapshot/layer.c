@@ -23,21 +23,14 @@ static bool keep_hidden_whiteout(int dirfd, const char *name, void *arg)
 	       S_ISCHR(st.st_mode) && st.st_rdev == 0;
 }
 
-static bool keep_work_dirs(int dirfd, const char *name, void *arg)
-{
-	(void)dirfd;
-	(void)arg;
-	return !strcmp(name, "work") || !strcmp(name, "index");
-}
-
 /* Make an earlier transaction's layer dirs as good as new: an upper with
  * nothing but the state dir's whiteout and no xattrs on its root (overlay's
- * own included: the kernel sets them again), a work dir whose index is
- * empty. Normally tx_recycle left them so; this makes sure. */
+ * own included: the kernel sets them again for this workspace), an empty
+ * overlay index. tx_recycle left them so but for overlay's xattrs; this
+ * makes sure. work/work is the kernel's to clean at mount. */
 int layer_scrub(int up, int wk, const char *hide, txbox_error *err)
 {
-	if (fs_empty_dir(up, keep_hidden_whiteout, (void *)hide, err) < 0 ||
-	    fs_empty_dir(wk, keep_work_dirs, NULL, err) < 0)
+	if (fs_empty_dir(up, keep_hidden_whiteout, (void *)hide, err) < 0)
 		return err ? err->code : -EIO;
 	/* index entries are extra links to committed files (overlayfs makes
 	 * index/ mode 0: fs_empty_dir_at makes it ours to read) */
@@ -70,16 +63,17 @@ int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, lay
 	out->state_whiteout = false;
 	char rel[64];
 	snprintf(rel, sizeof rel, "layers/%u", index);
-	_cleanup_close_ int lfd = fs_mkdir_p_at(txfd, rel, 0700, err);
-	if (lfd < 0)
-		return txbox_error_prefix(err, "creating layer %u", index);
-	bool reused = false;
-	for (int i = 0; i < 2; i++)
-		if (mkdirat(lfd, i ? "work" : "upper", 0700) < 0) {
-			if (errno != EEXIST)
-				return txbox_fail_errno(err, -errno, "creating layer %u directories", index);
-			reused = true; /* a spare transaction directory (tx_recycle) */
-		}
+	/* A spare transaction directory (tx_recycle) has its layer already. */
+	bool reused = true;
+	_cleanup_close_ int lfd = openat(txfd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lfd < 0) {
+		reused = false;
+		lfd = fs_mkdir_p_at(txfd, rel, 0700, err);
+		if (lfd < 0)
+			return txbox_error_prefix(err, "creating layer %u", index);
+		if (mkdirat(lfd, "upper", 0700) < 0 || mkdirat(lfd, "work", 0700) < 0)
+			return txbox_fail_errno(err, -errno, "creating layer %u directories", index);
+	}
 	_cleanup_close_ int up = openat(lfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_close_ int wk = openat(lfd, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (up < 0 || wk < 0)
@@ -88,15 +82,20 @@ int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, lay
 		return txbox_error_prefix(err, "reusing layer %u", index);
 
 	/* The merged root shows the upper root's attributes: mirror the workspace. */
-	struct stat st;
-	if (fstat(ws_fd, &st) < 0)
+	struct stat st, cur;
+	if (fstat(ws_fd, &st) < 0 || fstat(up, &cur) < 0)
 		return txbox_fail_errno(err, -errno, "stat of the workspace");
-	if (fchown(up, st.st_uid, st.st_gid) < 0 && errno != EPERM)
+	if ((cur.st_uid != st.st_uid || cur.st_gid != st.st_gid) && fchown(up, st.st_uid, st.st_gid) < 0 &&
+	    errno != EPERM)
 		return txbox_fail_errno(err, -errno, "setting the layer's owner");
-	if (fchmod(up, st.st_mode & 07777) < 0)
+	if ((cur.st_mode & 07777) != (st.st_mode & 07777) && fchmod(up, st.st_mode & 07777) < 0)
 		return txbox_fail_errno(err, -errno, "setting the layer's mode");
-	if (hide_name && mknodat(up, hide_name, S_IFCHR | 0, makedev(0, 0)) == 0)
-		out->state_whiteout = true;
+	if (hide_name) {
+		if (mknodat(up, hide_name, S_IFCHR | 0, makedev(0, 0)) == 0)
+			out->state_whiteout = true;
+		else if (errno == EEXIST)
+			out->state_whiteout = keep_hidden_whiteout(up, hide_name, (void *)hide_name);
+	}
 	struct timespec ts[2] = {st.st_atim, st.st_mtim};
 	futimens(up, ts);
 	/* What the upper root started as: without privileges the owner copy may

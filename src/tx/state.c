@@ -4,6 +4,7 @@
 #include "tx/tx.h"
 
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/fsutil.h"
 #include "util/trace.h"
 
@@ -102,10 +103,10 @@ static void make_id(char id[TX_ID_MAX], const unsigned char rnd[4])
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(id, TX_ID_MAX, "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x%02x", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rnd[0], rnd[1], rnd[2], rnd[3]);
+	clock_utc ut;
+	clock_utc_from_epoch((long long)ts.tv_sec, &ut);
+	snprintf(id, TX_ID_MAX, "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x%02x", ut.year, ut.month, ut.day, ut.hour,
+		 ut.minute, ut.second, rnd[0], rnd[1], rnd[2], rnd[3]);
 }
 
 /* Publish a locked, prepared directory (a spare or a new one, under a dot
@@ -205,6 +206,12 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 
 static bool take_spare(tx_state_dir *s, tx *out)
 {
+	if (s->spares_known) {
+		for (unsigned i = 0; i < s->nspares && out->fd < 0; i++)
+			take_one(s, s->spares[i], out);
+		s->spares_known = false;
+		return out->fd >= 0;
+	}
 	each_spare(s, take_one, out);
 	return out->fd >= 0;
 }
@@ -385,8 +392,14 @@ int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 	}
 	int count = 0;
 	struct dirent *de;
+	s->nspares = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.') {
+			if (!strncmp(de->d_name, ".spare-", 7)) {
+				if (s->nspares < ARRAY_SIZE(s->spares) && strlen(de->d_name) < sizeof s->spares[0])
+					snprintf(s->spares[s->nspares++], sizeof s->spares[0], "%s", de->d_name);
+				continue;
+			}
 			if (!strncmp(de->d_name, ".new-", 5)) { /* a txbox died creating it, unless locked */
 				_cleanup_close_ int fd = openat(s->txs_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
@@ -429,5 +442,6 @@ int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 			return r;
 		count++;
 	}
+	s->spares_known = true;
 	return count;
 }

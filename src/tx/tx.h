@@ -37,6 +37,10 @@ typedef struct tx_state_dir {
 	int txs_fd;    /* .txbox/tx */
 	char *ws_path; /* canonical absolute path */
 	bool state_inside; /* the state dir is WS/.txbox (hidden from the sandbox) */
+	/* spares seen by tx_recover_stale (saves tx_create a second readdir) */
+	bool spares_known;
+	unsigned nspares;
+	char spares[4][TX_ID_MAX + 8];
 } tx_state_dir;
 
 typedef struct tx {
