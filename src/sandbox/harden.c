@@ -7,6 +7,7 @@
 #include "sandbox/seccomp_filter.h"
 
 #include <errno.h>
+#include <seccomp.h>
 #include <sys/prctl.h>
 
 int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err)
@@ -44,4 +45,13 @@ int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err)
 int harden_seccomp_precompile(const harden_opts *o, void **bpf, size_t *len, txbox_error *err)
 {
 	return harden_seccomp_compile(o->allow_extra_socket_families, bpf, len, err);
+}
+
+const void *harden_seccomp_prebuilt_for(bool allow_extra_socket_families, size_t *len)
+{
+	const harden_seccomp_prebuilt *p = &harden_seccomp_prebuilt_filter;
+	if (p->arch == 0 || p->arch != seccomp_arch_native())
+		return NULL;
+	*len = p->len[allow_extra_socket_families ? 1 : 0];
+	return p->bpf[allow_extra_socket_families ? 1 : 0];
 }

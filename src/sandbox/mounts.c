@@ -20,6 +20,7 @@
 #include "util/syscalls.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <stdarg.h>
@@ -436,6 +437,9 @@ int mounts_view_begin(const sandbox_spec *s, mounts_view *v, char *msg, size_t l
 	    (r = build_proc(msg, len)) < 0)
 		return r;
 	if (!s->network) {
+		if (unshare(CLONE_NEWNET) < 0)
+			return failf(msg, len, errno, "creating the network namespace");
+		trace_mark("view: network namespace");
 		r = loopback_up();
 		if (r < 0)
 			return failf(msg, len, -r, "bringing up the loopback interface");

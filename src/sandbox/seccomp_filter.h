@@ -18,3 +18,16 @@ int harden_seccomp_apply(bool allow_extra_socket_families, txbox_error *err);
  * buffer is malloc'ed. */
 int harden_seccomp_compile(bool allow_extra_socket_families, void **bpf, size_t *len, txbox_error *err);
 int harden_seccomp_load_bpf(const void *bpf, size_t len, txbox_error *err);
+
+/* The filter compiled at build time (seccompgen.c): both variants, for
+ * the architecture of the build. */
+typedef struct harden_seccomp_prebuilt {
+	unsigned arch; /* libseccomp's native architecture token at build time */
+	const void *bpf[2]; /* [allow_extra_socket_families] */
+	size_t len[2];
+} harden_seccomp_prebuilt;
+extern const harden_seccomp_prebuilt harden_seccomp_prebuilt_filter;
+
+/* The prebuilt program for these options when it suits this machine, else
+ * NULL (compile at run time). */
+const void *harden_seccomp_prebuilt_for(bool allow_extra_socket_families, size_t *len);

@@ -1,6 +1,7 @@
 /* Unit tests for sandbox/harden: seccomp, Landlock, capabilities, rlimits,
  * all exercised for real in forked children. */
 #include "sandbox/harden.h"
+#include "sandbox/seccomp_filter.h"
 
 #include "child.h"
 
@@ -533,6 +534,25 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The filter compiled at build time is the one the code compiles now,
+ * for both variants (a stale or foreign prebuilt would be caught here). */
+static void test_prebuilt_filter_matches(void **state)
+{
+	(void)state;
+	for (int extra = 0; extra < 2; extra++) {
+		size_t plen = 0;
+		const void *pre = harden_seccomp_prebuilt_for(extra, &plen);
+		assert_non_null(pre); /* built on this machine: same architecture */
+		void *bpf = NULL;
+		size_t len = 0;
+		txbox_error err = TXBOX_ERROR_INIT;
+		assert_int_equal(harden_seccomp_compile(extra, &bpf, &len, &err), 0);
+		assert_int_equal(len, plen);
+		assert_memory_equal(bpf, pre, len);
+		free(bpf);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -546,6 +566,7 @@ int main(void)
 		cmocka_unit_test(test_rlimits_set),
 		cmocka_unit_test(test_cpu_rlimit_kills),
 		cmocka_unit_test(test_extra_socket_families),
+		cmocka_unit_test(test_prebuilt_filter_matches),
 		cmocka_unit_test(test_missing_workspace_reported),
 		cmocka_unit_test(test_degrades_without_landlock),
 	};
