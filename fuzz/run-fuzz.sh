@@ -49,7 +49,8 @@ for target in "$here"/*/fuzz_*.c; do
 		# the built-in policy is generated at build time
 		"${PYTHON:-/usr/bin/python3}" "$root/src/policy/embed.py" "$root/policy/default.yaml" "$out/default_policy.c"
 		"${HOSTCC:-cc}" -std=gnu11 -D_GNU_SOURCE -I"$root/include" -I"$root/src" \
-			"$root/src/policy/treegen.c" "$root/src/policy/yamltree.c" "$root/src/util/error.c" "$root/src/util/arena.c" \
+			"$root/src/policy/treegen.c" "$root/src/policy/yamltree.c" "$root/src/policy/load.c" \
+			"$root/src/policy/paths.c" "$root/src/util/error.c" "$root/src/util/arena.c" \
 			-lyaml -o "$out/policy-treegen"
 		"$out/policy-treegen" "$root/policy/default.yaml" "$out/default_policy_tree.c"
 		srcs="$srcs $out/default_policy.c $out/default_policy_tree.c"

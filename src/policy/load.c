@@ -41,6 +41,53 @@ static const char *type_name(const ynode *n)
 	return n->type == YN_MAP ? "a mapping" : n->type == YN_SEQ ? "a list" : "a scalar";
 }
 
+/* ---- the sandbox section's defaults ------------------------------------ */
+
+static const char *const default_masked[] = {
+	"~/.ssh",    "~/.gnupg",  "~/.aws",           "~/.azure",          "~/.config/gcloud",
+	"~/.kube",   "~/.docker/config.json", "~/.netrc", "~/.git-credentials", "~/.npmrc",
+	"~/.pypirc", NULL,
+};
+
+static const char *const default_env_deny[] = {
+	"*_TOKEN",      "*_TOKEN_*",    "*SECRET*",      "*_KEY",          "*_KEY_*",
+	"*PASSWORD*",   "*PASSWD*",     "AWS_*",         "*_CREDENTIALS*", "GITHUB_TOKEN",
+	"GH_TOKEN",     "*API_KEY*",    "*APIKEY*",      "*PRIVATE_KEY*",  "*ACCESS_KEY*",
+	"AZURE_*",      "GOOGLE_APPLICATION_CREDENTIALS", "NPM_TOKEN",     "SSH_AUTH_SOCK",
+	"*_PAT",        NULL,
+};
+
+static char **strv_dup(arena *mem, const char *const *v)
+{
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **out = arena_calloc(mem, n + 1, sizeof(*out));
+	for (size_t i = 0; out && i < n; i++)
+		if (!(out[i] = arena_strdup(mem, v[i])))
+			return NULL;
+	return out;
+}
+
+void policy_sandbox_set_defaults(policy_sandbox *s, arena *mem)
+{
+	static const char *const none[] = {NULL};
+	memset(s, 0, sizeof(*s));
+	s->masked_paths = strv_dup(mem, default_masked);
+	s->env_deny = strv_dup(mem, default_env_deny);
+	s->allowed_sockets = strv_dup(mem, none);
+	s->network = false;
+	s->strip_setuid = true;
+}
+
+void policy_free(policy *p)
+{
+	if (!p || p->builtin)
+		return;
+	arena_free(&p->mem);
+	free(p);
+}
+
 /* ---- scalars ------------------------------------------------------------- */
 
 static int get_string(lctx *L, const ynode *n, const char *what, const char **out)
