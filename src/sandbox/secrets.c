@@ -234,7 +234,7 @@ static bool name_denied(const char *entry, size_t namelen, const char *const *de
 	n[namelen] = '\0';
 	bool denied = false;
 	for (const char *const *g = deny; g && *g && !denied; g++)
-		denied = fnmatch(*g, n, 0) == 0;
+		denied = fnmatch(*g, n, FNM_CASEFOLD) == 0; /* github_token is GITHUB_TOKEN */
 	free(heap);
 	return denied;
 }
