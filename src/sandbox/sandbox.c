@@ -648,8 +648,16 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
 	fcntl(repp[0], F_SETFL, O_NONBLOCK);
 	while ((out_open || err_open || rep_open) && !child_done) {
-		struct pollfd pf[4];
-		int np = 0, iout = -1, ierr = -1, irep = -1, ipid = -1;
+		struct pollfd pf[6];
+		int np = 0, iout = -1, ierr = -1, irep = -1, ipid = -1, wout = -1, werr = -1;
+		if (capture_pass_pending(&cap_out)) { /* the live copy waits for the terminal */
+			pf[np] = (struct pollfd){.fd = cap_out.passthrough, .events = POLLOUT};
+			wout = np++;
+		}
+		if (capture_pass_pending(&cap_err)) {
+			pf[np] = (struct pollfd){.fd = cap_err.passthrough, .events = POLLOUT};
+			werr = np++;
+		}
 		if (out_open) {
 			pf[np] = (struct pollfd){.fd = outp[0], .events = POLLIN};
 			iout = np++;
@@ -690,6 +698,10 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 				kill(pid, SIGKILL);
 			}
 		}
+		if (wout >= 0 && pr > 0 && pf[wout].revents)
+			capture_pass_flush(&cap_out, 0);
+		if (werr >= 0 && pr > 0 && pf[werr].revents)
+			capture_pass_flush(&cap_err, 0);
 		if (iout >= 0 && pr > 0 && (pf[iout].revents & (POLLIN | POLLHUP | POLLERR)))
 			out_open = capture_read(&cap_out, outp[0]);
 		if (ierr >= 0 && pr > 0 && (pf[ierr].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -748,6 +760,13 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	if (child_done)
 		sandbox_reap(o);
 	trace_mark("sup: cgroup checked");
+	/* What the terminal has not taken yet: deliver it while it keeps
+	 * reading (a second without progress ends the live copy; the captured
+	 * output is complete either way). */
+	if (!o->timed_out) {
+		capture_pass_flush(&cap_out, 1000);
+		capture_pass_flush(&cap_err, 1000);
+	}
 	o->out = capture_take(&cap_out, &o->out_len, &o->out_truncated);
 	o->err = capture_take(&cap_err, &o->err_len, &o->err_truncated);
 

@@ -115,3 +115,34 @@ def background_leftover(ctx):
         raise Fail("; ".join(problems) + "\n  " + res.where())
     res.parse_json()
     res.expect(outcome="committed", exit_status=0)
+
+
+@test("timeout/live-output-nobody-reads")
+def timeout_stalled_terminal(ctx):
+    """Without --json the output is copied live to txbox's stdout. A reader
+    that never reads (a stalled terminal, a full pipe) must not hold up the
+    timeout: txbox returns 124 on time, the workspace unchanged."""
+    import subprocess
+    ws = small_ws(ctx)
+    r, w = os.pipe()
+    try:
+        t0 = time.time()
+        p = subprocess.Popen([ctx.txbox, "run", "-w", ws, "--timeout", "2", "--",
+                              "echo x > new; yes txbox-live-output | head -c 8000000; sleep 60"],
+                             stdout=w, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ws)
+        os.close(w)
+        w = -1
+        try:
+            _, err = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise Fail("txbox still running 20 s after a 2 s timeout while its stdout was not read")
+        took = time.time() - t0
+        check(p.returncode == 124, "exit %d, expected 124 (timeout); stderr: %r" % (p.returncode, err[-300:]))
+        check(took < 4.0, "txbox took %.1f s with a 2 s timeout (blocked on the unread output?)" % took)
+        check(not os.path.exists(os.path.join(ws, "new")), "timed out but 'new' exists")
+    finally:
+        if w >= 0:
+            os.close(w)
+        os.close(r)
