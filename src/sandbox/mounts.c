@@ -13,6 +13,7 @@
  *   masked secrets   empty (secrets.c)
  */
 #include "sandbox/sandbox.h"
+#include "sandbox/hostsockets.h"
 #include "util/trace.h"
 
 #include "util/cleanup.h"
@@ -436,6 +437,11 @@ int mounts_view_begin(const sandbox_spec *s, mounts_view *v, char *msg, size_t l
 	    (r = hide_run(s, sockfds, nsock, msg, len)) < 0 || (r = build_dev(msg, len)) < 0 ||
 	    (r = build_proc(msg, len)) < 0)
 		return r;
+	/* The host's listening Unix sockets (covered in mounts_view_finish),
+	 * read here in the host's network namespace before leaving it: off the
+	 * supervisor's path, which takes the snapshot meanwhile. */
+	if (!s->host_sockets)
+		((sandbox_spec *)s)->host_sockets = (const char *const *)hostsockets_list(4096);
 	if (!s->network) {
 		if (unshare(CLONE_NEWNET) < 0)
 			return failf(msg, len, errno, "creating the network namespace");

@@ -10,7 +10,6 @@
 #include "sandbox/sandbox.h"
 
 #include "sandbox/capture.h"
-#include "sandbox/hostsockets.h"
 #include "sandbox/quota.h"
 #include "sandbox/seccomp_filter.h"
 #include "util/cleanup.h"
@@ -463,7 +462,6 @@ static int status_code(int st)
 
 struct sandbox {
 	sandbox_spec local; /* the spec, hardening adjusted to the limits in force */
-	char **host_sockets;
 	int outp[2], errp[2], repp[2], syncp[2];
 	pid_t pid;
 };
@@ -476,7 +474,6 @@ static void sandbox_free(sandbox *sb)
 			if (*fds[k] >= 0)
 				close(*fds[k]);
 	}
-	hostsockets_free(sb->host_sockets);
 	free(sb);
 }
 
@@ -490,8 +487,6 @@ int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err)
 		sb->outp[i] = sb->errp[i] = sb->repp[i] = sb->syncp[i] = -1;
 	sb->local = *spec;
 	sandbox_spec *s = &sb->local;
-	sb->host_sockets = hostsockets_list(4096);
-	s->host_sockets = (const char *const *)sb->host_sockets;
 	int r;
 	if (pipe2(sb->outp, O_CLOEXEC) < 0 || pipe2(sb->errp, O_CLOEXEC) < 0 || pipe2(sb->repp, O_CLOEXEC) < 0 ||
 	    pipe2(sb->syncp, O_CLOEXEC) < 0) {
