@@ -430,7 +430,8 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 		const char *vargv[] = {"/bin/sh", "-c", s->validate, NULL};
 		int vst = 0;
 		bool vstarted = false;
-		r = run_one(s, vargv, NULL, out_w, err_w, &vst, &vstarted, &rep);
+		r = s->validate_argv ? run_one(s, s->validate_argv, s->validate, out_w, err_w, &vst, &vstarted, &rep)
+				     : run_one(s, vargv, NULL, out_w, err_w, &vst, &vstarted, &rep);
 		if (r < 0) {
 			rep.harden_error = -r;
 			write_all(rep_w, &rep, sizeof rep);

@@ -27,6 +27,7 @@ typedef struct sandbox_spec {
 	const char *shell_text;   /* argv are the words of this literal shell text (shell_literal_argv):
 				   * if they cannot be exec'ed, /bin/sh -c runs it instead; or NULL */
 	const char *validate;     /* shell text or NULL */
+	const char *const *validate_argv; /* its words when it is literal (like shell_text), or NULL */
 	char *const *envp;        /* environment for the command (already filtered) */
 	double timeout_sec;       /* <= 0: none */
 	size_t output_limit;

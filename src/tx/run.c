@@ -119,7 +119,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	_cleanup_free_ char *cwd_in = NULL;
 	_cleanup_free_ char *state_abs = NULL;
 	_cleanup_free_ const char **argv = NULL;
-	char **literal = NULL;
+	char **literal = NULL, **vliteral = NULL;
 	policy_verdict verdict;
 	memset(&verdict, 0, sizeof verdict);
 	bool have_verdict = false;
@@ -185,6 +185,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	 * without it sh and execvp search different defaults. */
 	if (opts->argc == 1 && getenv("PATH"))
 		literal = shell_literal_argv(opts->argv[0]);
+	if (opts->validate && getenv("PATH"))
+		vliteral = shell_literal_argv(opts->validate);
 	if (opts->argc > 1) {
 		argv = calloc(opts->argc + 1, sizeof *argv);
 		if (!argv) {
@@ -204,6 +206,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		.argv = literal ? (const char *const *)literal : opts->argc == 1 ? shargv : argv,
 		.shell_text = literal ? opts->argv[0] : NULL,
 		.validate = opts->validate,
+		.validate_argv = (const char *const *)vliteral,
 		.envp = envp,
 		.timeout_sec = timeout,
 		.output_limit = opts->output_limit ? opts->output_limit : 1024 * 1024,
@@ -400,6 +403,7 @@ done:
 		policy_verdict_free(&verdict);
 	policy_free(pol);
 	shell_literal_argv_free(literal);
+	shell_literal_argv_free(vliteral);
 	txbox_error_clear(&e);
 	return 0;
 }

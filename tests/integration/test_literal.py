@@ -41,3 +41,14 @@ def literal_same(ctx):
     _same(ctx, ws, "./sub")
     r = _same(ctx, ws, "touch made-by-literal")
     check(os.path.exists(os.path.join(ws, "made-by-literal")), "the literal command's file was not committed")
+
+
+@test("literal/validate-same-as-sh")
+def literal_validate(ctx):
+    ws = small_ws(ctx)
+    for v in ("ls -a", "txbox-it-no-such-validator", "false"):
+        a = ctx.run_json(ws, "echo x > v-%d" % len(v), extra=["--validate", v])
+        b = ctx.run_json(ws, "echo x > v-%d" % len(v), extra=["--validate", v + ";"])
+        for f in ("outcome", "exit_code", "rollback_reason", "stdout", "stderr", "validation_exit_code"):
+            check(a.json.get(f) == b.json.get(f), "--validate %r: %s differs without the shell: %r vs %r"
+                  % (v, f, a.json.get(f), b.json.get(f)))
