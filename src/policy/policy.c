@@ -44,6 +44,11 @@ int policy_load_buffer(const char *name, const char *buf, size_t len, policy **o
 
 int policy_load_file(const char *path, policy **out, txbox_error *err)
 {
+	return policy_load_file_cached(path, -1, out, err);
+}
+
+int policy_load_file_cached(const char *path, int state_fd, policy **out, txbox_error *err)
+{
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
 	struct stat st;
@@ -76,7 +81,12 @@ int policy_load_file(const char *path, policy **out, txbox_error *err)
 	if (len > POLICY_MAX_FILE_BYTES)
 		return txbox_fail(err, -EFBIG, "%s:1:1: policy is over the limit of %d bytes", path,
 				  POLICY_MAX_FILE_BYTES);
-	return policy_load_buffer(path, buf, len, out, err);
+	if ((*out = policy_cache_load(state_fd, buf, len)))
+		return 0;
+	int r = policy_load_buffer(path, buf, len, out, err);
+	if (r == 0)
+		policy_cache_store(state_fd, buf, len, *out);
+	return r;
 }
 
 int policy_load_default(policy **out, txbox_error *err)

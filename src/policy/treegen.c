@@ -247,6 +247,7 @@ int main(int argc, char **argv)
 		perror(argv[2]);
 		return 1;
 	}
+	policy_free(p);
 	arena_free(&mem);
 	return 0;
 }

@@ -1,0 +1,409 @@
+/* cache: a loaded policy file, kept compiled next to the workspace's state
+ * (WS/.txbox/policy.cache) so the next run does not parse its YAML again
+ * (libyaml takes ~2 ms for a policy the size of the default).
+ *
+ * The cache holds the policy file's whole text and the policy serialized as
+ * a stream of typed fields. It is used only when the text is byte for byte
+ * the file's current text, and read with every length and count checked
+ * against what is left and against the loader's own limits: a damaged or
+ * foreign cache is ignored (the file is parsed), never trusted. */
+#include "policy/internal.h"
+#include "util/cleanup.h"
+#include "util/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CACHE_NAME "policy.cache"
+#define CACHE_MAGIC "TXBXPOL2"
+#define CACHE_MAX (8u << 20)
+
+/* ---- writing ------------------------------------------------------------ */
+
+typedef struct wbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+} wbuf;
+
+static void put(wbuf *w, const void *d, size_t n)
+{
+	if (w->oom)
+		return;
+	if (w->len + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 65536;
+		while (cap < w->len + n)
+			cap *= 2;
+		char *np = realloc(w->p, cap);
+		if (!np) {
+			w->oom = true;
+			return;
+		}
+		w->p = np;
+		w->cap = cap;
+	}
+	memcpy(w->p + w->len, d, n);
+	w->len += n;
+}
+
+static void put_u64(wbuf *w, uint64_t v) { put(w, &v, sizeof v); }
+
+static void put_str(wbuf *w, const char *s) /* NULL and "" differ */
+{
+	if (!s) {
+		put_u64(w, UINT64_MAX);
+		return;
+	}
+	size_t n = strlen(s);
+	put_u64(w, n);
+	put(w, s, n);
+}
+
+static void put_strlist(wbuf *w, const strlist *l)
+{
+	put_u64(w, l->v ? l->n : UINT64_MAX); /* absent (no such key) vs empty */
+	for (size_t i = 0; l->v && i < l->n; i++)
+		put_str(w, l->v[i]);
+}
+
+static void put_strv(wbuf *w, char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	put_u64(w, n);
+	for (size_t i = 0; i < n; i++)
+		put_str(w, v[i]);
+}
+
+static void put_pathcond(wbuf *w, const pathcond *c)
+{
+	put_u64(w, c->set);
+	put_u64(w, c->classes);
+	put_strlist(w, &c->globs);
+}
+
+static void put_match(wbuf *w, const rule_match *m)
+{
+	const strlist *l[] = {&m->command, &m->command_not, &m->flags, &m->flags_any, &m->flags_none, &m->args,
+			      &m->args_all, &m->words, &m->words_all, &m->with, &m->via, &m->text};
+	for (size_t i = 0; i < ARRAY_SIZE(l); i++)
+		put_strlist(w, l[i]);
+	put_u64(w, m->nsubcommands);
+	for (size_t i = 0; i < m->nsubcommands; i++)
+		put_strlist(w, &m->subcommands[i]);
+	put_u64(w, m->icase);
+	put_pathcond(w, &m->paths);
+	put_pathcond(w, &m->dest);
+	put_pathcond(w, &m->redirects);
+	put_pathcond(w, &m->reads);
+	put_u64(w, m->noptions);
+	for (size_t i = 0; i < m->noptions; i++) {
+		put_str(w, m->options[i].key);
+		put_pathcond(w, &m->options[i].cond);
+	}
+	put_u64(w, (uint64_t)m->nargs_min);
+	put_u64(w, (uint64_t)m->nargs_max);
+	put_u64(w, (uint64_t)(int64_t)m->unresolved);
+	put_u64(w, m->builtins);
+}
+
+static void put_policy(wbuf *w, const policy *p)
+{
+	put_u64(w, (uint64_t)p->unresolved);
+	put_u64(w, p->nrules);
+	for (size_t i = 0; i < p->nrules; i++) {
+		const rule *r = &p->rules[i];
+		put_str(w, r->id);
+		put_u64(w, (uint64_t)r->decision);
+		put_str(w, r->reason);
+		put_str(w, r->suggestion);
+		put_u64(w, r->line);
+		put_match(w, &r->m);
+	}
+	put_u64(w, p->nhints);
+	for (size_t i = 0; i < p->nhints; i++) {
+		put_str(w, p->hints[i].name);
+		put_strlist(w, &p->hints[i].value_options);
+	}
+	const policy_sandbox *s = &p->sandbox;
+	put_strv(w, s->masked_paths);
+	put_strv(w, s->env_deny);
+	put_strv(w, s->allowed_sockets);
+	put_u64(w, s->network);
+	put_u64(w, s->memory_bytes);
+	put_u64(w, s->pids);
+	put_u64(w, s->cpu_seconds);
+	put_u64(w, s->disk_bytes);
+	put_u64(w, s->nofile);
+	put_u64(w, s->fsize_bytes);
+	put(w, &s->timeout_sec, sizeof s->timeout_sec);
+	put_u64(w, s->strip_setuid);
+}
+
+/* The layout of the stream and of what it fills: a cache written by a
+ * txbox built differently is not read. */
+static uint64_t layout(void)
+{
+	return (uint64_t)sizeof(policy) << 48 ^ (uint64_t)sizeof(rule) << 32 ^ (uint64_t)sizeof(rule_match) << 16 ^
+	       (uint64_t)sizeof(policy_sandbox) ^ POLICY_MAX_LIST;
+}
+
+void policy_cache_store(int state_fd, const char *text, size_t len, const policy *p)
+{
+	if (state_fd < 0 || !p || p->builtin)
+		return;
+	wbuf w = {0};
+	put(&w, CACHE_MAGIC, 8);
+	put_u64(&w, layout());
+	put_u64(&w, len);
+	put(&w, text, len);
+	put_policy(&w, p);
+	if (!w.oom && w.len <= CACHE_MAX) {
+		txbox_error e = TXBOX_ERROR_INIT;
+		fs_write_file_atomic(state_fd, CACHE_NAME, w.p, w.len, 0600, &e);
+		txbox_error_clear(&e);
+	}
+	free(w.p);
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+typedef struct rbuf {
+	const char *p;
+	size_t len, off;
+	bool bad;
+	arena *mem;
+} rbuf;
+
+static bool get(rbuf *r, void *d, size_t n)
+{
+	if (r->bad || n > r->len - r->off) {
+		r->bad = true;
+		return false;
+	}
+	memcpy(d, r->p + r->off, n);
+	r->off += n;
+	return true;
+}
+
+static uint64_t get_u64(rbuf *r)
+{
+	uint64_t v = 0;
+	get(r, &v, sizeof v);
+	return v;
+}
+
+/* A count, at most max. */
+static size_t get_count(rbuf *r, size_t max)
+{
+	uint64_t v = get_u64(r);
+	if (v > max)
+		r->bad = true;
+	return r->bad ? 0 : (size_t)v;
+}
+
+static char *get_str(rbuf *r, bool nullable)
+{
+	uint64_t n = get_u64(r);
+	if (r->bad)
+		return NULL;
+	if (n == UINT64_MAX) {
+		if (!nullable)
+			r->bad = true;
+		return NULL;
+	}
+	if (n > POLICY_MAX_STRING * 4 || n > r->len - r->off) {
+		r->bad = true;
+		return NULL;
+	}
+	if (memchr(r->p + r->off, '\0', n)) {
+		r->bad = true;
+		return NULL;
+	}
+	char *s = arena_alloc(r->mem, n + 1);
+	if (!s) {
+		r->bad = true;
+		return NULL;
+	}
+	memcpy(s, r->p + r->off, n);
+	r->off += n;
+	return s;
+}
+
+static void get_strlist(rbuf *r, strlist *l)
+{
+	uint64_t n = get_u64(r);
+	if (r->bad || n == UINT64_MAX)
+		return; /* absent */
+	if (n > POLICY_MAX_LIST) {
+		r->bad = true;
+		return;
+	}
+	l->v = arena_calloc(r->mem, (size_t)n + 1, sizeof *l->v);
+	if (!l->v) {
+		r->bad = true;
+		return;
+	}
+	l->cap = (size_t)n + 1;
+	for (size_t i = 0; i < n && !r->bad; i++)
+		l->v[l->n++] = get_str(r, false);
+}
+
+static char **get_strv(rbuf *r)
+{
+	size_t n = get_count(r, POLICY_MAX_LIST);
+	char **v = r->bad ? NULL : arena_calloc(r->mem, n + 1, sizeof *v);
+	if (!v) {
+		r->bad = true;
+		return NULL;
+	}
+	for (size_t i = 0; i < n && !r->bad; i++)
+		v[i] = get_str(r, false);
+	return v;
+}
+
+static void get_pathcond(rbuf *r, pathcond *c)
+{
+	c->set = get_u64(r) != 0;
+	c->classes = (unsigned)get_u64(r);
+	get_strlist(r, &c->globs);
+}
+
+static void get_match(rbuf *r, rule_match *m)
+{
+	strlist *l[] = {&m->command, &m->command_not, &m->flags, &m->flags_any, &m->flags_none, &m->args,
+			&m->args_all, &m->words, &m->words_all, &m->with, &m->via, &m->text};
+	for (size_t i = 0; i < ARRAY_SIZE(l); i++)
+		get_strlist(r, l[i]);
+	size_t ns = get_count(r, POLICY_MAX_LIST);
+	if (ns) {
+		m->subcommands = arena_calloc(r->mem, ns, sizeof *m->subcommands);
+		if (!m->subcommands)
+			r->bad = true;
+		for (size_t i = 0; i < ns && !r->bad; i++)
+			get_strlist(r, &m->subcommands[m->nsubcommands++]);
+	}
+	m->icase = get_u64(r) != 0;
+	get_pathcond(r, &m->paths);
+	get_pathcond(r, &m->dest);
+	get_pathcond(r, &m->redirects);
+	get_pathcond(r, &m->reads);
+	size_t no = get_count(r, POLICY_MAX_LIST);
+	if (no) {
+		m->options = arena_calloc(r->mem, no, sizeof *m->options);
+		if (!m->options)
+			r->bad = true;
+		for (size_t i = 0; i < no && !r->bad; i++) {
+			optpath *o = &m->options[m->noptions++];
+			o->key = get_str(r, false);
+			get_pathcond(r, &o->cond);
+		}
+	}
+	m->nargs_min = (long)(int64_t)get_u64(r);
+	m->nargs_max = (long)(int64_t)get_u64(r);
+	m->unresolved = (int)(int64_t)get_u64(r);
+	m->builtins = (unsigned)get_u64(r);
+}
+
+static bool decision_ok(uint64_t d) { return d == POLICY_ALLOW || d == POLICY_HOLD || d == POLICY_DENY; }
+
+static void get_policy(rbuf *r, policy *p)
+{
+	uint64_t u = get_u64(r);
+	if (!decision_ok(u))
+		r->bad = true;
+	p->unresolved = (policy_decision)u;
+	size_t nr = get_count(r, POLICY_MAX_RULES);
+	p->rules = r->bad ? NULL : arena_calloc(r->mem, nr + 1, sizeof *p->rules);
+	if (!p->rules)
+		r->bad = true;
+	for (size_t i = 0; i < nr && !r->bad; i++) {
+		rule *ru = &p->rules[p->nrules++];
+		ru->id = get_str(r, false);
+		uint64_t d = get_u64(r);
+		if (!decision_ok(d))
+			r->bad = true;
+		ru->decision = (policy_decision)d;
+		ru->reason = get_str(r, false);
+		ru->suggestion = get_str(r, true);
+		ru->line = (size_t)get_u64(r);
+		get_match(r, &ru->m);
+	}
+	size_t nh = get_count(r, POLICY_MAX_RULES);
+	p->hints = r->bad ? NULL : arena_calloc(r->mem, nh + 1, sizeof *p->hints);
+	if (!p->hints)
+		r->bad = true;
+	for (size_t i = 0; i < nh && !r->bad; i++) {
+		cmd_hint *h = &p->hints[p->nhints++];
+		h->name = get_str(r, false);
+		get_strlist(r, &h->value_options);
+	}
+	policy_sandbox *s = &p->sandbox;
+	s->masked_paths = get_strv(r);
+	s->env_deny = get_strv(r);
+	s->allowed_sockets = get_strv(r);
+	s->network = get_u64(r) != 0;
+	s->memory_bytes = get_u64(r);
+	s->pids = get_u64(r);
+	s->cpu_seconds = get_u64(r);
+	s->disk_bytes = get_u64(r);
+	s->nofile = get_u64(r);
+	s->fsize_bytes = get_u64(r);
+	get(r, &s->timeout_sec, sizeof s->timeout_sec);
+	s->strip_setuid = get_u64(r) != 0;
+	if (!r->bad && r->off != r->len)
+		r->bad = true; /* trailing bytes: not what we wrote */
+}
+
+policy *policy_cache_load(int state_fd, const char *text, size_t len)
+{
+	if (state_fd < 0)
+		return NULL;
+	_cleanup_close_ int fd = openat(state_fd, CACHE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 24 || st.st_size > CACHE_MAX)
+		return NULL;
+	_cleanup_free_ char *buf = malloc((size_t)st.st_size);
+	if (!buf || read(fd, buf, (size_t)st.st_size) != st.st_size)
+		return NULL;
+	rbuf r = {.p = buf, .len = (size_t)st.st_size};
+	char magic[8];
+	if (!get(&r, magic, 8) || memcmp(magic, CACHE_MAGIC, 8) != 0 || get_u64(&r) != layout() ||
+	    get_u64(&r) != len || r.bad || len > r.len - r.off || memcmp(r.p + r.off, text, len) != 0)
+		return NULL; /* another policy text, or another build */
+	r.off += len;
+	return policy_cache_decode(r.p + r.off, r.len - r.off);
+}
+
+policy *policy_cache_decode(const char *blob, size_t len)
+{
+	policy *p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	rbuf r = {.p = blob, .len = len, .mem = &p->mem};
+	get_policy(&r, p);
+	if (r.bad) {
+		policy_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+int policy_cache_encode(const policy *p, char **blob, size_t *len)
+{
+	wbuf w = {0};
+	put_policy(&w, p);
+	if (w.oom) {
+		free(w.p);
+		return -ENOMEM;
+	}
+	*blob = w.p;
+	*len = w.len;
+	return 0;
+}
