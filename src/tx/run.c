@@ -249,8 +249,10 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	 * verdict; a denied command's sandbox is killed unused. */
 	sandbox *sb = NULL;
 	trace_mark("run: spec ready");
-	if (sandbox_start(&spec, &sb, &e) < 0)
-		goto fail;
+	/* A sandbox that cannot start is reported after classification: a
+	 * command the policy denies is denied whatever this machine offers. */
+	txbox_error start_err = TXBOX_ERROR_INIT;
+	sandbox_start(&spec, &sb, &start_err);
 
 	/* 1–2: classify. */
 	tp = clock_now_ns();
@@ -258,11 +260,13 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		policy_ctx ctx = {.workspace = ws, .cwd = cwd_in ? cwd_in : ws, .home = home};
 		if (policy_decide(pol, &ctx, opts->argv, opts->argc, &verdict, &e) < 0) {
 			sandbox_abort(sb);
+			txbox_error_clear(&start_err);
 			goto fail;
 		}
 		have_verdict = true;
 		if (run_fill_decision(&verdict, &res->decision) < 0) {
 			sandbox_abort(sb);
+			txbox_error_clear(&start_err);
 			txbox_fail(&e, -ENOMEM, "out of memory");
 			goto fail;
 		}
@@ -272,10 +276,15 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	trace_mark("run: policy decided");
 	if (have_verdict && verdict.decision == POLICY_DENY) {
 		sandbox_abort(sb);
+		txbox_error_clear(&start_err);
 		res->outcome = TXBOX_DENIED;
 		res->exit_status = 126;
 		res->rollback_reason = "policy";
 		goto done;
+	}
+	if (!sb) {
+		txbox_error_move(&e, &start_err);
+		goto fail;
 	}
 
 	/* 3: snapshot. */

@@ -302,3 +302,60 @@ def socket_guard(ctx):
     check("sock" in err and "socket" in err, "error does not name the socket: %r" % err)
     after = sorted(e for e in os.listdir(ws) if e != ".txbox")
     check(after == before, "workspace changed: %r" % after)
+
+
+@test("exit/no-user-namespaces-rootless", root_only=True)
+def no_userns(ctx):
+    """A user without user namespaces: a command the policy denies is still
+    denied (126); any other gets one clear message and 125, the workspace
+    untouched. With user.max_user_namespaces = 0 where this host lets us
+    set it, else by the clone failure txbox would see (TXBOX_FAULT_CLONE)."""
+    import pwd
+    import shutil
+    import subprocess
+    user = os.environ.get("TEST_USER", "txbox-test")
+    try:
+        pw = pwd.getpwnam(user)
+    except KeyError:
+        raise Skip("no user %s" % user)
+    if not shutil.which("runuser"):
+        raise Skip("no runuser")
+    base = ctx.mkdtemp("nouserns")
+    ws = small_ws(ctx, parent=base)
+    binary = os.path.join(base, "txbox")
+    shutil.copy(ctx.txbox, binary)
+    for root, dirs, files in os.walk(base):
+        for n in dirs + files:
+            os.lchown(os.path.join(root, n), pw.pw_uid, pw.pw_gid)
+    os.lchown(base, pw.pw_uid, pw.pw_gid)
+    os.chmod(base, 0o755)
+    os.chmod(binary, 0o755)
+    before = mf.manifest(ws)
+    knob = "/proc/sys/user/max_user_namespaces"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    saved = None
+    try:
+        with open(knob) as f:
+            saved = f.read().strip()
+        with open(knob, "w") as f:
+            f.write("0\n")
+    except OSError:
+        saved = None
+        env["TXBOX_FAULT_CLONE"] = "28"  # ENOSPC: what clone(CLONE_NEWUSER) gives at the limit
+    try:
+        def run(text):
+            return subprocess.run(["runuser", "-u", user, "--", "env"] + ["%s=%s" % kv for kv in env.items()]
+                                  + [binary, "run", "-w", ws, "--", text],
+                                  capture_output=True, cwd="/", timeout=60, env=env)
+        denied = run("rm -rf /")
+        allowed = run("echo x > new")
+    finally:
+        if saved is not None:
+            with open(knob, "w") as f:
+                f.write(saved + "\n")
+    check(denied.returncode == 126, "denied command without user namespaces: exit %d (want 126): %r"
+          % (denied.returncode, denied.stderr[-300:]))
+    check(allowed.returncode == 125, "allowed command without user namespaces: exit %d (want 125): %r"
+          % (allowed.returncode, allowed.stderr[-300:]))
+    check(b"user namespaces" in allowed.stderr, "the error does not name user namespaces: %r" % allowed.stderr[-300:])
+    _ws_unchanged(before, ws, "no user namespaces")
