@@ -184,20 +184,20 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	struct stat a, b;
 	txbox_error e = TXBOX_ERROR_INIT;
 	if (fstat(fd, &a) < 0 || fstatat(s->txs_fd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_ino != b.st_ino ||
-	    a.st_dev != b.st_dev || publish(s, name, out, &e) < 0) {
-		txbox_error_clear(&e);
+	    a.st_dev != b.st_dev) {
 		close(fd);
 		return false;
 	}
-	/* anything but the skeleton (a stray temporary file) goes; the layer
-	 * itself is scrubbed by layer_create */
+	/* Before it gets a name recovery reads: its old journal and state and
+	 * anything else but the skeleton go (the layer itself is scrubbed by
+	 * layer_create). */
 	static const keep_names skeleton = {"displaced", "layers", NULL};
 	if (fs_empty_dir(fd, keep_listed, (void *)&skeleton, &e) < 0 ||
-	    fs_empty_dir_at(fd, "displaced", NULL, NULL, &e) < 0) {
+	    fs_empty_dir_at(fd, "displaced", NULL, NULL, &e) < 0 || publish(s, name, out, &e) < 0) {
 		txbox_error_clear(&e);
 		close(fd);
 		out->fd = -1;
-		return false; /* a half-scrubbed transaction: recovery removes it */
+		return false; /* left as a spare or removed by recovery */
 	}
 	out->fd = fd;
 	out->recycled = true;
@@ -323,12 +323,13 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
 /* ---- recycling ------------------------------------------------------- */
 
 /* Park the transaction's directory as a spare. What must not outlive the
- * transaction goes now: its journal and state (a spare must never look
- * like an interrupted commit), the originals a commit displaced, whatever
- * the command wrote that was not published, and overlay index entries
- * (extra links to committed files). The rest of the scrub — overlay's
- * xattrs, work dirs, stray files — is done by whoever takes the spare
- * (take_spare, layer_create), off the critical path. */
+ * transaction goes now: the originals a commit displaced, whatever the
+ * command wrote that was not published, and overlay index entries (extra
+ * links to committed files). The rest — journal and state files (right
+ * after a commit's fsyncs their unlinks wait for the filesystem journal),
+ * overlay's xattrs, stray files — is removed by whoever takes the spare,
+ * before it gets a transaction's name (take_one, layer_create), off the
+ * critical path. A spare's name is never read by recovery. */
 static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 {
 	const keep_names upper = {NULL, NULL, s->state_inside ? TX_STATE_DIR_NAME : NULL};
@@ -336,8 +337,6 @@ static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 	if (t->top.upper_fd < 0 || t->top.work_fd < 0)
 		return txbox_fail(err, -EBADF, "the layer is not open");
 	trace_mark("recycle: start");
-	if ((unlinkat(t->fd, "journal", 0) < 0 && errno != ENOENT) || (unlinkat(t->fd, "state", 0) < 0 && errno != ENOENT))
-		return txbox_fail_errno(err, -errno, "removing the journal of %s", t->id);
 	struct stat st;
 	if ((r = fs_empty_dir_at(t->fd, "displaced", NULL, NULL, err)) < 0 ||
 	    (r = fs_empty_dir(t->top.upper_fd, keep_listed, (void *)&upper, err)) < 0 ||

@@ -40,8 +40,7 @@ WORKLOADS = {
 
 def tx_leftovers(ws):
     """Entries of .txbox/tx that are not clean spares. A spare (an emptied
-    transaction directory kept for reuse) holds no journal and no state,
-    an empty displaced/, an upper with nothing but the .txbox whiteout, an
+    transaction directory kept for reuse) holds an empty displaced/, an upper with nothing but the .txbox whiteout, an
     empty overlay index; layers/0/root and work/work may stay (the next
     transaction rewrites them)."""
     txd = os.path.join(ws, ".txbox", "tx")
@@ -61,7 +60,9 @@ def tx_leftovers(ws):
                        for n in ls("layers/0/upper"))
         idx = os.path.join(p, "layers/0/work/index")
         index_ok = not os.path.lexists(idx) or ls("layers/0/work/index") == []
-        if (ls("") != ["displaced", "layers"] or ls("displaced") or ls("layers") != ["0"]
+        # journal and state stay until the spare is taken (never read under a spare's name)
+        if (not {"displaced", "layers"} <= set(ls("")) <= {"displaced", "layers", "journal", "state"}
+                or ls("displaced") or ls("layers") != ["0"]
                 or not set(ls("layers/0")) <= {"upper", "work", "root"} or not upper_ok
                 or not set(ls("layers/0/work")) <= {"work", "index"} or not index_ok):
             bad.append(e + " (not an empty skeleton)")

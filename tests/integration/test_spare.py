@@ -26,7 +26,8 @@ def _skeleton_problems(sp):
         for n in dirs + files:
             r = os.path.normpath(os.path.join(rel, n))
             if r in ("displaced", "layers", "layers/0", "layers/0/upper", "layers/0/work",
-                     "layers/0/work/work", "layers/0/work/index", "layers/0/root"):
+                     "layers/0/work/work", "layers/0/work/index", "layers/0/root",
+                     "journal", "state"):  # the last two go when the spare is taken
                 continue
             if r.startswith("layers/0/work/work/"):
                 continue  # the kernel's scratch dir; it empties it at every mount
@@ -100,3 +101,30 @@ def spare_root_xattr(ctx):
     names = [n for n in os.listxattr(up) if not n.startswith(("trusted.overlay.", "user.overlay."))]
     check(not names, "the spare's upper root keeps the rolled-back xattrs %r" % names)
     check("user.rolled" not in os.listxattr(ws), "the rolled-back xattr reached the workspace")
+
+
+@test("spare/old-journal-never-replayed")
+def spare_old_journal(ctx):
+    """A spare keeps its last commit's journal until it is taken. A txbox
+    killed right after taking it must not leave that journal to recovery,
+    which would undo the earlier, finished commit."""
+    import signal
+    import subprocess
+    import time
+    ws = small_ws(ctx)
+    ctx.run_json(ws, "echo committed-before > kept.txt && echo changed >> known.txt").expect(
+        outcome="committed", exit_status=0)
+    before = mf.manifest(ws)
+    p = subprocess.Popen([ctx.txbox, "run", "-w", ws, "--", "echo x > other; sleep 30"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ws)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    time.sleep(0.3)
+    r = ctx.run_txbox(["recover", "-w", ws], cwd=ws)
+    check(r.rc == 0, "recover exited %d: %r" % (r.rc, r.err[-300:]))
+    lines = mf.diff(before, mf.manifest(ws), dir_mtime=False)
+    check(not lines, "recovery changed the workspace (an old journal replayed?):\n%s"
+          % mf.format_diff(["  " + l for l in lines]))
+    with open(os.path.join(ws, "kept.txt")) as f:
+        check(f.read() == "committed-before\n", "the earlier commit was undone")
