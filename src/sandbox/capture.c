@@ -96,16 +96,27 @@ void capture_pass_flush(capture *c, int wait_ms)
 
 bool capture_read(capture *c, int fd)
 {
+	return capture_read_some(c, fd, 16) > 0;
+}
+
+void capture_drain(capture *c, int fd)
+{
+	while (capture_read_some(c, fd, 16) == 1)
+		;
+}
+
+int capture_read_some(capture *c, int fd, int rounds_max)
+{
 	char chunk[65536];
-	for (int rounds = 0; rounds < 16; rounds++) {
+	for (int rounds = 0; rounds < rounds_max; rounds++) {
 		ssize_t n = read(fd, chunk, sizeof chunk);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == EAGAIN;
+			return errno == EAGAIN ? 2 : 0;
 		}
 		if (n == 0)
-			return false;
+			return 0;
 		if (c->passthrough >= 0 && !c->pass_gone) {
 			queue(c, chunk, (size_t)n);
 			capture_pass_flush(c, 0);
@@ -133,7 +144,7 @@ bool capture_read(capture *c, int fd)
 			c->len += take;
 		}
 	}
-	return true;
+	return 1;
 }
 
 char *capture_take(capture *c, size_t *len, bool *truncated)

@@ -22,6 +22,12 @@ void capture_init(capture *c, size_t limit, int passthrough);
 /* Read what is available from fd; returns false at EOF or error. Bytes past
  * the limit are discarded (and flagged) but still passed through. */
 bool capture_read(capture *c, int fd);
+/* One batch (at most rounds_max reads): 1 more may follow, 2 none waiting
+ * now (EAGAIN), 0 EOF or error. */
+int capture_read_some(capture *c, int fd, int rounds_max);
+/* What is in the pipe now, never waiting for its end (a writer may live on
+ * only as a descriptor in flight, which never closes). */
+void capture_drain(capture *c, int fd);
 /* Live copy still waiting for the fd to take it? */
 bool capture_pass_pending(const capture *c);
 /* Write waiting live copy while the fd takes it without blocking, waiting

@@ -630,6 +630,8 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	trace_mark("sup: cgroup joined, go sent");
 	close(syncp[1]);
 	syncp[1] = -1;
+	if (layer->while_running)
+		layer->while_running(layer->while_running_arg);
 
 	int pidfd = sys_pidfd_open(pid, 0);
 	capture cap_out, cap_err;
@@ -721,11 +723,11 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 				child_done = true;
 		}
 	}
-	if (child_done) { /* drain what init and the command left in the pipes */
-		while (out_open)
-			out_open = capture_read(&cap_out, outp[0]);
-		while (err_open)
-			err_open = capture_read(&cap_err, errp[0]);
+	if (child_done) { /* what init and the command left in the pipes (no waiting for EOF) */
+		if (out_open)
+			capture_drain(&cap_out, outp[0]);
+		if (err_open)
+			capture_drain(&cap_err, errp[0]);
 		while (rep_got < sizeof rep) {
 			ssize_t n = read(repp[0], (char *)&rep + rep_got, sizeof rep - rep_got);
 			if (n <= 0)

@@ -70,6 +70,10 @@ typedef struct sandbox_layer {
 	int upper_fd;             /* the upper dir, for measuring the disk limit (or -1) */
 	bool hide_state_by_whiteout; /* the upper holds a whiteout for .txbox (else a tmpfs hides it) */
 	const char *txid;         /* names the cgroup */
+	/* called once when the command has been started, to do work that can
+	 * wait (deleting a spare's old layer) while the command runs; or NULL */
+	void (*while_running)(void *arg);
+	void *while_running_arg;
 } sandbox_layer;
 
 /* A sandbox is started before the layer exists: its init builds the parts

@@ -23,63 +23,25 @@ static bool keep_hidden_whiteout(int dirfd, const char *name, void *arg)
 	       S_ISCHR(st.st_mode) && st.st_rdev == 0;
 }
 
-/* Make an earlier transaction's layer dirs as good as new: an upper with
- * nothing but the state dir's whiteout and no xattrs on its root (overlay's
- * own included: the kernel sets them again for this workspace), an empty
- * overlay index. tx_recycle left them so but for overlay's xattrs; this
- * makes sure. work/work is the kernel's to clean at mount. */
-int layer_scrub(int up, int wk, const char *hide, txbox_error *err)
-{
-	if (fs_empty_dir(up, keep_hidden_whiteout, (void *)hide, err) < 0)
-		return err ? err->code : -EIO;
-	/* index entries are extra links to committed files (overlayfs makes
-	 * index/ mode 0: fs_empty_dir_at makes it ours to read) */
-	struct stat ist;
-	if (fstatat(wk, "index", &ist, AT_SYMLINK_NOFOLLOW) == 0 && fs_empty_dir_at(wk, "index", NULL, NULL, err) < 0)
-		return err ? err->code : -EIO;
-	char fdp[32], path[40];
-	fs_fd_path(up, fdp);
-	snprintf(path, sizeof path, "%s/.", fdp); /* the directory, not the magic link */
-	_cleanup_free_ char *names = NULL;
-	size_t len = 0;
-	int r = fs_xattr_list(path, &names, &len);
-	if (r < 0)
-		return txbox_fail_errno(err, r, "listing the upper root's xattrs");
-	for (size_t i = 0; i < len; i += strlen(names + i) + 1) {
-		const char *n = names + i;
-		if (fremovexattr(up, n) == 0 || errno == ENODATA)
-			continue;
-		/* a security module's label is the filesystem's, not the command's */
-		if (!strncmp(n, "security.", 9) && (errno == EPERM || errno == EACCES || errno == EOPNOTSUPP))
-			continue;
-		return txbox_fail_errno(err, -errno, "removing the xattr %s from the upper root", n);
-	}
-	return 0;
-}
-
 int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, layer *out, txbox_error *err)
 {
 	out->upper_fd = out->work_fd = -1;
 	out->state_whiteout = false;
 	char rel[64];
 	snprintf(rel, sizeof rel, "layers/%u", index);
-	/* A spare transaction directory (tx_recycle) has its layer already. */
-	bool reused = true;
-	_cleanup_close_ int lfd = openat(txfd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (lfd < 0) {
-		reused = false;
-		lfd = fs_mkdir_p_at(txfd, rel, 0700, err);
-		if (lfd < 0)
-			return txbox_error_prefix(err, "creating layer %u", index);
-		if (mkdirat(lfd, "upper", 0700) < 0 || mkdirat(lfd, "work", 0700) < 0)
-			return txbox_fail_errno(err, -errno, "creating layer %u directories", index);
-	}
+	/* Always new directories: an old upper or work dir may still belong
+	 * to an overlay kept alive after its sandbox died (a descriptor in
+	 * flight in a Unix socket holds its superblock), and overlayfs
+	 * refuses a second mount on them. */
+	_cleanup_close_ int lfd = fs_mkdir_p_at(txfd, rel, 0700, err);
+	if (lfd < 0)
+		return txbox_error_prefix(err, "creating layer %u", index);
+	if (mkdirat(lfd, "upper", 0700) < 0 || mkdirat(lfd, "work", 0700) < 0)
+		return txbox_fail_errno(err, -errno, "creating layer %u directories", index);
 	_cleanup_close_ int up = openat(lfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_close_ int wk = openat(lfd, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (up < 0 || wk < 0)
 		return txbox_fail_errno(err, -errno, "opening layer %u", index);
-	if (reused && layer_scrub(up, wk, hide_name, err) < 0)
-		return txbox_error_prefix(err, "reusing layer %u", index);
 
 	/* The merged root shows the upper root's attributes: mirror the workspace. */
 	struct stat st, cur;

@@ -29,10 +29,7 @@ typedef struct layer {
  * hide_name is set, try to put a whiteout for it in the upper root. */
 int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, layer *out, txbox_error *err);
 void layer_close(layer *l);
-/* Empty a used layer for reuse: the upper keeps only hide (when it is a
- * whiteout) and loses its root's xattrs; work keeps work/ and an empty
- * index/ (its entries are extra links to committed files). */
-int layer_scrub(int upper_fd, int work_fd, const char *hide, txbox_error *err);
+
 
 typedef enum plan_kind {
 	PLAN_PUT = 0,   /* move the upper entry to the workspace, displacing what is there */

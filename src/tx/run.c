@@ -109,6 +109,13 @@ char *run_start_dir(const char *ws)
 	return strdup(ws);
 }
 
+static void delete_stale(void *arg)
+{
+	txbox_error e = TXBOX_ERROR_INIT;
+	tx_delete_stale(arg, &e); /* a failure leaves it for the spare's next user */
+	txbox_error_clear(&e);
+}
+
 int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 {
 	uint64_t t0 = clock_now_ns();
@@ -313,6 +320,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		.upper_fd = t.top.upper_fd,
 		.hide_state_by_whiteout = t.top.state_whiteout,
 		.txid = t.id,
+		.while_running = delete_stale,
+		.while_running_arg = &t,
 	};
 	if (sandbox_run_layer(sb, &sl, &so, &e) < 0) {
 		res->stdout_buf = steal_ptr(so.out);

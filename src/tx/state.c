@@ -191,7 +191,7 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	/* Before it gets a name recovery reads: its old journal and state and
 	 * anything else but the skeleton go (the layer itself is scrubbed by
 	 * layer_create). */
-	static const keep_names skeleton = {"displaced", "layers", NULL};
+	static const keep_names skeleton = {"displaced", TX_STALE_NAME, NULL};
 	if (fs_empty_dir(fd, keep_listed, (void *)&skeleton, &e) < 0 ||
 	    fs_empty_dir_at(fd, "displaced", NULL, NULL, &e) < 0 || publish(s, name, out, &e) < 0) {
 		txbox_error_clear(&e);
@@ -201,7 +201,16 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	}
 	out->fd = fd;
 	out->recycled = true;
+	out->has_stale = faccessat(fd, TX_STALE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	return true;
+}
+
+int tx_delete_stale(tx *t, txbox_error *err)
+{
+	if (t->fd < 0 || !t->has_stale)
+		return 0;
+	t->has_stale = false;
+	return fs_remove_tree_at(t->fd, TX_STALE_NAME, err);
 }
 
 static bool take_spare(tx_state_dir *s, tx *out)
@@ -325,11 +334,12 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
 /* Park the transaction's directory as a spare. What must not outlive the
  * transaction goes now: the originals a commit displaced, whatever the
  * command wrote that was not published, and overlay index entries (extra
- * links to committed files). The rest — journal and state files (right
- * after a commit's fsyncs their unlinks wait for the filesystem journal),
- * overlay's xattrs, stray files — is removed by whoever takes the spare,
- * before it gets a transaction's name (take_one, layer_create), off the
- * critical path. A spare's name is never read by recovery. */
+ * links to committed files). The emptied layer is renamed aside (stale/)
+ * and deleted by the transaction that takes the spare, while its command
+ * runs; journal and state files (right after a commit's fsyncs their
+ * unlinks wait for the filesystem journal) and stray files are removed by
+ * the taker before the spare gets a transaction's name (take_one). A
+ * spare's name is never read by recovery. */
 static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 {
 	const keep_names upper = {NULL, NULL, s->state_inside ? TX_STATE_DIR_NAME : NULL};
@@ -360,6 +370,10 @@ static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 	int spares = each_spare(s, NULL, NULL);
 	if (spares < 0 || spares >= TX_SPARES_MAX)
 		return txbox_fail(err, -ENOSPC, "enough spares");
+	/* The emptied layer is set aside, not reused (layer_create makes new
+	 * dirs); the next transaction deletes it while its command runs. */
+	if (renameat2(t->fd, "layers", t->fd, TX_STALE_NAME, RENAME_NOREPLACE) < 0)
+		return txbox_fail_errno(err, -errno, "setting the layer of %s aside", t->id);
 	char name[TX_ID_MAX + 8];
 	snprintf(name, sizeof name, ".spare-%s", t->id);
 	if (renameat2(s->txs_fd, t->id, s->txs_fd, name, RENAME_NOREPLACE) < 0)

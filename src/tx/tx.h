@@ -6,7 +6,8 @@
  *   .txbox/tx/<id>/            one transaction; flock on the dir while a
  *                              txbox process owns it
  *   .txbox/tx/.new-<id>/       one being created (locked, then renamed)
- *   .txbox/tx/.spare-<id>/     an emptied one kept for reuse (tx_recycle)
+ *   .txbox/tx/.spare-<id>/     an emptied one kept for reuse (tx_recycle): displaced/ and
+ *                              stale/ (its emptied layer, deleted by the next user)
  *   .txbox/tx/.trash-<id>/     one being deleted
  *       state                  running | held | applying | committed
  *       layers/<n>/{upper,work}  the overlay layers (a stack; n = savepoint)
@@ -30,6 +31,7 @@
 #define TX_STATE_DIR_NAME ".txbox"
 #define TX_ID_MAX 64
 #define TX_SPARES_MAX 2 /* emptied transaction directories kept for reuse */
+#define TX_STALE_NAME "stale" /* a spare's previous, emptied layer, deleted by the next user */
 
 typedef struct tx_state_dir {
 	int ws_fd;     /* the workspace (O_RDONLY|O_DIRECTORY) */
@@ -48,6 +50,7 @@ typedef struct tx {
 	int fd;        /* .txbox/tx/<id>, flocked */
 	layer top;
 	bool recycled; /* the directory is a spare of an earlier transaction */
+	bool has_stale; /* it holds that transaction's emptied layer (stale/) */
 } tx;
 
 /* workspace.c: canonicalise and vet; ws_fd is returned open. Errors name the
@@ -68,6 +71,9 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err);
  * keep it as a spare for the next one, or remove it (tx_remove) when that
  * fails or enough spares exist. */
 int tx_recycle(tx_state_dir *s, tx *t, txbox_error *err);
+/* Delete the previous transaction's layer a spare still holds (stale/):
+ * done while the command runs, off the critical path. */
+int tx_delete_stale(tx *t, txbox_error *err);
 /* Roll back or finish transactions whose owner died. Returns how many. */
 int tx_recover_stale(tx_state_dir *s, txbox_error *err);
 

@@ -40,9 +40,11 @@ WORKLOADS = {
 
 def tx_leftovers(ws):
     """Entries of .txbox/tx that are not clean spares. A spare (an emptied
-    transaction directory kept for reuse) holds an empty displaced/, an upper with nothing but the .txbox whiteout, an
-    empty overlay index; layers/0/root and work/work may stay (the next
-    transaction rewrites them)."""
+    transaction directory kept for reuse) holds an empty displaced/ and its
+    emptied layer under stale/ (deleted by its next user): an upper with
+    nothing but the .txbox whiteout, an empty overlay index. journal and
+    state may stay until the spare is taken (never read under a spare's
+    name)."""
     txd = os.path.join(ws, ".txbox", "tx")
     bad = []
     for e in os.listdir(txd):
@@ -55,19 +57,17 @@ def tx_leftovers(ws):
                 return sorted(os.listdir(os.path.join(p, rel)))
             except OSError as ex:
                 return [f"<{ex.strerror}>"]
-        up = os.path.join(p, "layers/0/upper")
+        up = os.path.join(p, "stale/0/upper")
         upper_ok = all(n == ".txbox" and stat.S_ISCHR(os.lstat(os.path.join(up, n)).st_mode)
-                       for n in ls("layers/0/upper"))
-        idx = os.path.join(p, "layers/0/work/index")
-        index_ok = not os.path.lexists(idx) or ls("layers/0/work/index") == []
-        # journal and state stay until the spare is taken (never read under a spare's name)
-        if (not {"displaced", "layers"} <= set(ls("")) <= {"displaced", "layers", "journal", "state"}
-                or ls("displaced") or ls("layers") != ["0"]
-                or not set(ls("layers/0")) <= {"upper", "work", "root"} or not upper_ok
-                or not set(ls("layers/0/work")) <= {"work", "index"} or not index_ok):
+                       for n in ls("stale/0/upper"))
+        idx = os.path.join(p, "stale/0/work/index")
+        index_ok = not os.path.lexists(idx) or ls("stale/0/work/index") == []
+        if (not {"displaced", "stale"} <= set(ls("")) <= {"displaced", "stale", "journal", "state"}
+                or ls("displaced") or ls("stale") != ["0"]
+                or not set(ls("stale/0")) <= {"upper", "work", "root"} or not upper_ok
+                or not set(ls("stale/0/work")) <= {"work", "index"} or not index_ok):
             bad.append(e + " (not an empty skeleton)")
     return bad
-
 
 def manifest(root):
     out = {}
