@@ -1,26 +1,30 @@
-/* cache: a loaded policy file, kept compiled next to the workspace's state
- * (WS/.txbox/policy.cache) so the next run does not parse its YAML again
- * (libyaml takes ~2 ms for a policy the size of the default).
+/* cache: a loaded policy file, kept compiled in the user's own cache
+ * directory ($XDG_CACHE_HOME/txbox or ~/.cache/txbox, owned by the user and
+ * writable by nobody else; never in the workspace, whose content may come
+ * from anywhere) so the next run does not parse its YAML again (libyaml
+ * takes ~2 ms for a policy the size of the default).
  *
- * The cache holds the policy file's whole text and the policy serialized as
+ * An entry holds the policy file's whole text and the policy serialized as
  * a stream of typed fields. It is used only when the text is byte for byte
- * the file's current text, and read with every length and count checked
- * against what is left and against the loader's own limits: a damaged or
- * foreign cache is ignored (the file is parsed), never trusted. */
+ * the file's current text and it was written by this very build of the
+ * loader (its defaults included), and it is read with every length and
+ * count checked against what is left and against the loader's own limits:
+ * a damaged or foreign entry is ignored (the file is parsed). */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CACHE_NAME "policy.cache"
-#define CACHE_MAGIC "TXBXPOL2"
+#define CACHE_MAGIC "TXBXPOL3"
 #define CACHE_MAX (8u << 20)
 
 /* ---- writing ------------------------------------------------------------ */
@@ -154,19 +158,62 @@ static uint64_t layout(void)
 	       (uint64_t)sizeof(policy_sandbox) ^ POLICY_MAX_LIST;
 }
 
-void policy_cache_store(int state_fd, const char *text, size_t len, const policy *p)
+static void entry_name(const char *text, size_t len, char name[40])
 {
-	if (state_fd < 0 || !p || p->builtin)
+	uint64_t h = 1469598103934665603ull; /* FNV-1a: names the entry; the text itself is compared */
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+	snprintf(name, 40, "policy-%016llx", (unsigned long long)h);
+}
+
+static void put_build(wbuf *w)
+{
+	put_u64(w, layout());
+	put_str(w, policy_loader_build);
+}
+
+int policy_cache_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char path[PATH_MAX];
+	if (xdg && xdg[0] == '/')
+		snprintf(path, sizeof path, "%s", xdg);
+	else if (home && home[0] == '/')
+		snprintf(path, sizeof path, "%s/.cache", home);
+	else
+		return -1;
+	_cleanup_close_ int base = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (base < 0 && errno == ENOENT && mkdir(path, 0700) == 0)
+		base = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (base < 0)
+		return -1;
+	if (mkdirat(base, "txbox", 0700) < 0 && errno != EEXIST)
+		return -1;
+	int fd = openat(base, "txbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	/* ours alone: nobody else may plant an entry */
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void policy_cache_store(int dir_fd, const char *text, size_t len, const policy *p)
+{
+	if (dir_fd < 0 || !p || p->builtin)
 		return;
+	char name[40];
+	entry_name(text, len, name);
 	wbuf w = {0};
 	put(&w, CACHE_MAGIC, 8);
-	put_u64(&w, layout());
+	put_build(&w);
 	put_u64(&w, len);
 	put(&w, text, len);
 	put_policy(&w, p);
 	if (!w.oom && w.len <= CACHE_MAX) {
 		txbox_error e = TXBOX_ERROR_INIT;
-		fs_write_file_atomic(state_fd, CACHE_NAME, w.p, w.len, 0600, &e);
+		fs_write_file_atomic(dir_fd, name, w.p, w.len, 0600, &e);
 		txbox_error_clear(&e);
 	}
 	free(w.p);
@@ -361,21 +408,29 @@ static void get_policy(rbuf *r, policy *p)
 		r->bad = true; /* trailing bytes: not what we wrote */
 }
 
-policy *policy_cache_load(int state_fd, const char *text, size_t len)
+policy *policy_cache_load(int dir_fd, const char *text, size_t len)
 {
-	if (state_fd < 0)
+	if (dir_fd < 0)
 		return NULL;
-	_cleanup_close_ int fd = openat(state_fd, CACHE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char name[40];
+	entry_name(text, len, name);
+	_cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 24 || st.st_size > CACHE_MAX)
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) ||
+	    st.st_size < 24 || st.st_size > CACHE_MAX)
 		return NULL;
 	_cleanup_free_ char *buf = malloc((size_t)st.st_size);
 	if (!buf || read(fd, buf, (size_t)st.st_size) != st.st_size)
 		return NULL;
 	rbuf r = {.p = buf, .len = (size_t)st.st_size};
 	char magic[8];
-	if (!get(&r, magic, 8) || memcmp(magic, CACHE_MAGIC, 8) != 0 || get_u64(&r) != layout() ||
-	    get_u64(&r) != len || r.bad || len > r.len - r.off || memcmp(r.p + r.off, text, len) != 0)
+	arena tmp = {0};
+	r.mem = &tmp;
+	bool same = get(&r, magic, 8) && memcmp(magic, CACHE_MAGIC, 8) == 0 && get_u64(&r) == layout();
+	char *build = same ? get_str(&r, false) : NULL;
+	same = same && build && strcmp(build, policy_loader_build) == 0;
+	arena_free(&tmp);
+	if (!same || get_u64(&r) != len || r.bad || len > r.len - r.off || memcmp(r.p + r.off, text, len) != 0)
 		return NULL; /* another policy text, or another build */
 	r.off += len;
 	return policy_cache_decode(r.p + r.off, r.len - r.off);

@@ -41,6 +41,10 @@ static const char *type_name(const ynode *n)
 	return n->type == YN_MAP ? "a mapping" : n->type == YN_SEQ ? "a list" : "a scalar";
 }
 
+/* Identifies this build of the loader for policy/cache.c: a cached policy
+ * was made with these defaults and rules of reading. */
+const char policy_loader_build[] = __DATE__ " " __TIME__;
+
 /* ---- the sandbox section's defaults ------------------------------------ */
 
 static const char *const default_masked[] = {

@@ -44,11 +44,12 @@ int policy_load_buffer(const char *name, const char *buf, size_t len, policy **o
 
 int policy_load_file(const char *path, policy **out, txbox_error *err)
 {
-	return policy_load_file_cached(path, -1, out, err);
+	return policy_load_file_cached(path, false, out, err);
 }
 
-int policy_load_file_cached(const char *path, int state_fd, policy **out, txbox_error *err)
+int policy_load_file_cached(const char *path, bool use_cache, policy **out, txbox_error *err)
 {
+	_cleanup_close_ int cache_fd = use_cache ? policy_cache_dir() : -1;
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
 	struct stat st;
@@ -81,11 +82,11 @@ int policy_load_file_cached(const char *path, int state_fd, policy **out, txbox_
 	if (len > POLICY_MAX_FILE_BYTES)
 		return txbox_fail(err, -EFBIG, "%s:1:1: policy is over the limit of %d bytes", path,
 				  POLICY_MAX_FILE_BYTES);
-	if ((*out = policy_cache_load(state_fd, buf, len)))
+	if ((*out = policy_cache_load(cache_fd, buf, len)))
 		return 0;
 	int r = policy_load_buffer(path, buf, len, out, err);
 	if (r == 0)
-		policy_cache_store(state_fd, buf, len, *out);
+		policy_cache_store(cache_fd, buf, len, *out);
 	return r;
 }
 

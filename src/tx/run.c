@@ -70,18 +70,6 @@ int run_load_policy(const char *file, policy **out, txbox_error *err)
 	return policy_load_default(out, err);
 }
 
-/* A policy file is kept compiled in the state dir, when there is one yet
- * (policy/cache.c). */
-static int run_load_policy_cached(const char *file, int ws_fd, const char *state_dir, policy **out,
-				  txbox_error *err)
-{
-	if (!file)
-		return policy_load_default(out, err);
-	_cleanup_close_ int sfd = state_dir ? open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-					    : openat(ws_fd, TX_STATE_DIR_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return policy_load_file_cached(file, sfd, out, err);
-}
-
 static void set_error(txbox_result *res, txbox_error *e)
 {
 	res->outcome = TXBOX_ERROR;
@@ -151,7 +139,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	trace_mark("run: workspace opened");
 	/* The policy (its sandbox settings are needed to start the sandbox). */
 	uint64_t tp = clock_now_ns();
-	if (run_load_policy_cached(opts->policy_file, ws_fd, opts->state_dir, &pol, &e) < 0)
+	if ((opts->policy_file ? policy_load_file_cached(opts->policy_file, true, &pol, &e)
+			       : policy_load_default(&pol, &e)) < 0)
 		goto fail;
 	const policy_sandbox *ps = policy_get_sandbox(pol);
 	const char *home = getenv("HOME");

@@ -5,6 +5,7 @@
 #include "policy/internal.h"
 #include "policy/policy.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -80,7 +81,16 @@ static void test_roundtrip(void **state)
 	free(other);
 	policy_free(cached);
 	policy_free(parsed);
-	unlinkat(dfd, "policy.cache", 0);
+	DIR *d = fdopendir(dup(dfd));
+	assert_non_null(d);
+	int entries = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		if (de->d_name[0] != '.') {
+			entries++;
+			unlinkat(dfd, de->d_name, 0);
+		}
+	closedir(d);
+	assert_int_equal(entries, 1); /* one entry, named by the text */
 	close(dfd);
 	rmdir(dir);
 }
