@@ -6,6 +6,8 @@
 #include "sandbox/capture.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,24 +22,33 @@ void capture_init(capture *c, size_t limit, int passthrough)
 	memset(c, 0, sizeof *c);
 	c->limit = limit ? limit : 1024 * 1024;
 	c->passthrough = passthrough;
+	c->pass_own = -1;
 	if (passthrough >= 0) {
 		struct stat st;
-		/* How much one write may carry without blocking once poll says
-		 * POLLOUT: a pipe has a free page then; a terminal guarantees
-		 * little (n_tty wakes writers at 256 bytes of room). */
 		c->pass_sock = fstat(passthrough, &st) == 0 && S_ISSOCK(st.st_mode);
-		c->pass_chunk = isatty(passthrough) ? 256 : 4096;
+		c->pass_chunk = 4096;
+		/* A terminal or a pipe: write through a description of our own
+		 * opened non-blocking (the caller's, shared with its shell, keeps
+		 * its flags), so a write never sleeps whatever room poll saw.
+		 * Sockets get send(MSG_DONTWAIT); regular files do not block. */
+		if (!c->pass_sock && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+			char path[40];
+			snprintf(path, sizeof path, "/proc/self/fd/%d", passthrough);
+			c->pass_own = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+			if (c->pass_own < 0)
+				c->pass_chunk = isatty(passthrough) ? 1 : 4096; /* no /proc: writes that cannot block */
+		}
 	}
 }
 
 static void queue(capture *c, const char *p, size_t n)
 {
-	if (c->pass_dropped || c->pend_len + n > PASS_QUEUE_MAX) {
-		c->pass_dropped = true;
-		return;
-	}
 	if (c->pend_off && c->pend_off == c->pend_len)
 		c->pend_off = c->pend_len = 0;
+	if (c->pass_dropped || c->pend_len - c->pend_off + n > PASS_QUEUE_MAX) {
+		c->pass_dropped = true; /* the reader fell 8 MiB behind: stop the live copy */
+		return;
+	}
 	if (c->pend_len + n > c->pend_cap) {
 		if (c->pend_off) { /* compact */
 			memmove(c->pend, c->pend + c->pend_off, c->pend_len - c->pend_off);
@@ -82,11 +93,14 @@ void capture_pass_flush(capture *c, int wait_ms)
 		size_t n = c->pend_len - c->pend_off;
 		if (n > c->pass_chunk)
 			n = c->pass_chunk;
-		ssize_t w = c->pass_sock ? send(c->passthrough, c->pend + c->pend_off, n, MSG_DONTWAIT | MSG_NOSIGNAL)
-					 : write(c->passthrough, c->pend + c->pend_off, n);
+		ssize_t w = c->pass_sock   ? send(c->passthrough, c->pend + c->pend_off, n, MSG_DONTWAIT | MSG_NOSIGNAL)
+			    : c->pass_own >= 0 ? write(c->pass_own, c->pend + c->pend_off, n)
+					       : write(c->passthrough, c->pend + c->pend_off, n);
 		if (w < 0) {
-			if (errno == EINTR || errno == EAGAIN)
+			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN)
+				return; /* full after all: wait for the next POLLOUT */
 			c->pass_gone = true;
 			return;
 		}
@@ -158,6 +172,9 @@ char *capture_take(capture *c, size_t *len, bool *truncated)
 	*len = c->len;
 	*truncated = c->truncated;
 	c->buf = NULL;
+	if (c->pass_own >= 0)
+		close(c->pass_own);
+	c->pass_own = -1;
 	free(c->pend);
 	c->pend = NULL;
 	c->pend_len = c->pend_off = c->pend_cap = 0;

@@ -10,6 +10,7 @@ typedef struct capture {
 	size_t len, cap, limit;
 	bool truncated;
 	int passthrough;    /* fd or -1 */
+	int pass_own;       /* our own non-blocking description of it, or -1 */
 	char *pend;         /* live copy not yet written */
 	size_t pend_off, pend_len, pend_cap;
 	size_t pass_chunk;  /* bytes one write may carry when the fd polls writable */

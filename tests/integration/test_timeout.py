@@ -146,3 +146,33 @@ def timeout_stalled_terminal(ctx):
         if w >= 0:
             os.close(w)
         os.close(r)
+
+
+@test("timeout/live-output-stalled-terminal")
+def timeout_stalled_pty(ctx):
+    """The same with a terminal (a pty nobody reads, as a stalled ssh
+    session): a terminal says it is writable with very little room, and a
+    write into it must still never block txbox."""
+    import pty
+    import subprocess
+    ws = small_ws(ctx)
+    master, slave = pty.openpty()
+    try:
+        t0 = time.time()
+        p = subprocess.Popen([ctx.txbox, "run", "-w", ws, "--timeout", "3", "--", "seq 1 500000; sleep 60"],
+                             stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ws)
+        os.close(slave)
+        slave = -1
+        try:
+            _, err = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise Fail("txbox still running 20 s after a 3 s timeout while its terminal was not read")
+        took = time.time() - t0
+        check(p.returncode == 124, "exit %d, expected 124 (timeout); stderr: %r" % (p.returncode, err[-300:]))
+        check(took < 6.0, "txbox took %.1f s with a 3 s timeout (blocked on the terminal?)" % took)
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
