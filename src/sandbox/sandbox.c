@@ -109,6 +109,9 @@ static void direct_exec(const char *const *argv, char *const *envp)
 			pwd_at = (ssize_t)n;
 	char cwd[PATH_MAX + 4] = "PWD=";
 	struct stat a, b;
+	/* execvpe searches the PATH of the calling process's environment:
+	 * make that the command's (this is the forked child) */
+	environ = (char **)envp;
 	if (pwd_at >= 0 && envp[pwd_at][4] == '/' && stat(envp[pwd_at] + 4, &a) == 0 && stat(".", &b) == 0 &&
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
 		execvpe(argv[0], (char *const *)argv, envp);
@@ -124,7 +127,9 @@ static void direct_exec(const char *const *argv, char *const *envp)
 		if ((ssize_t)i != pwd_at)
 			env[k++] = envp[i];
 	env[k] = cwd;
+	environ = env;
 	execvpe(argv[0], (char *const *)argv, env);
+	environ = (char **)envp;
 	free(env);
 }
 

@@ -97,6 +97,31 @@ char *run_start_dir(const char *ws)
 	return strdup(ws);
 }
 
+/* Whether exec'ing a literal command directly does what `/bin/sh -c` would:
+ * /bin/sh is dash (bash as sh would also import exported functions and set
+ * SHLVL and _), the command's environment has a PATH (without one, sh and
+ * execvp search different defaults) and exports no bash functions. */
+static bool direct_exec_like_sh(char *const *envp)
+{
+	static int dash = -1;
+	if (dash < 0) {
+		char buf[PATH_MAX];
+		char *real = realpath("/bin/sh", buf);
+		const char *base = real ? strrchr(real, '/') : NULL;
+		dash = base && !strcmp(base, "/dash");
+	}
+	if (!dash)
+		return false;
+	bool path = false;
+	for (char *const *e = envp; e && *e; e++) {
+		if (!strncmp(*e, "PATH=", 5))
+			path = true;
+		if (!strncmp(*e, "BASH_FUNC_", 10))
+			return false;
+	}
+	return path;
+}
+
 static void delete_stale(void *arg)
 {
 	txbox_error e = TXBOX_ERROR_INIT;
@@ -189,11 +214,10 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	}
 	const char *shargv[] = {"/bin/sh", "-c", opts->argv[0], NULL};
 	/* One plain command (no quoting, expansion, operator, builtin) is
-	 * exec'ed as the shell would, without starting one. Needs PATH set:
-	 * without it sh and execvp search different defaults. */
-	if (opts->argc == 1 && getenv("PATH"))
+	 * exec'ed as the shell would, without starting one. */
+	if (opts->argc == 1 && direct_exec_like_sh(envp))
 		literal = shell_literal_argv(opts->argv[0]);
-	if (opts->validate && getenv("PATH"))
+	if (opts->validate && direct_exec_like_sh(envp))
 		vliteral = shell_literal_argv(opts->validate);
 	if (opts->argc > 1) {
 		argv = calloc(opts->argc + 1, sizeof *argv);

@@ -52,3 +52,19 @@ def literal_validate(ctx):
         for f in ("outcome", "exit_code", "rollback_reason", "stdout", "stderr", "validation_exit_code"):
             check(a.json.get(f) == b.json.get(f), "--validate %r: %s differs without the shell: %r vs %r"
                   % (v, f, a.json.get(f), b.json.get(f)))
+
+
+@test("literal/command-path-not-txbox-path")
+def literal_path(ctx):
+    """The command's PATH decides, not txbox's: with PATH removed from the
+    command's environment (env_deny) a bare program name is not found,
+    with or without the shell."""
+    ws = small_ws(ctx)
+    pol = os.path.join(ctx.mkdtemp("policy"), "nopath.yaml")
+    with open(pol, "w") as f:
+        f.write("version: 1\nsandbox:\n  env_deny: [PATH]\nrules: []\n")
+    a = ctx.run_json(ws, "ls", extra=["--policy", pol])
+    b = ctx.run_json(ws, "ls;", extra=["--policy", pol])
+    for fld in ("outcome", "exit_code", "stdout"):
+        check(a.json.get(fld) == b.json.get(fld), "without PATH, %s differs: %r (literal) vs %r (sh)"
+              % (fld, a.json.get(fld), b.json.get(fld)))
