@@ -94,9 +94,17 @@ int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 static int open_dir_for_removal(int dfd, const char *name)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0)
-		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return fd;
+	if (fd >= 0 || errno != EACCES)
+		return fd;
+	/* chmod exactly that directory (never through a symlink swapped in) */
+	_cleanup_close_ int p = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char path[40];
+	if (p < 0)
+		return -1;
+	fs_fd_path(p, path);
+	if (chmod(path, 0700) < 0)
+		return -1;
+	return openat(p, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 struct linux_dirent64 {
@@ -169,6 +177,12 @@ static int remove_children(int dfd, bool own, txbox_error *err, unsigned depth, 
 					}
 				}
 				_cleanup_close_ int cfd = open_dir_for_removal(dfd, name);
+				if (cfd < 0 && errno == EACCES && !made_writable) {
+					/* no search permission here: this directory is ours to change */
+					made_writable = true;
+					fchmod(dfd, 0700);
+					cfd = open_dir_for_removal(dfd, name);
+				}
 				if (cfd < 0) {
 					if (errno != ENOENT)
 						r = txbox_fail_errno(err, -errno, "opening %s", name);

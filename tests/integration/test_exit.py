@@ -359,3 +359,18 @@ def no_userns(ctx):
           % (allowed.returncode, allowed.stderr[-300:]))
     check(b"user namespaces" in allowed.stderr, "the error does not name user namespaces: %r" % allowed.stderr[-300:])
     _ws_unchanged(before, ws, "no user namespaces")
+
+
+@test("exit/rollback-of-unsearchable-dirs")
+def rollback_unsearchable(ctx):
+    """What the command leaves without permissions — a directory without
+    search or write permission, with a tree inside — is still removed on
+    rollback (as the unprivileged user too), with no error and nothing left."""
+    ws = small_ws(ctx)
+    before = mf.manifest(ws)
+    res = ctx.run_json(ws, "mkdir -p d/sub/x && touch d/sub/x/f && chmod 500 d/sub/x && chmod 644 d && "
+                           "mkdir e && chmod 0 e && exit 1")
+    res.expect(outcome="rolled_back", exit_status=1, rollback_reason="exit_status")
+    _ws_unchanged(before, ws, "unsearchable dirs")
+    left = [e for e in os.listdir(os.path.join(ws, ".txbox", "tx")) if not e.startswith(".spare-")]
+    check(not left, "transactions left behind: %r" % left)
