@@ -70,9 +70,9 @@ int limits_cgroup_attach(limits_cgroup *cg, pid_t pid, txbox_error *err);
  * grace period (5-20 ms); a thread moving itself by writing "0" to a
  * hierarchy's `tasks` file does not. So the sandbox's init joins v1 by
  * itself: these are the files (allocated paths, at most max; returns how
- * many; none for v2). limits_cgroup_attach_parent_side() does the rest
+ * many, none for v2, negative when they cannot all be listed). limits_cgroup_attach_parent_side() does the rest
  * (v2: moving pid from here). */
-size_t limits_cgroup_self_join_files(const limits_cgroup *cg, char **out, size_t max);
+ssize_t limits_cgroup_self_join_files(const limits_cgroup *cg, char **out, size_t max); /* -ENOMEM */
 int limits_cgroup_attach_parent_side(limits_cgroup *cg, pid_t pid, txbox_error *err);
 /* After the sandbox ended: which limit was hit, if any ("memory", "pids", "cpu") or NULL. */
 const char *limits_cgroup_exceeded(limits_cgroup *cg);

@@ -547,22 +547,22 @@ int limits_cgroup_attach_parent_side(limits_cgroup *cg, pid_t pid, txbox_error *
 	return limits_cgroup_attach(cg, pid, err);
 }
 
-size_t limits_cgroup_self_join_files(const limits_cgroup *cg, char **out, size_t max)
+ssize_t limits_cgroup_self_join_files(const limits_cgroup *cg, char **out, size_t max)
 {
 	size_t n = 0;
 	if (!cg || cg->v2)
 		return 0;
-	for (int i = 0; i < V1_N && n < max; i++) {
+	for (int i = 0; i < V1_N; i++) {
 		if (!cg->v1[i])
 			continue;
-		if (asprintf(&out[n], "%s/tasks", cg->v1[i]) < 0) {
+		if (n == max || asprintf(&out[n], "%s/tasks", cg->v1[i]) < 0) {
 			while (n > 0)
 				free(out[--n]);
-			return 0;
+			return -ENOMEM;
 		}
 		n++;
 	}
-	return n;
+	return (ssize_t)n;
 }
 
 const char *limits_cgroup_exceeded(limits_cgroup *cg)

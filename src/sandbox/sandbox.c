@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -56,6 +57,23 @@ static void write_all(int fd, const void *buf, size_t len)
 	const char *p = buf;
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* To init over the sync socket: a dead init must not kill a library
+ * caller that does not ignore SIGPIPE. */
+static void send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -495,7 +513,7 @@ int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err)
 	sandbox_spec *s = &sb->local;
 	int r;
 	if (pipe2(sb->outp, O_CLOEXEC) < 0 || pipe2(sb->errp, O_CLOEXEC) < 0 || pipe2(sb->repp, O_CLOEXEC) < 0 ||
-	    pipe2(sb->syncp, O_CLOEXEC) < 0) {
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sb->syncp) < 0) {
 		r = txbox_fail_errno(err, -errno, "creating pipes");
 		sandbox_free(sb);
 		return r;
@@ -549,7 +567,7 @@ int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err)
 			sandbox_abort(sb);
 			return r;
 		}
-		write_all(sb->syncp[1], "u", 1);
+		send_all(sb->syncp[1], "u", 1);
 	}
 	*out = sb;
 	return 0;
@@ -584,8 +602,8 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 		}
 		unsigned char hdr[3] = {layer->hide_state_by_whiteout ? 1 : 0, (unsigned char)(rl & 0xff),
 					(unsigned char)(rl >> 8)};
-		write_all(syncp[1], hdr, sizeof hdr);
-		write_all(syncp[1], layer->rel, rl);
+		send_all(syncp[1], hdr, sizeof hdr);
+		send_all(syncp[1], layer->rel, rl);
 	}
 	/* A cgroup only when a limit needs one, made while init mounts the
 	 * overlay. Without it (or when it cannot be joined), init falls back to
@@ -601,22 +619,23 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	trace_mark("sup: cgroup created");
 	{ /* the v1 files init joins by itself: a count, u16 length + path each */
 		char *join[4] = {NULL};
-		size_t njoin = limits_cgroup_self_join_files(cg, join, ARRAY_SIZE(join));
+		ssize_t nj = limits_cgroup_self_join_files(cg, join, ARRAY_SIZE(join));
+		size_t njoin = nj > 0 ? (size_t)nj : 0;
 		size_t ok = 0;
 		for (size_t i = 0; i < njoin; i++)
 			ok += strlen(join[i]) < PATH_MAX;
 		unsigned char cnt = (unsigned char)(ok == njoin ? njoin : 0);
-		if (ok != njoin) { /* cannot be said: no cgroup, rlimits */
+		if (nj < 0 || ok != njoin) { /* cannot be said: no cgroup, rlimits */
 			limits_cgroup_destroy(cg);
 			cg = NULL;
 		}
-		write_all(syncp[1], &cnt, 1);
+		send_all(syncp[1], &cnt, 1);
 		for (size_t i = 0; i < njoin; i++) {
 			size_t jl = strlen(join[i]);
 			if (cnt) {
 				unsigned char l2[2] = {(unsigned char)(jl & 0xff), (unsigned char)(jl >> 8)};
-				write_all(syncp[1], l2, 2);
-				write_all(syncp[1], join[i], jl);
+				send_all(syncp[1], l2, 2);
+				send_all(syncp[1], join[i], jl);
 			}
 			free(join[i]);
 		}
@@ -630,7 +649,7 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	if (!cg)
 		o->mechanism = TXBOX_LIMITS_RLIMIT;
 	o->cgroup = cg;
-	write_all(syncp[1], want_cg && !cg ? "m" : "g", 1);
+	send_all(syncp[1], want_cg && !cg ? "m" : "g", 1);
 	uint64_t t0 = clock_now_ns(); /* the timeout counts from here */
 	trace_mark("sup: cgroup joined, go sent");
 	close(syncp[1]);

@@ -413,9 +413,13 @@ int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 					snprintf(s->spares[s->nspares++], sizeof s->spares[0], "%s", de->d_name);
 				continue;
 			}
-			if (!strncmp(de->d_name, ".new-", 5)) { /* a txbox died creating it, unless locked */
+			if (!strncmp(de->d_name, ".new-", 5)) {
+				/* a txbox died creating it — unless it is locked, or so
+				 * young its creator may not have locked it yet */
 				_cleanup_close_ int fd = openat(s->txs_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+				struct stat nst;
+				if (fd >= 0 && fstat(fd, &nst) == 0 && time(NULL) - nst.st_mtime > 60 &&
+				    flock(fd, LOCK_EX | LOCK_NB) == 0) {
 					txbox_error e = TXBOX_ERROR_INIT;
 					fs_remove_tree_at(s->txs_fd, de->d_name, &e);
 					txbox_error_clear(&e);

@@ -364,7 +364,9 @@ static void test_self_join(void **state)
 	txbox_limit_mechanism mech;
 	limits_cgroup *cg = create_or_skip(&lim, &mech);
 	char *files[4] = {NULL};
-	size_t n = limits_cgroup_self_join_files(cg, files, 4);
+	ssize_t nj = limits_cgroup_self_join_files(cg, files, 4);
+	assert_true(nj >= 0);
+	size_t n = (size_t)nj;
 	if (mech == TXBOX_LIMITS_CGROUP2) {
 		assert_int_equal(n, 0);
 		limits_cgroup_destroy(cg);
