@@ -52,11 +52,14 @@ typedef struct init_report {
 	char msg[1024];
 } init_report;
 
-static void write_all(int fd, const void *buf, size_t len)
+/* All of buf; a socket is written with MSG_NOSIGNAL (the sync channel to
+ * init: a dead init must not kill a library caller that does not ignore
+ * SIGPIPE). */
+static void put_all(int fd, const void *buf, size_t len, bool sock)
 {
 	const char *p = buf;
 	while (len > 0) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n = sock ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -67,22 +70,8 @@ static void write_all(int fd, const void *buf, size_t len)
 	}
 }
 
-/* To init over the sync socket: a dead init must not kill a library
- * caller that does not ignore SIGPIPE. */
-static void send_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-}
+static void write_all(int fd, const void *buf, size_t len) { put_all(fd, buf, len, false); }
+static void send_all(int fd, const void *buf, size_t len) { put_all(fd, buf, len, true); }
 
 static bool read_full(int fd, void *buf, size_t len)
 {
