@@ -189,8 +189,8 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 		return false;
 	}
 	/* Before it gets a name recovery reads: its old journal and state and
-	 * anything else but the skeleton go (the layer itself is scrubbed by
-	 * layer_create). */
+	 * anything else but the skeleton go (layer_create makes a new layer;
+	 * the old one, stale/, is deleted while the command runs). */
 	static const keep_names skeleton = {"displaced", TX_STALE_NAME, NULL};
 	if (fs_empty_dir(fd, keep_listed, (void *)&skeleton, &e) < 0 ||
 	    fs_empty_dir_at(fd, "displaced", NULL, NULL, &e) < 0 || publish(s, name, out, &e) < 0) {
@@ -354,7 +354,7 @@ static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 	     (r = fs_empty_dir_at(t->top.work_fd, "index", NULL, NULL, err)) < 0))
 		return r;
 	/* xattrs the command set on the workspace root and did not publish
-	 * (overlay's own are the kernel's, scrubbed at reuse) */
+	 * (overlay's own are the kernel's; the layer goes with stale/) */
 	char fdp[32], path[40];
 	fs_fd_path(t->top.upper_fd, fdp);
 	snprintf(path, sizeof path, "%s/.", fdp);
