@@ -645,6 +645,7 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	syncp[1] = -1;
 	if (layer->while_running)
 		layer->while_running(layer->while_running_arg);
+	trace_mark("sup: while-running work done");
 
 	int pidfd = sys_pidfd_open(pid, 0);
 	capture cap_out, cap_err;
