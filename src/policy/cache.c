@@ -166,10 +166,25 @@ static void entry_name(const char *text, size_t len, char name[40])
 	snprintf(name, 40, "policy-%016llx", (unsigned long long)h);
 }
 
+/* This build: the loader's compile time (its defaults) and the identity
+ * of the running binary (an upgrade is a new file; reproducible builds
+ * may share compile times). */
+static void build_key(char *buf, size_t size)
+{
+	struct stat st;
+	memset(&st, 0, sizeof st);
+	stat("/proc/self/exe", &st);
+	snprintf(buf, size, "%s|%llx:%llx:%llx:%lld.%ld:%lld.%ld", policy_loader_build, (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino, (unsigned long long)st.st_size, (long long)st.st_mtim.tv_sec,
+		 st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+}
+
 static void put_build(wbuf *w)
 {
+	char key[256];
+	build_key(key, sizeof key);
 	put_u64(w, layout());
-	put_str(w, policy_loader_build);
+	put_str(w, key);
 }
 
 int policy_cache_dir(void)
@@ -428,7 +443,9 @@ policy *policy_cache_load(int dir_fd, const char *text, size_t len)
 	r.mem = &tmp;
 	bool same = get(&r, magic, 8) && memcmp(magic, CACHE_MAGIC, 8) == 0 && get_u64(&r) == layout();
 	char *build = same ? get_str(&r, false) : NULL;
-	same = same && build && strcmp(build, policy_loader_build) == 0;
+	char key[256];
+	build_key(key, sizeof key);
+	same = same && build && strcmp(build, key) == 0;
 	arena_free(&tmp);
 	if (!same || get_u64(&r) != len || r.bad || len > r.len - r.off || memcmp(r.p + r.off, text, len) != 0)
 		return NULL; /* another policy text, or another build */

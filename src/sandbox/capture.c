@@ -31,13 +31,15 @@ void capture_init(capture *c, size_t limit, int passthrough)
 		 * opened non-blocking (the caller's, shared with its shell, keeps
 		 * its flags), so a write never sleeps whatever room poll saw.
 		 * Sockets get send(MSG_DONTWAIT); regular files do not block. */
-		if (!c->pass_sock && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+		/* (never a pty master: reopening /dev/ptmx makes a new pty) */
+		bool master = S_ISCHR(st.st_mode) && isatty(passthrough) && ptsname(passthrough) != NULL;
+		if (!c->pass_sock && !master && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
 			char path[40];
 			snprintf(path, sizeof path, "/proc/self/fd/%d", passthrough);
 			c->pass_own = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-			if (c->pass_own < 0)
-				c->pass_chunk = isatty(passthrough) ? 1 : 4096; /* no /proc: writes that cannot block */
 		}
+		if (c->pass_own < 0 && S_ISCHR(st.st_mode) && isatty(passthrough))
+			c->pass_chunk = 256; /* no own description (another user's tty): n_tty's wake-up room */
 	}
 }
 

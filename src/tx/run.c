@@ -125,7 +125,7 @@ static bool direct_exec_like_sh(char *const *envp)
 static void delete_stale(void *arg)
 {
 	txbox_error e = TXBOX_ERROR_INIT;
-	tx_delete_stale(arg, &e); /* a failure leaves it for the spare's next user */
+	tx_delete_stale(arg, &e); /* a failure: recycle retries, else the tx dir is removed */
 	txbox_error_clear(&e);
 }
 
@@ -383,8 +383,10 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	if (res->rollback_reason) {
 		res->outcome = TXBOX_ROLLED_BACK;
 		sandbox_reap(&so);
+		/* nothing of the layer reached the workspace: a failed clean-up
+		 * leaves garbage for recovery, not a failed rollback */
 		if (tx_rollback(&sd, &t, &e) < 0)
-			goto fail_tx;
+			txbox_error_clear(&e);
 	} else if (have_verdict && verdict.decision == POLICY_HOLD) {
 		sandbox_reap(&so);
 		if (tx_set_state(&t, "held", &e) < 0)

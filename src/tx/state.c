@@ -371,8 +371,11 @@ static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 	if (spares < 0 || spares >= TX_SPARES_MAX)
 		return txbox_fail(err, -ENOSPC, "enough spares");
 	/* The emptied layer is set aside, not reused (layer_create makes new
-	 * dirs); the next transaction deletes it while its command runs. */
-	if (renameat2(t->fd, "layers", t->fd, TX_STALE_NAME, RENAME_NOREPLACE) < 0)
+	 * dirs); the next transaction deletes it while its command runs. An
+	 * older one still there (its deletion failed) goes first. */
+	if (renameat2(t->fd, "layers", t->fd, TX_STALE_NAME, RENAME_NOREPLACE) < 0 &&
+	    (errno != EEXIST || fs_remove_tree_at(t->fd, TX_STALE_NAME, err) < 0 ||
+	     renameat2(t->fd, "layers", t->fd, TX_STALE_NAME, RENAME_NOREPLACE) < 0))
 		return txbox_fail_errno(err, -errno, "setting the layer of %s aside", t->id);
 	char name[TX_ID_MAX + 8];
 	snprintf(name, sizeof name, ".spare-%s", t->id);
@@ -427,9 +430,13 @@ int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 				continue;
 			}
 			if (!strncmp(de->d_name, ".trash-", 7)) {
-				txbox_error e = TXBOX_ERROR_INIT;
-				fs_remove_tree_at(s->txs_fd, de->d_name, &e);
-				txbox_error_clear(&e);
+				/* its owner may still be deleting it (it keeps the lock) */
+				_cleanup_close_ int fd = openat(s->txs_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+					txbox_error e = TXBOX_ERROR_INIT;
+					fs_remove_tree_at(s->txs_fd, de->d_name, &e);
+					txbox_error_clear(&e);
+				}
 			}
 			continue;
 		}

@@ -148,6 +148,8 @@ static int remove_children(int dfd, bool own, txbox_error *err, unsigned depth, 
 			return txbox_fail_errno(err, -errno, "rewinding a directory");
 		for (;;) {
 			long n = syscall(SYS_getdents64, rd, buf, REMOVE_BUF);
+			if (n < 0 && errno == ENOENT)
+				return r; /* removed meanwhile (another txbox emptying it): done */
 			if (n < 0)
 				return txbox_fail_errno(err, -errno, "reading a directory");
 			if (n == 0)
