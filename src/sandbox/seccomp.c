@@ -272,12 +272,19 @@ static int build_filter(scmp_filter_ctx ctx, bool allow_extra_socket_families, t
 	return 0;
 }
 
+/* A filter context with the txbox rules (the caller releases it). */
+static int new_filter(bool allow_extra_socket_families, scmp_filter_ctx *out, txbox_error *err)
+{
+	*out = seccomp_init(SCMP_ACT_ALLOW);
+	if (!*out)
+		return txbox_fail(err, -ENOMEM, "seccomp: cannot create a filter context");
+	return build_filter(*out, allow_extra_socket_families, err);
+}
+
 int harden_seccomp_apply(bool allow_extra_socket_families, txbox_error *err)
 {
-	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (!ctx)
-		return txbox_fail(err, -ENOMEM, "seccomp: cannot create a filter context");
-	int r = build_filter(ctx, allow_extra_socket_families, err);
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+	int r = new_filter(allow_extra_socket_families, &ctx, err);
 	if (r < 0)
 		return r;
 	r = seccomp_load(ctx);
@@ -290,10 +297,8 @@ int harden_seccomp_compile(bool allow_extra_socket_families, void **bpf, size_t 
 {
 	*bpf = NULL;
 	*len = 0;
-	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (!ctx)
-		return txbox_fail(err, -ENOMEM, "seccomp: cannot create a filter context");
-	int r = build_filter(ctx, allow_extra_socket_families, err);
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+	int r = new_filter(allow_extra_socket_families, &ctx, err);
 	if (r < 0)
 		return r;
 	_cleanup_close_ int fd = memfd_create("txbox-seccomp", MFD_CLOEXEC);

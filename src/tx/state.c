@@ -200,7 +200,6 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 		return false; /* left as a spare or removed by recovery */
 	}
 	out->fd = fd;
-	out->recycled = true;
 	out->has_stale = faccessat(fd, TX_STALE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	return true;
 }

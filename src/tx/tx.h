@@ -49,7 +49,6 @@ typedef struct tx {
 	char id[TX_ID_MAX];
 	int fd;        /* .txbox/tx/<id>, flocked */
 	layer top;
-	bool recycled; /* the directory is a spare of an earlier transaction */
 	bool has_stale; /* it holds that transaction's emptied layer (stale/) */
 } tx;
 
