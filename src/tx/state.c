@@ -1,6 +1,9 @@
 /* state: the workspace's state dir (.txbox), transaction ids and
  * directories, their locks, and recovery of transactions whose txbox
- * process died (SIGKILL, power loss). */
+ * process died (SIGKILL, power loss). Whoever owns a workspace can plant a
+ * .txbox in it, so everything read back from the state dir is opened
+ * through open_trusted: the caller's own, writable by nobody else, never a
+ * symlink, a FIFO or a hard link. */
 #include "tx/tx.h"
 
 #include "util/cleanup.h"
@@ -120,9 +123,13 @@ static int open_trusted(int dirfd, const char *name, const char *where, mode_t t
 		snprintf(why, sizeof why, "it cannot be opened: %s", strerror(errno));
 		return refuse(err, where, name, why);
 	}
-	if (fstat(fd, &b) < 0 || b.st_ino != a.st_ino || b.st_dev != a.st_dev || untrusted(&b, type, why)) {
+	if (fstat(fd, &b) < 0 || b.st_ino != a.st_ino || b.st_dev != a.st_dev) {
 		close(fd);
-		return refuse(err, where, name, b.st_ino != a.st_ino ? "it changed while it was opened" : why);
+		return refuse(err, where, name, "it changed while it was opened");
+	}
+	if (untrusted(&b, type, why)) {
+		close(fd);
+		return refuse(err, where, name, why);
 	}
 	if (flags & O_NONBLOCK)
 		return fd;
