@@ -62,7 +62,8 @@ typedef struct txbox_run_opts {
 	bool net;               /* grant host networking */
 	bool skip_policy;       /* classify nothing (embedders that classified already) */
 	/* Run in a workspace owned by another user (refused otherwise: its owner
-	 * controls its content). Its state dir must still be the caller's own. */
+	 * controls its content). state_dir must then be set: the caller's own,
+	 * outside the workspace. */
 	bool allow_foreign_workspace;
 } txbox_run_opts;
 

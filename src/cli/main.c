@@ -30,7 +30,8 @@ static const char usage_text[] =
 	"\n"
 	"LIMITS: --memory SIZE  --pids N  --cpu SEC  --disk SIZE   (SIZE takes K/M/G suffixes)\n"
 	"-w defaults to the current directory, or the txbox workspace that holds it.\n"
-	"A workspace owned by another user is refused unless --allow-foreign-workspace is given.\n"
+	"A workspace owned by another user is refused unless --allow-foreign-workspace is given\n"
+	"(then with --state-dir DIR outside it, on its filesystem).\n"
 	"One COMMAND argument is shell text run by /bin/sh -c; several are an argv executed directly.\n"
 	"Exit status: 0 committed; the command's status when it failed; 128+N killed by signal N;\n"
 	"124 timeout; 125 txbox error; 126 denied by policy; 3 held.\n";

@@ -168,6 +168,45 @@ static int open_state_root(const char *ws_path, int ws_fd, const char *state_dir
 	return 0;
 }
 
+/* Whether the directory dirfd is ws or beneath it (walking up by "..",
+ * which a rename cannot fool: it is the directory's real parent). */
+static bool beneath(int dirfd, const struct stat *ws)
+{
+	_cleanup_close_ int fd = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (int depth = 0; fd >= 0 && depth < 4096; depth++) {
+		struct stat st, up;
+		if (fstat(fd, &st) < 0)
+			return true; /* cannot tell: assume the worst */
+		if (st.st_dev == ws->st_dev && st.st_ino == ws->st_ino)
+			return true;
+		int parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (parent < 0 || fstat(parent, &up) < 0 || (up.st_dev == st.st_dev && up.st_ino == st.st_ino)) {
+			if (parent >= 0)
+				close(parent);
+			return false; /* reached / */
+		}
+		close(fd);
+		fd = parent;
+	}
+	return true;
+}
+
+/* In another user's workspace the state dir must be outside it: its owner
+ * could rename one inside into the view of the caller's commands, let them
+ * change it, and rename it back. sfd < 0: not open yet. */
+static int foreign_state_where(const char *ws_path, const struct stat *wst, int sfd, txbox_error *err)
+{
+	if (wst->st_uid == geteuid() || (sfd >= 0 && !beneath(sfd, wst)))
+		return 0;
+	char who[96];
+	tx_owner_name(wst->st_uid, who);
+	return txbox_fail(err, -EPERM,
+			  "refusing a state dir inside %s: the workspace is owned by %s, who could rename it to "
+			  "where your commands see and change it; give --state-dir DIR, a directory of yours "
+			  "outside the workspace on its filesystem",
+			  ws_path, who);
+}
+
 int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, tx_state_dir *out,
 		   txbox_error *err)
 {
@@ -176,9 +215,12 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	struct stat wst, sst;
 	if (fstat(ws_fd, &wst) < 0)
 		return txbox_fail_errno(err, -errno, "stat of the workspace");
-	_cleanup_close_ int sfd = -1;
-	int r = open_state_root(ws_path, ws_fd, state_dir, flags, &sfd, err);
+	int r = state_dir ? 0 : foreign_state_where(ws_path, &wst, -1, err);
 	if (r < 0)
+		return r;
+	_cleanup_close_ int sfd = -1;
+	r = open_state_root(ws_path, ws_fd, state_dir, flags, &sfd, err);
+	if (r < 0 || (r = foreign_state_where(ws_path, &wst, sfd, err)) < 0)
 		return r;
 	_cleanup_free_ char *spath = NULL;
 	if (state_dir ? !(spath = strdup(state_dir)) : asprintf(&spath, "%s/%s", ws_path, TX_STATE_DIR_NAME) < 0)

@@ -78,7 +78,8 @@ void tx_owner_name(uid_t uid, char buf[static 96]);
 /* state.c: the state dir and everything txbox reads back from it must be
  * the caller's own: owned by the effective uid, writable by nobody else,
  * never a symlink, regular files with one link; anything else is refused
- * with an error naming the path and its owner. STATE_CREATE: make the
+ * with an error naming the path and its owner. In another user's
+ * workspace the state dir must be outside it. STATE_CREATE: make the
  * state dir when it is missing (else -ENOENT). */
 enum { STATE_CREATE = 1 << 0 };
 int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, tx_state_dir *out,

@@ -113,12 +113,17 @@ def foreign_planted(ctx):
     _plant_tx(txs, journal=_journal_meta("prog", os.stat(prog).st_ino, 0o104755, 0, 0))
     _chown_tree(os.path.join(ws, ".txbox"), u.pw_uid, u.pw_gid)
     os.chmod(os.path.join(ws, ".txbox"), 0o700)
+    inside = ("state dir inside " + ws, TEST_USER, "--state-dir")
     runs = [
         (["run", "-w", ws, "--", "true"], ("owned by " + TEST_USER, "--allow-foreign-workspace")),
-        (["run", "-w", ws, "--allow-foreign-workspace", "--", "true"], (ws + "/.txbox", TEST_USER)),
-        (["recover", "-w", ws], (ws + "/.txbox", TEST_USER)),
-        (["commit", TXID, "-w", ws], (ws + "/.txbox", TEST_USER)),
-        (["rollback", TXID, "-w", ws], (ws + "/.txbox", TEST_USER)),
+        (["run", "-w", ws, "--allow-foreign-workspace", "--", "true"], inside),
+        (["recover", "-w", ws], inside),
+        (["commit", TXID, "-w", ws], inside),
+        (["rollback", TXID, "-w", ws], inside),
+        # the planted state dir named explicitly: it is the owner's
+        (["run", "-w", ws, "--allow-foreign-workspace", "--state-dir", os.path.join(ws, ".txbox"), "--", "true"],
+         (ws + "/.txbox", "owned by " + TEST_USER)),
+        (["recover", "-w", ws, "--state-dir", os.path.join(ws, ".txbox")], (ws + "/.txbox", "owned by " + TEST_USER)),
     ]
     for args, words in runs:
         r = ctx.run_txbox(args, cwd=base, timeout=60)
@@ -131,21 +136,35 @@ def foreign_planted(ctx):
 @test("state/foreign-workspace-needs-explicit-allow", root_only=True)
 def foreign_allow(ctx):
     u, base, ws, prog = _foreign_ws(ctx)
-    r = _run(ctx, ws, ["sh", "-c", "echo x > made"], cwd=base)
+    cmd = ["sh", "-c", "echo x > made"]
+    r = _run(ctx, ws, cmd, cwd=base)
     _refused(r, "owned by " + TEST_USER, "--allow-foreign-workspace")
     check(not os.path.lexists(os.path.join(ws, ".txbox")), "a refused run made a state dir")
     check(not os.path.lexists(os.path.join(ws, "made")), "a refused run ran the command")
-    r = _run(ctx, ws, ["sh", "-c", "echo x > made"], cwd=base, extra=["--allow-foreign-workspace"])
-    check(r.rc == 0, "an allowed run failed: %s" % r.err[-400:])
-    st = os.lstat(os.path.join(ws, ".txbox"))
+    # allowed, but never with a state dir inside the workspace, which its
+    # owner could rename into the view of root's commands and back
+    r = _run(ctx, ws, cmd, cwd=base, extra=["--allow-foreign-workspace"])
+    _refused(r, "state dir inside " + ws, "--state-dir")
+    os.mkdir(os.path.join(ws, "sd"))
+    os.chown(os.path.join(ws, "sd"), 0, 0)
+    os.chmod(os.path.join(ws, "sd"), 0o700)
+    r = _run(ctx, ws, cmd, cwd=base, extra=["--allow-foreign-workspace", "--state-dir", os.path.join(ws, "sd")])
+    _refused(r, "state dir inside " + ws)
+    check(not os.path.lexists(os.path.join(ws, ".txbox")) and not os.path.lexists(os.path.join(ws, "made")),
+          "a refused run left a state dir or ran the command")
+    # a state dir of root's outside the workspace, on its filesystem
+    sd = os.path.join(base, "root-state")
+    r = _run(ctx, ws, cmd, cwd=base, extra=["--allow-foreign-workspace", "--state-dir", sd])
+    check(r.rc == 0 and os.path.exists(os.path.join(ws, "made")), "an allowed run failed: %s" % r.err[-400:])
+    st = os.lstat(sd)
     check(st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o700,
-          "the state dir root made there is %d %04o" % (st.st_uid, stat.S_IMODE(st.st_mode)))
-    # the workspace's owner replaces it with one of their own: refused
-    rmtree_force(os.path.join(ws, ".txbox"))
-    os.mkdir(os.path.join(ws, ".txbox"), 0o700)
-    os.chown(os.path.join(ws, ".txbox"), u.pw_uid, u.pw_gid)
-    r = _run(ctx, ws, cwd=base, extra=["--allow-foreign-workspace"])
-    _refused(r, ws + "/.txbox", "owned by " + TEST_USER)
+          "the state dir made is %d %04o" % (st.st_uid, stat.S_IMODE(st.st_mode)))
+    # one the workspace's owner made there is theirs: refused
+    shutil.rmtree(sd)
+    os.mkdir(sd, 0o700)
+    os.chown(sd, u.pw_uid, u.pw_gid)
+    r = _run(ctx, ws, cwd=base, extra=["--allow-foreign-workspace", "--state-dir", sd])
+    _refused(r, sd, "owned by " + TEST_USER)
 
 
 @test("state/state-dir-owned-by-another-user", root_only=True)
