@@ -61,6 +61,10 @@ typedef struct txbox_run_opts {
 	txbox_limits limits;    /* overrides of the policy's limits */
 	bool net;               /* grant host networking */
 	bool skip_policy;       /* classify nothing (embedders that classified already) */
+	/* Run in a workspace owned by another user (refused otherwise: its owner
+	 * controls its content). state_dir must then be set: the caller's own,
+	 * outside the workspace. */
+	bool allow_foreign_workspace;
 } txbox_run_opts;
 
 void txbox_run_opts_init(txbox_run_opts *opts);

@@ -19,8 +19,8 @@
 
 static const char usage_text[] =
 	"usage:\n"
-	"  txbox run    [-w DIR] [--policy FILE] [--timeout SEC] [--validate CMD] [LIMITS] [--net] [--json] -- "
-	"COMMAND...\n"
+	"  txbox run    [-w DIR] [--policy FILE] [--timeout SEC] [--validate CMD] [LIMITS] [--net] [--json]\n"
+	"               [--allow-foreign-workspace] -- COMMAND...\n"
 	"  txbox check  [-w DIR] [--policy FILE] [--json] -- COMMAND...\n"
 	"  txbox commit TX [-w DIR] [--json]      commit a held transaction\n"
 	"  txbox rollback TX [-w DIR] [--json]    roll back a held transaction\n"
@@ -29,6 +29,9 @@ static const char usage_text[] =
 	"  txbox version\n"
 	"\n"
 	"LIMITS: --memory SIZE  --pids N  --cpu SEC  --disk SIZE   (SIZE takes K/M/G suffixes)\n"
+	"-w defaults to the current directory, or the txbox workspace that holds it.\n"
+	"A workspace owned by another user is refused unless --allow-foreign-workspace is given\n"
+	"(then with --state-dir DIR outside it, on its filesystem).\n"
 	"One COMMAND argument is shell text run by /bin/sh -c; several are an argv executed directly.\n"
 	"Exit status: 0 committed; the command's status when it failed; 128+N killed by signal N;\n"
 	"124 timeout; 125 txbox error; 126 denied by policy; 3 held.\n";
@@ -148,6 +151,7 @@ enum {
 	OPT_JSON,
 	OPT_STATE_DIR,
 	OPT_OUTPUT_LIMIT,
+	OPT_ALLOW_FOREIGN,
 };
 
 static const struct option run_opts[] = {
@@ -163,6 +167,7 @@ static const struct option run_opts[] = {
 	{"json", no_argument, NULL, OPT_JSON},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT},
+	{"allow-foreign-workspace", no_argument, NULL, OPT_ALLOW_FOREIGN},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -190,6 +195,7 @@ static int parse_common(int argc, char **argv, cli *c, bool allow_run_opts)
 		case OPT_STATE_DIR: c->run.state_dir = optarg; break;
 		case OPT_JSON: c->json = true; break;
 		case OPT_NET: c->run.net = true; break;
+		case OPT_ALLOW_FOREIGN: c->run.allow_foreign_workspace = true; break;
 		case OPT_VALIDATE:
 			if (!optarg[0])
 				return -die_usage("--validate needs a command%s", "");

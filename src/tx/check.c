@@ -18,7 +18,7 @@ int txbox_check(const txbox_check_opts *opts, txbox_decision *out, txbox_error *
 		return txbox_fail(err, -EINVAL, "no command given");
 	_cleanup_free_ char *ws = NULL;
 	_cleanup_close_ int ws_fd = -1;
-	int r = workspace_open(opts->workspace, &ws, &ws_fd, err);
+	int r = workspace_open(opts->workspace, WS_ALLOW_FOREIGN, &ws, &ws_fd, err); /* reads nothing of it */
 	if (r < 0)
 		return r;
 	policy *pol = NULL;
@@ -50,11 +50,16 @@ int txbox_recover(const char *workspace, const char *state_dir, txbox_error *err
 {
 	_cleanup_free_ char *ws = NULL;
 	_cleanup_close_ int ws_fd = -1;
-	int r = workspace_open(workspace, &ws, &ws_fd, err);
+	/* as txbox_finish_held: only the caller's own state dir, none made */
+	int r = workspace_open(workspace, WS_ALLOW_FOREIGN, &ws, &ws_fd, err);
 	if (r < 0)
 		return r;
 	tx_state_dir sd;
-	r = state_dir_open(ws, ws_fd, state_dir, &sd, err);
+	r = state_dir_open(ws, ws_fd, state_dir, 0, &sd, err);
+	if (r == -ENOENT) {
+		txbox_error_clear(err);
+		return 0; /* no state dir: nothing to recover */
+	}
 	if (r < 0)
 		return r;
 	r = tx_recover_stale(&sd, err);

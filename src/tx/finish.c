@@ -167,7 +167,7 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, t
 	r = sync_workspace_dirs(s, &p, err);
 	if (r < 0)
 		goto out;
-	r = tx_set_state(t, "committed", err);
+	r = tx_set_state(t, TX_COMMITTED, err);
 out:
 	plan_free(&p);
 	return r;

@@ -15,23 +15,26 @@ int txbox_finish_held(const char *workspace, const char *state_dir, const char *
 	*out = NULL;
 	_cleanup_free_ char *ws = NULL;
 	_cleanup_close_ int ws_fd = -1;
-	int r = workspace_open(workspace, &ws, &ws_fd, err);
+	/* Another user's workspace is no obstacle here: its state dir must be
+	 * the caller's own (state_dir_open), which only an explicitly allowed
+	 * run there can have made; none is created. */
+	int r = workspace_open(workspace, WS_ALLOW_FOREIGN, &ws, &ws_fd, err);
 	if (r < 0)
 		return r;
 	tx_state_dir sd;
-	r = state_dir_open(ws, ws_fd, state_dir, &sd, err);
+	r = state_dir_open(ws, ws_fd, state_dir, 0, &sd, err);
 	if (r < 0)
 		return r;
 	tx t;
 	r = tx_open(&sd, txid, &t, err);
 	if (r < 0)
 		goto out;
-	char st[32];
-	r = tx_get_state(&t, st, sizeof st, err);
+	tx_status st;
+	r = tx_get_state(&sd, &t, &st, err);
 	if (r < 0)
 		goto out;
-	if (strcmp(st, "held") != 0) {
-		r = txbox_fail(err, -EINVAL, "transaction %s is %s, not held", txid, st);
+	if (st != TX_HELD) {
+		r = txbox_fail(err, -EINVAL, "transaction %s is %s, not held", txid, tx_status_name(st));
 		goto out;
 	}
 	txbox_result *res = result_new();

@@ -158,7 +158,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	sandbox_outcome so;
 	memset(&so, 0, sizeof so);
 
-	if (workspace_open(opts->workspace, &ws, &ws_fd, &e) < 0)
+	if (workspace_open(opts->workspace, opts->allow_foreign_workspace ? WS_ALLOW_FOREIGN : 0, &ws, &ws_fd, &e) < 0)
 		goto fail;
 
 	trace_mark("run: workspace opened");
@@ -185,7 +185,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	 * (the sandbox opens it); the workspace's own .txbox is made only for a
 	 * command that is not denied. */
 	if (opts->state_dir) {
-		if (state_dir_open(ws, ws_fd, opts->state_dir, &sd, &e) < 0)
+		if (state_dir_open(ws, ws_fd, opts->state_dir, STATE_CREATE, &sd, &e) < 0)
 			goto fail;
 		state_abs = realpath(opts->state_dir, NULL);
 		if (!state_abs) {
@@ -309,7 +309,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 
 	/* 3: snapshot. */
 	uint64_t ts = clock_now_ns();
-	if (!opts->state_dir && state_dir_open(ws, ws_fd, NULL, &sd, &e) < 0) {
+	if (!opts->state_dir && state_dir_open(ws, ws_fd, NULL, STATE_CREATE, &sd, &e) < 0) {
 		sandbox_abort(sb);
 		goto fail;
 	}
@@ -389,7 +389,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 			txbox_error_clear(&e);
 	} else if (have_verdict && verdict.decision == POLICY_HOLD) {
 		sandbox_reap(&so);
-		if (tx_set_state(&t, "held", &e) < 0)
+		if (tx_set_state(&t, TX_HELD, &e) < 0)
 			goto fail_tx;
 		res->outcome = TXBOX_HELD;
 		res->exit_status = 3;

@@ -1,6 +1,9 @@
 /* state: the workspace's state dir (.txbox), transaction ids and
  * directories, their locks, and recovery of transactions whose txbox
- * process died (SIGKILL, power loss). */
+ * process died (SIGKILL, power loss). Whoever owns a workspace can plant a
+ * .txbox in it, so everything read back from the state dir is opened
+ * through open_trusted: the caller's own, writable by nobody else, never a
+ * symlink, a FIFO or a hard link. */
 #include "tx/tx.h"
 
 #include "util/cleanup.h"
@@ -11,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,37 +25,213 @@
 #include <time.h>
 #include <unistd.h>
 
-int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, tx_state_dir *out, txbox_error *err)
+/* ---- trust ----------------------------------------------------------- */
+
+static const char *const status_names[] = {
+	[TX_RUNNING] = "running",
+	[TX_HELD] = "held",
+	[TX_APPLYING] = "applying",
+	[TX_COMMITTED] = "committed",
+};
+
+const char *tx_status_name(tx_status st)
+{
+	return (unsigned)st < ARRAY_SIZE(status_names) ? status_names[st] : "unknown";
+}
+
+void tx_owner_name(uid_t uid, char buf[static 96])
+{
+	struct passwd pw, *res = NULL;
+	char tmp[1024];
+	if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res)
+		snprintf(buf, 96, "%.60s (uid %u)", pw.pw_name, (unsigned)uid);
+	else
+		snprintf(buf, 96, "uid %u", (unsigned)uid);
+}
+
+/* A name from the state dir for a message: bytes outside printable ASCII
+ * (newlines above all) as \xNN. */
+static void escape_name(const char *name, char *out, size_t len)
+{
+	size_t o = 0;
+	for (const unsigned char *c = (const unsigned char *)name; *c && o + 5 < len; c++)
+		o += (size_t)snprintf(out + o, len - o, *c >= 0x20 && *c < 0x7f && *c != '\\' ? "%c" : "\\x%02x", *c);
+	out[o] = '\0';
+}
+
+/* Whether st may not be trusted as an object of the state dir (why says
+ * why). ACLs need no look of their own: with an ACL the group bits are its
+ * mask, which bounds every named entry. */
+#define WHY_MAX 240
+static bool untrusted(const struct stat *st, mode_t type, char why[static WHY_MAX])
+{
+	if ((st->st_mode & S_IFMT) != type) {
+		snprintf(why, WHY_MAX, "%s", S_ISLNK(st->st_mode) ? "it is a symlink"
+					    : type == S_IFDIR ? "it is not a directory"
+							      : "it is not a regular file");
+		return true;
+	}
+	if (st->st_uid != geteuid()) {
+		char who[96], me[96];
+		tx_owner_name(st->st_uid, who);
+		tx_owner_name(geteuid(), me);
+		snprintf(why, WHY_MAX, "it is owned by %s, not by you, %s", who, me);
+		return true;
+	}
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(why, WHY_MAX, "it is writable by its group or by others (mode %04o)", st->st_mode & 07777);
+		return true;
+	}
+	if (type == S_IFREG && st->st_nlink != 1) {
+		snprintf(why, WHY_MAX, "it has %lu hard links", (unsigned long)st->st_nlink);
+		return true;
+	}
+	return false;
+}
+
+static int refuse(txbox_error *err, const char *where, const char *name, const char *why)
+{
+	char esc[512];
+	escape_name(name, esc, sizeof esc);
+	return txbox_fail(err, -EPERM,
+			  "refusing the state dir entry %s%s%s: %s; txbox trusts only state its own user made "
+			  "(owned by you, writable by nobody else, no symlinks): remove it, or use another --state-dir",
+			  where, where[0] ? "/" : "", esc, why);
+}
+
+/* Open name beneath dirfd (where: that directory's path for messages, ""
+ * when name is a whole path) as a trusted object of the given type:
+ * O_NOFOLLOW, files non-blocking (a FIFO never hangs), checked before and
+ * after opening. flags: 0 for read-only. -ENOENT when missing. */
+static int open_trusted(int dirfd, const char *name, const char *where, mode_t type, int flags, txbox_error *err)
+{
+	struct stat a, b;
+	char why[WHY_MAX];
+	if (fstatat(dirfd, name, &a, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		snprintf(why, sizeof why, "stat failed: %s", strerror(errno));
+		return refuse(err, where, name, why);
+	}
+	if (untrusted(&a, type, why))
+		return refuse(err, where, name, why);
+	int base = type == S_IFDIR ? O_RDONLY | O_DIRECTORY : O_RDONLY;
+	int fd = openat(dirfd, name, (flags ? flags : base) | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		snprintf(why, sizeof why, "it cannot be opened: %s", strerror(errno));
+		return refuse(err, where, name, why);
+	}
+	if (fstat(fd, &b) < 0 || b.st_ino != a.st_ino || b.st_dev != a.st_dev) {
+		close(fd);
+		return refuse(err, where, name, "it changed while it was opened");
+	}
+	if (untrusted(&b, type, why)) {
+		close(fd);
+		return refuse(err, where, name, why);
+	}
+	if (flags & O_NONBLOCK)
+		return fd;
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+}
+
+/* Check an entry without keeping it open. Missing is fine. */
+static int check_trusted(int dirfd, const char *name, const char *where, mode_t type, txbox_error *err)
+{
+	int fd = open_trusted(dirfd, name, where, type, 0, err);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+static int open_state_root(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, int *out,
+			   txbox_error *err)
+{
+	int dirfd = state_dir ? AT_FDCWD : ws_fd;
+	const char *name = state_dir ? state_dir : TX_STATE_DIR_NAME;
+	const char *where = state_dir ? "" : ws_path;
+	if ((flags & STATE_CREATE) && mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+		return txbox_fail_errno(err, -errno, "creating the state dir %s%s%s", where, where[0] ? "/" : "", name);
+	int fd = open_trusted(dirfd, name, where, S_IFDIR, 0, err);
+	if (fd == -ENOENT)
+		return txbox_fail(err, -ENOENT, "no state dir %s%s%s", where, where[0] ? "/" : "", name);
+	if (fd < 0)
+		return fd;
+	*out = fd;
+	return 0;
+}
+
+/* Whether the directory dirfd is ws or beneath it (walking up by "..",
+ * which a rename cannot fool: it is the directory's real parent). */
+static bool beneath(int dirfd, const struct stat *ws)
+{
+	_cleanup_close_ int fd = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (int depth = 0; fd >= 0 && depth < 4096; depth++) {
+		struct stat st, up;
+		if (fstat(fd, &st) < 0)
+			return true; /* cannot tell: assume the worst */
+		if (st.st_dev == ws->st_dev && st.st_ino == ws->st_ino)
+			return true;
+		int parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (parent < 0 || fstat(parent, &up) < 0 || (up.st_dev == st.st_dev && up.st_ino == st.st_ino)) {
+			if (parent >= 0)
+				close(parent);
+			return false; /* reached / */
+		}
+		close(fd);
+		fd = parent;
+	}
+	return true;
+}
+
+/* In another user's workspace the state dir must be outside it: its owner
+ * could rename one inside into the view of the caller's commands, let them
+ * change it, and rename it back. sfd < 0: not open yet. */
+static int foreign_state_where(const char *ws_path, const struct stat *wst, int sfd, txbox_error *err)
+{
+	if (wst->st_uid == geteuid() || (sfd >= 0 && !beneath(sfd, wst)))
+		return 0;
+	char who[96];
+	tx_owner_name(wst->st_uid, who);
+	return txbox_fail(err, -EPERM,
+			  "refusing a state dir inside %s: the workspace is owned by %s, who could rename it to "
+			  "where your commands see and change it; give --state-dir DIR, a directory of yours "
+			  "outside the workspace on its filesystem",
+			  ws_path, who);
+}
+
+int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, tx_state_dir *out,
+		   txbox_error *err)
 {
 	memset(out, 0, sizeof *out);
 	out->ws_fd = out->state_fd = out->txs_fd = -1;
 	struct stat wst, sst;
 	if (fstat(ws_fd, &wst) < 0)
 		return txbox_fail_errno(err, -errno, "stat of the workspace");
+	int r = state_dir ? 0 : foreign_state_where(ws_path, &wst, -1, err);
+	if (r < 0)
+		return r;
 	_cleanup_close_ int sfd = -1;
-	if (!state_dir) {
-		if (mkdirat(ws_fd, TX_STATE_DIR_NAME, 0700) < 0 && errno != EEXIST)
-			return txbox_fail_errno(err, -errno, "creating %s/%s", ws_path, TX_STATE_DIR_NAME);
-		sfd = openat(ws_fd, TX_STATE_DIR_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sfd < 0)
-			return txbox_fail_errno(err, -errno,
-						"opening %s/%s (is it a symlink? it must be a real directory)", ws_path,
-						TX_STATE_DIR_NAME);
-		out->state_inside = true;
-	} else {
-		if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
-			return txbox_fail_errno(err, -errno, "creating the state dir %s", state_dir);
-		sfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (sfd < 0)
-			return txbox_fail_errno(err, -errno, "opening the state dir %s", state_dir);
-	}
+	r = open_state_root(ws_path, ws_fd, state_dir, flags, &sfd, err);
+	if (r < 0 || (r = foreign_state_where(ws_path, &wst, sfd, err)) < 0)
+		return r;
+	_cleanup_free_ char *spath = NULL;
+	if (state_dir ? !(spath = strdup(state_dir)) : asprintf(&spath, "%s/%s", ws_path, TX_STATE_DIR_NAME) < 0)
+		return txbox_fail(err, -ENOMEM, "out of memory");
 	if (fstat(sfd, &sst) < 0)
 		return txbox_fail_errno(err, -errno, "stat of the state dir");
 	if (sst.st_dev != wst.st_dev)
 		return txbox_fail(err, -EXDEV,
 				  "the state dir %s is on another filesystem than the workspace %s: commit must be "
 				  "renames on one filesystem; choose a state dir on the workspace's filesystem",
-				  state_dir ? state_dir : TX_STATE_DIR_NAME, ws_path);
+				  spath, ws_path);
 	/* The state dir must never become part of a commit or of git. */
 	if (faccessat(sfd, ".gitignore", F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
 		txbox_error ig = TXBOX_ERROR_INIT;
@@ -59,19 +239,26 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, tx_sta
 		txbox_error_clear(&ig);
 	}
 	if (mkdirat(sfd, "tx", 0700) < 0 && errno != EEXIST)
-		return txbox_fail_errno(err, -errno, "creating the transactions dir");
-	int tfd = openat(sfd, "tx", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		return txbox_fail_errno(err, -errno, "creating the transactions dir %s/tx", spath);
+	/* the lock: finish.c opens it by name, in this directory only we write */
+	_cleanup_close_ int lfd = openat(sfd, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd < 0 && errno != EEXIST)
+		return txbox_fail_errno(err, -errno, "creating %s/lock", spath);
+	if (lfd < 0 && (lfd = open_trusted(sfd, "lock", spath, S_IFREG, 0, err)) < 0)
+		return lfd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/lock vanished", spath) : lfd;
+	_cleanup_close_ int tfd = open_trusted(sfd, "tx", spath, S_IFDIR, 0, err);
 	if (tfd < 0)
-		return txbox_fail_errno(err, -errno, "opening the transactions dir");
+		return tfd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/tx vanished", spath) : tfd;
 	out->ws_fd = fcntl(ws_fd, F_DUPFD_CLOEXEC, 3);
 	out->ws_path = strdup(ws_path);
 	if (out->ws_fd < 0 || !out->ws_path) {
-		close(tfd);
 		state_dir_close(out);
 		return txbox_fail(err, -ENOMEM, "out of resources");
 	}
+	out->state_path = steal_ptr(spath);
 	out->state_fd = steal_fd(sfd);
-	out->txs_fd = tfd;
+	out->txs_fd = steal_fd(tfd);
+	out->state_inside = !state_dir;
 	return 0;
 }
 
@@ -84,6 +271,7 @@ void state_dir_close(tx_state_dir *s)
 	if (s->txs_fd >= 0)
 		close(s->txs_fd);
 	free(s->ws_path);
+	free(s->state_path);
 	memset(s, 0, sizeof *s);
 	s->ws_fd = s->state_fd = s->txs_fd = -1;
 }
@@ -173,7 +361,9 @@ static int each_spare(tx_state_dir *s, bool (*fn)(tx_state_dir *s, const char *n
 static bool take_one(tx_state_dir *s, const char *name, void *arg)
 {
 	tx *out = arg;
-	int fd = openat(s->txs_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	txbox_error e = TXBOX_ERROR_INIT;
+	int fd = open_trusted(s->txs_fd, name, s->state_path, S_IFDIR, 0, &e);
+	txbox_error_clear(&e);
 	if (fd < 0)
 		return false;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) { /* another txbox is taking it */
@@ -182,7 +372,6 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	}
 	/* Still under that name (not taken and renamed before our lock)? */
 	struct stat a, b;
-	txbox_error e = TXBOX_ERROR_INIT;
 	if (fstat(fd, &a) < 0 || fstatat(s->txs_fd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_ino != b.st_ino ||
 	    a.st_dev != b.st_dev) {
 		close(fd);
@@ -252,7 +441,30 @@ int tx_create(tx_state_dir *s, tx *out, txbox_error *err)
 			return err ? err->code : -EEXIST;
 		}
 	}
-	return tx_set_state(out, "running", err);
+	return tx_set_state(out, TX_RUNNING, err);
+}
+
+/* Everything of a transaction txbox reads back, checked before use; not
+ * the layer's upper and work dirs: they are the command's (the upper root
+ * takes the workspace root's owner and mode, and the command may change
+ * them), used as what the command made, never as txbox's own records. */
+static int check_tx_entries(tx_state_dir *s, tx *t, txbox_error *err)
+{
+	static const struct {
+		const char *name;
+		mode_t type;
+	} entries[] = {
+		{"state", S_IFREG},  {"journal", S_IFREG},  {"displaced", S_IFDIR},
+		{"layers", S_IFDIR}, {"layers/0", S_IFDIR}, {"layers/0/root", S_IFREG},
+	};
+	char where[PATH_MAX];
+	snprintf(where, sizeof where, "%s/tx/%s", s->state_path, t->id);
+	for (size_t i = 0; i < ARRAY_SIZE(entries); i++) {
+		int r = check_trusted(t->fd, entries[i].name, where, entries[i].type, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err)
@@ -260,14 +472,25 @@ int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err)
 	memset(out, 0, sizeof *out);
 	out->fd = -1;
 	out->top.upper_fd = out->top.work_fd = -1;
-	if (!valid_id(id))
-		return txbox_fail(err, -EINVAL, "not a transaction id: %s", id);
+	if (!valid_id(id)) {
+		char esc[512];
+		escape_name(id, esc, sizeof esc);
+		return txbox_fail(err, -EINVAL, "not a transaction id: %s", esc);
+	}
 	snprintf(out->id, sizeof out->id, "%s", id);
-	out->fd = openat(s->txs_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (out->fd < 0)
+	char where[PATH_MAX];
+	snprintf(where, sizeof where, "%s/tx", s->state_path);
+	int fd = open_trusted(s->txs_fd, id, where, S_IFDIR, 0, err);
+	if (fd == -ENOENT)
 		return txbox_fail(err, -ENOENT, "no open transaction %s in %s", id, s->ws_path);
+	if (fd < 0)
+		return fd;
+	out->fd = fd;
 	if (flock(out->fd, LOCK_EX | LOCK_NB) < 0)
 		return txbox_fail(err, -EBUSY, "transaction %s is in use by another txbox process", id);
+	int r = check_tx_entries(s, out, err);
+	if (r < 0)
+		return r;
 	out->top.upper_fd = openat(out->fd, "layers/0/upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	out->top.work_fd = openat(out->fd, "layers/0/work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return 0;
@@ -281,14 +504,17 @@ void tx_close(tx *t)
 	t->fd = -1;
 }
 
-int tx_set_state(tx *t, const char *state, txbox_error *err)
+int tx_set_state(tx *t, tx_status st, txbox_error *err)
 {
-	char buf[128];
-	int n = snprintf(buf, sizeof buf, "%s %d\n", state, (int)getpid());
+	char buf[64];
+	int n = snprintf(buf, sizeof buf, "%s %d\n", tx_status_name(st), (int)getpid());
 	/* "running" need not be durable: after a crash a missing or stale state
-	 * reads as running, and running transactions are rolled back. */
-	if (!strcmp(state, "running")) {
-		_cleanup_close_ int fd = openat(t->fd, "state", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	 * reads as running, and running transactions are rolled back. It is
+	 * written to a new file (never through an existing one). */
+	if (st == TX_RUNNING) {
+		if (unlinkat(t->fd, "state", 0) < 0 && errno != ENOENT)
+			return txbox_fail_errno(err, -errno, "replacing the state of %s", t->id);
+		_cleanup_close_ int fd = openat(t->fd, "state", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0 || write(fd, buf, (size_t)n) != n)
 			return txbox_fail_errno(err, -errno, "writing the state of %s", t->id);
 		return 0;
@@ -296,18 +522,48 @@ int tx_set_state(tx *t, const char *state, txbox_error *err)
 	return fs_write_file_atomic(t->fd, "state", buf, (size_t)n, 0600, err);
 }
 
-int tx_get_state(tx *t, char *buf, size_t len, txbox_error *err)
+#define STATE_FILE_MAX 64
+
+/* "<state> <pid>\n", the state one of the table's names. */
+static bool parse_state(const char *buf, size_t len, tx_status *out)
 {
-	_cleanup_free_ char *s = NULL;
-	size_t n;
-	int r = fs_read_file_at(t->fd, "state", 256, &s, &n, err);
-	if (r < 0)
-		return r;
-	size_t w = strcspn(s, " \n");
-	if (w >= len)
-		w = len - 1;
-	memcpy(buf, s, w);
-	buf[w] = '\0';
+	const char *sp = memchr(buf, ' ', len);
+	if (!sp || len < 3 || buf[len - 1] != '\n')
+		return false;
+	size_t digits = (size_t)(buf + len - 1 - (sp + 1));
+	if (digits == 0 || digits > 10)
+		return false;
+	for (const char *c = sp + 1; c < buf + len - 1; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	for (size_t i = 0; i < ARRAY_SIZE(status_names); i++)
+		if (strlen(status_names[i]) == (size_t)(sp - buf) && !memcmp(buf, status_names[i], (size_t)(sp - buf))) {
+			*out = (tx_status)i;
+			return true;
+		}
+	return false;
+}
+
+int tx_get_state(const tx_state_dir *s, tx *t, tx_status *out, txbox_error *err)
+{
+	*out = TX_RUNNING;
+	char where[PATH_MAX];
+	snprintf(where, sizeof where, "%s/tx/%s", s->state_path, t->id);
+	_cleanup_close_ int fd = open_trusted(t->fd, "state", where, S_IFREG, 0, err);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	char buf[STATE_FILE_MAX + 1];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return txbox_fail_errno(err, -errno, "reading %s/state", where);
+	if (n == 0)
+		return 0; /* created, not yet written: running */
+	if (n > STATE_FILE_MAX || !parse_state(buf, (size_t)n, out))
+		return refuse(err, where, "state", "it is not \"<running|held|applying|committed> <pid>\"");
 	return 0;
 }
 
@@ -395,6 +651,70 @@ int tx_recycle(tx_state_dir *s, tx *t, txbox_error *err)
 	return tx_remove(s, t, err);
 }
 
+/* What an entry of tx/ is, by its name: txbox makes no other names. */
+typedef enum entry_kind { ENTRY_TX, ENTRY_SPARE, ENTRY_NEW, ENTRY_TRASH, ENTRY_BAD } entry_kind;
+
+static entry_kind entry_kind_of(const char *name)
+{
+	static const struct {
+		const char *prefix;
+		entry_kind kind;
+	} kinds[] = {{".spare-", ENTRY_SPARE}, {".new-", ENTRY_NEW}, {".trash-", ENTRY_TRASH}, {"", ENTRY_TX}};
+	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+		size_t n = strlen(kinds[i].prefix);
+		if (!strncmp(name, kinds[i].prefix, n))
+			return valid_id(name + n) ? kinds[i].kind : ENTRY_BAD;
+	}
+	return ENTRY_BAD;
+}
+
+/* A .new- (a txbox died creating it — unless it is locked, or so young its
+ * creator may not have locked it yet) or .trash- (its owner may still be
+ * deleting it: it keeps the lock) directory nobody holds is deleted. */
+static void remove_abandoned(tx_state_dir *s, const char *name, bool young_kept)
+{
+	txbox_error e = TXBOX_ERROR_INIT;
+	_cleanup_close_ int fd = open_trusted(s->txs_fd, name, s->state_path, S_IFDIR, 0, &e);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && (!young_kept || time(NULL) - st.st_mtime > 60) &&
+	    flock(fd, LOCK_EX | LOCK_NB) == 0)
+		fs_remove_tree_at(s->txs_fd, name, &e);
+	txbox_error_clear(&e);
+}
+
+/* Roll back or finish one transaction whose owner died: 1 when done, 0
+ * when it is live or held. */
+static int recover_tx(tx_state_dir *s, const char *name, txbox_error *err)
+{
+	tx t;
+	txbox_error e = TXBOX_ERROR_INIT;
+	int r = tx_open(s, name, &t, &e);
+	if (r == -EBUSY || r == -ENOENT) { /* a live txbox owns it, or took it meanwhile */
+		txbox_error_clear(&e);
+		tx_close(&t);
+		return 0;
+	}
+	tx_status st = TX_RUNNING;
+	if (r == 0)
+		r = tx_get_state(s, &t, &st, &e);
+	if (r < 0) {
+		txbox_error_move(err, &e);
+		tx_close(&t);
+		return r;
+	}
+	if (st == TX_HELD) { /* open on purpose, waiting for commit/rollback */
+		tx_close(&t);
+		return 0;
+	}
+	/* A journal without the commit point: the commit was under way. */
+	if (st != TX_COMMITTED && faccessat(t.fd, "journal", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		r = tx_reverse_journal(s, &t, err);
+	else
+		r = tx_remove(s, &t, err);
+	tx_close(&t);
+	return r < 0 ? r : 1;
+}
+
 int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 {
 	int dupfd = openat(s->txs_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset: never share a readdir position */
@@ -405,65 +725,34 @@ int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 		close(dupfd);
 		return txbox_fail_errno(err, -errno, "reading the transactions dir");
 	}
+	char where[PATH_MAX];
+	snprintf(where, sizeof where, "%s/tx", s->state_path);
 	int count = 0;
 	struct dirent *de;
 	s->nspares = 0;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.') {
-			if (!strncmp(de->d_name, ".spare-", 7)) {
-				if (s->nspares < ARRAY_SIZE(s->spares) && strlen(de->d_name) < sizeof s->spares[0])
-					snprintf(s->spares[s->nspares++], sizeof s->spares[0], "%s", de->d_name);
-				continue;
-			}
-			if (!strncmp(de->d_name, ".new-", 5)) {
-				/* a txbox died creating it — unless it is locked, or so
-				 * young its creator may not have locked it yet */
-				_cleanup_close_ int fd = openat(s->txs_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				struct stat nst;
-				if (fd >= 0 && fstat(fd, &nst) == 0 && time(NULL) - nst.st_mtime > 60 &&
-				    flock(fd, LOCK_EX | LOCK_NB) == 0) {
-					txbox_error e = TXBOX_ERROR_INIT;
-					fs_remove_tree_at(s->txs_fd, de->d_name, &e);
-					txbox_error_clear(&e);
-				}
-				continue;
-			}
-			if (!strncmp(de->d_name, ".trash-", 7)) {
-				/* its owner may still be deleting it (it keeps the lock) */
-				_cleanup_close_ int fd = openat(s->txs_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
-					txbox_error e = TXBOX_ERROR_INIT;
-					fs_remove_tree_at(s->txs_fd, de->d_name, &e);
-					txbox_error_clear(&e);
-				}
-			}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		}
-		tx t;
-		txbox_error e = TXBOX_ERROR_INIT;
-		if (tx_open(s, de->d_name, &t, &e) < 0) { /* busy: a live txbox owns it */
-			txbox_error_clear(&e);
-			tx_close(&t);
-			continue;
-		}
-		char st[32] = "";
-		if (tx_get_state(&t, st, sizeof st, &e) < 0)
-			snprintf(st, sizeof st, "running");
-		txbox_error_clear(&e);
-		if (!strcmp(st, "held")) {
-			tx_close(&t);
-			continue; /* open on purpose, waiting for commit/rollback */
-		}
-		/* A journal without the commit point: the commit was under way. */
-		int r;
-		if (strcmp(st, "committed") != 0 && faccessat(t.fd, "journal", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-			r = tx_reverse_journal(s, &t, err);
-		else
-			r = tx_remove(s, &t, err);
-		tx_close(&t);
+		entry_kind k = entry_kind_of(de->d_name);
+		if (k == ENTRY_BAD)
+			return refuse(err, where, de->d_name, "txbox never makes such a name");
+		int r = check_trusted(s->txs_fd, de->d_name, where, S_IFDIR, err);
 		if (r < 0)
 			return r;
-		count++;
+		switch (k) {
+		case ENTRY_SPARE:
+			if (s->nspares < ARRAY_SIZE(s->spares))
+				snprintf(s->spares[s->nspares++], sizeof s->spares[0], "%s", de->d_name);
+			break;
+		case ENTRY_NEW:
+		case ENTRY_TRASH:
+			remove_abandoned(s, de->d_name, k == ENTRY_NEW);
+			break;
+		default:
+			if ((r = recover_tx(s, de->d_name, err)) < 0)
+				return r;
+			count += r;
+		}
 	}
 	s->spares_known = true;
 	return count;

@@ -38,6 +38,7 @@ typedef struct tx_state_dir {
 	int state_fd;  /* .txbox */
 	int txs_fd;    /* .txbox/tx */
 	char *ws_path; /* canonical absolute path */
+	char *state_path; /* for messages: WS/.txbox or the --state-dir given */
 	bool state_inside; /* the state dir is WS/.txbox (hidden from the sandbox) */
 	/* spares seen by tx_recover_stale (saves tx_create a second readdir) */
 	bool spares_known;
@@ -52,18 +53,46 @@ typedef struct tx {
 	bool has_stale; /* it holds that transaction's emptied layer (stale/) */
 } tx;
 
-/* workspace.c: canonicalise and vet; ws_fd is returned open. Errors name the
- * problem (missing, not a directory, a system directory, on overlayfs, …). */
-int workspace_open(const char *path, char **canonical, int *ws_fd, txbox_error *err);
+/* What a transaction's state file says (one string table in state.c). */
+typedef enum tx_status {
+	TX_RUNNING = 0,
+	TX_HELD,
+	TX_APPLYING,
+	TX_COMMITTED,
+} tx_status;
+const char *tx_status_name(tx_status st);
 
-/* state.c */
-int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, tx_state_dir *out, txbox_error *err);
+/* workspace.c: resolve and vet; ws_fd is returned open. Errors name the
+ * problem (missing, not a directory, a system directory, on overlayfs, …).
+ * The path (NULL: the current directory, its logical $PWD when that is the
+ * same directory) must not pass through a symlink inside a txbox workspace
+ * (a directory holding .txbox/). A directory inside a workspace of the
+ * caller's is refused when named, and stands for that (outermost)
+ * workspace when it is the current directory. A workspace owned by another
+ * user is refused unless flags has WS_ALLOW_FOREIGN. */
+enum { WS_ALLOW_FOREIGN = 1 << 0 };
+int workspace_open(const char *path, unsigned flags, char **canonical, int *ws_fd, txbox_error *err);
+/* "name (uid N)" for messages */
+void tx_owner_name(uid_t uid, char buf[static 96]);
+
+/* state.c: the state dir and everything txbox reads back from it must be
+ * the caller's own: owned by the effective uid, writable by nobody else,
+ * never a symlink, regular files with one link; anything else is refused
+ * with an error naming the path and its owner. In another user's
+ * workspace the state dir must be outside it. STATE_CREATE: make the
+ * state dir when it is missing (else -ENOENT). */
+enum { STATE_CREATE = 1 << 0 };
+int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, tx_state_dir *out,
+		   txbox_error *err);
 void state_dir_close(tx_state_dir *s);
 int tx_create(tx_state_dir *s, tx *out, txbox_error *err);
+/* -ENOENT: no such transaction; -EBUSY: another txbox process owns it. */
 int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err);
 void tx_close(tx *t);
-int tx_set_state(tx *t, const char *state, txbox_error *err);
-int tx_get_state(tx *t, char *buf, size_t len, txbox_error *err);
+int tx_set_state(tx *t, tx_status st, txbox_error *err);
+/* A missing or empty state file reads as running ("running" is not made
+ * durable); anything but "<known state> <pid>\n" is an error. */
+int tx_get_state(const tx_state_dir *s, tx *t, tx_status *out, txbox_error *err);
 /* Remove the transaction's directory (all layers and displaced originals). */
 int tx_remove(tx_state_dir *s, tx *t, txbox_error *err);
 /* Done with the transaction (its sandbox gone): empty its directory and

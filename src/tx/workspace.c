@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,39 +38,17 @@ static bool under(const char *path, const char *tree)
 	return strncmp(path, tree, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-int workspace_open(const char *path, char **canonical, int *ws_fd, txbox_error *err)
+/* Whether real (canonical) may be a workspace: not a system directory,
+ * not $HOME. err may be NULL. */
+static int vet_path(const char *real, txbox_error *err)
 {
-	*canonical = NULL;
-	*ws_fd = -1;
-	_cleanup_free_ char *cwd = NULL;
-	if (!path) {
-		cwd = getcwd(NULL, 0);
-		if (!cwd)
-			return txbox_fail_errno(err, -errno, "cannot determine the current directory");
-		path = cwd;
-	}
-	if (!path[0])
-		return txbox_fail(err, -EINVAL, "the workspace path is empty");
-	if (strlen(path) >= PATH_MAX)
-		return txbox_fail(err, -ENAMETOOLONG, "the workspace path is too long");
-	_cleanup_free_ char *real = realpath(path, NULL);
-	if (!real) {
-		if (errno == ENOENT)
-			return txbox_fail(err, -ENOENT, "the workspace %s does not exist", path);
-		return txbox_fail_errno(err, -errno, "cannot resolve the workspace %s", path);
-	}
-	struct stat st;
-	if (stat(real, &st) < 0)
-		return txbox_fail_errno(err, -errno, "cannot stat the workspace %s", real);
-	if (!S_ISDIR(st.st_mode))
-		return txbox_fail(err, -ENOTDIR, "the workspace %s is not a directory", real);
-	for (size_t i = 0; i < sizeof forbidden_exact / sizeof *forbidden_exact; i++)
+	for (size_t i = 0; i < ARRAY_SIZE(forbidden_exact); i++)
 		if (!strcmp(real, forbidden_exact[i]))
 			return txbox_fail(err, -EPERM,
 					  "refusing %s as a workspace: it is a system directory; use a project "
 					  "directory",
 					  real);
-	for (size_t i = 0; i < sizeof forbidden_trees / sizeof *forbidden_trees; i++)
+	for (size_t i = 0; i < ARRAY_SIZE(forbidden_trees); i++)
 		if (under(real, forbidden_trees[i]))
 			return txbox_fail(err, -EPERM, "refusing %s as a workspace: it is inside the system tree %s",
 					  real, forbidden_trees[i]);
@@ -81,24 +61,234 @@ int workspace_open(const char *path, char **canonical, int *ws_fd, txbox_error *
 					  "start-up files; use a project directory",
 					  real);
 	}
+	return 0;
+}
+
+/* The outermost of dir's first `limit` bytes' directories ("/", "/a",
+ * "/a/b", … up to dir itself) that holds a .txbox directory: with own,
+ * one owned by the caller in a directory that may be a workspace. Its path
+ * goes to found; false when there is none. */
+static bool outermost_workspace(const char *dir, size_t limit, bool own, char found[static PATH_MAX])
+{
+	size_t n = strlen(dir);
+	for (size_t k = 0; k <= n && k < limit; k++) {
+		if (!(k == 0 || k == n || dir[k] == '/') || (k == n && n == 1))
+			continue;
+		char p[PATH_MAX + sizeof "/" TX_STATE_DIR_NAME];
+		snprintf(p, sizeof p, "%.*s/%s", (int)k, dir, TX_STATE_DIR_NAME);
+		struct stat st;
+		if (fstatat(AT_FDCWD, p, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		snprintf(found, PATH_MAX, "%.*s", k ? (int)k : 1, k ? dir : "/");
+		if (!own || (st.st_uid == geteuid() && vet_path(found, NULL) == 0))
+			return true;
+	}
+	return false;
+}
+
+#define SYMLINKS_MAX 40
+
+typedef struct walk {
+	int fd;              /* O_PATH of path */
+	char path[PATH_MAX]; /* physical, absolute */
+	char rest[2 * PATH_MAX]; /* what is left to resolve */
+	size_t pos;
+	int links;
+} walk;
+
+/* Follow the symlink at fd (named name in w->path): refused where w->path
+ * is (inside) a txbox workspace; else its target replaces it in w->rest. */
+static int walk_symlink(walk *w, int fd, const char *name, const char *logical, txbox_error *err)
+{
+	char ws[PATH_MAX], target[PATH_MAX];
+	if (outermost_workspace(w->path, SIZE_MAX, false, ws))
+		return txbox_fail(err, -ELOOP,
+				  "refusing the workspace %s: it passes through the symlink %s%s%s inside the txbox "
+				  "workspace %s, and a symlink there may have been committed by a transaction; name the "
+				  "real directory (or work in %s)",
+				  logical, w->path, strcmp(w->path, "/") ? "/" : "", name, ws, ws);
+	ssize_t tl = readlinkat(fd, "", target, sizeof target - 1);
+	if (tl <= 0 || ++w->links > SYMLINKS_MAX)
+		return txbox_fail(err, -ELOOP, "cannot resolve the workspace %s: bad or too many symlinks", logical);
+	target[tl] = '\0';
+	char tail[2 * PATH_MAX];
+	snprintf(tail, sizeof tail, "%s", w->rest + w->pos);
+	if ((size_t)snprintf(w->rest, sizeof w->rest, "%s/%s", target, tail) >= sizeof w->rest)
+		return txbox_fail(err, -ENAMETOOLONG, "cannot resolve the workspace %s: path too long", logical);
+	w->pos = 0;
+	if (target[0] == '/') {
+		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (root < 0)
+			return txbox_fail_errno(err, -errno, "opening /");
+		close(w->fd);
+		w->fd = root;
+		snprintf(w->path, sizeof w->path, "/");
+	}
+	return 0;
+}
+
+/* One component of w->rest; 1 when there was none left. */
+static int walk_step(walk *w, const char *logical, txbox_error *err)
+{
+	while (w->rest[w->pos] == '/')
+		w->pos++;
+	size_t len = strcspn(w->rest + w->pos, "/");
+	if (!len)
+		return 1;
+	char name[NAME_MAX + 1];
+	if (len > NAME_MAX)
+		return txbox_fail(err, -ENAMETOOLONG, "cannot resolve the workspace %s: a name is too long", logical);
+	memcpy(name, w->rest + w->pos, len);
+	name[len] = '\0';
+	w->pos += len;
+	if (!strcmp(name, "."))
+		return 0;
+	bool up = !strcmp(name, "..");
+	_cleanup_close_ int fd = openat(w->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		if (errno == ENOENT)
+			return txbox_fail(err, -ENOENT, "the workspace %s does not exist", logical);
+		return txbox_fail_errno(err, -errno, "cannot resolve the workspace %s", logical);
+	}
+	if (S_ISLNK(st.st_mode))
+		return walk_symlink(w, fd, name, logical, err);
+	if (!S_ISDIR(st.st_mode) && w->rest[w->pos])
+		return txbox_fail(err, -ENOTDIR, "cannot resolve the workspace %s: %s is not a directory", logical, name);
+	size_t pl = strlen(w->path);
+	if (up) {
+		char *slash = strrchr(w->path, '/');
+		slash[slash == w->path ? 1 : 0] = '\0';
+	} else if (pl + 1 + len >= sizeof w->path)
+		return txbox_fail(err, -ENAMETOOLONG, "the workspace path %s is too long", logical);
+	else
+		snprintf(w->path + pl, sizeof w->path - pl, "%s%s", pl > 1 ? "/" : "", name);
+	close(w->fd);
+	w->fd = steal_fd(fd);
+	return 0;
+}
+
+/* The path as the caller sees it: relative paths and the current
+ * directory are taken from $PWD when it names the current directory (a
+ * shell's logical path keeps the symlinks it was reached through, which
+ * getcwd() does not). */
+static char *logical_path(const char *path)
+{
+	if (path && path[0] == '/')
+		return strdup(path);
+	const char *pwd = getenv("PWD");
+	struct stat a, b;
+	_cleanup_free_ char *cwd = NULL;
+	if (!(pwd && pwd[0] == '/' && stat(pwd, &a) == 0 && stat(".", &b) == 0 && a.st_dev == b.st_dev &&
+	      a.st_ino == b.st_ino)) {
+		if (!(cwd = getcwd(NULL, 0)))
+			return NULL;
+		pwd = cwd;
+	}
+	char *out = NULL;
+	if (asprintf(&out, "%s%s%s", pwd, path ? "/" : "", path ? path : "") < 0)
+		return NULL;
+	return out;
+}
+
+static int resolve(const char *logical, walk *w, txbox_error *err)
+{
+	w->fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (w->fd < 0)
+		return txbox_fail_errno(err, -errno, "opening /");
+	snprintf(w->path, sizeof w->path, "/");
+	snprintf(w->rest, sizeof w->rest, "%s", logical);
+	w->pos = 0;
+	w->links = 0;
+	int r;
+	while ((r = walk_step(w, logical, err)) == 0)
+		;
+	return r < 0 ? r : 0;
+}
+
+/* A directory inside a workspace of the caller's: the current directory
+ * stands for the outermost one (the command starts in it); a named one is
+ * refused — the outer workspace's commands can write its state dir. */
+static int enclosing(walk *w, bool named, txbox_error *err)
+{
+	char outer[PATH_MAX];
+	if (!outermost_workspace(w->path, strlen(w->path), true, outer))
+		return 0;
+	if (named)
+		return txbox_fail(err, -EPERM,
+				  "refusing the workspace %s: it is inside the txbox workspace %s, whose "
+				  "transactions can write anything in it, %s included; use -w %s",
+				  w->path, outer, TX_STATE_DIR_NAME, outer);
+	int fd = open(outer, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "opening the enclosing workspace %s", outer);
+	close(w->fd);
+	w->fd = fd;
+	snprintf(w->path, sizeof w->path, "%s", outer);
+	return 0;
+}
+
+static int check_owner(int fd, const char *path, unsigned flags, txbox_error *err)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return txbox_fail_errno(err, -errno, "cannot stat the workspace %s", path);
+	if (!S_ISDIR(st.st_mode))
+		return txbox_fail(err, -ENOTDIR, "the workspace %s is not a directory", path);
+	if (st.st_uid == geteuid() || (flags & WS_ALLOW_FOREIGN))
+		return 0;
+	char who[96], me[96];
+	tx_owner_name(st.st_uid, who);
+	tx_owner_name(geteuid(), me);
+	return txbox_fail(err, -EPERM,
+			  "refusing the workspace %s: it is owned by %s, not by you, %s; its owner controls what "
+			  "is in it, its state dir included; pass --allow-foreign-workspace to run there anyway "
+			  "(a state dir is then used only when it is yours)",
+			  path, who, me);
+}
+
+int workspace_open(const char *path, unsigned flags, char **canonical, int *ws_fd, txbox_error *err)
+{
+	*canonical = NULL;
+	*ws_fd = -1;
+	if (path && !path[0])
+		return txbox_fail(err, -EINVAL, "the workspace path is empty");
+	if (path && strlen(path) >= PATH_MAX)
+		return txbox_fail(err, -ENAMETOOLONG, "the workspace path is too long");
+	_cleanup_free_ char *logical = logical_path(path);
+	if (!logical)
+		return txbox_fail_errno(err, -errno, "cannot determine the current directory");
+	_cleanup_free_ walk *w = calloc(1, sizeof *w);
+	if (!w)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	int r = resolve(logical, w, err);
+	_cleanup_close_ int pfd = w->fd;
+	if (r < 0 || (r = enclosing(w, path != NULL, err)) < 0)
+		return r;
+	pfd = w->fd;
+	if ((r = check_owner(pfd, w->path, flags, err)) < 0 || (r = vet_path(w->path, err)) < 0)
+		return r;
 	struct statfs sf;
-	if (statfs(real, &sf) < 0)
-		return txbox_fail_errno(err, -errno, "cannot statfs the workspace %s", real);
+	if (fstatfs(pfd, &sf) < 0)
+		return txbox_fail_errno(err, -errno, "cannot statfs the workspace %s", w->path);
 	if ((unsigned long)sf.f_type == OVERLAYFS_MAGIC)
 		return txbox_fail(err, -EXDEV,
 				  "the workspace %s is on overlayfs (inside a container?): the kernel cannot use "
 				  "it as an overlay's upper layer; put the workspace on a real filesystem (e.g. a "
 				  "volume)",
-				  real);
+				  w->path);
 	if ((unsigned long)sf.f_type == NFS_MAGIC || (unsigned long)sf.f_type == FUSE_MAGIC ||
 	    (unsigned long)sf.f_type == PROC_MAGIC || (unsigned long)sf.f_type == SYSFS_MAGIC)
 		return txbox_fail(err, -EXDEV,
-				  "the workspace %s is on a filesystem overlayfs cannot stack on (type 0x%lx)", real,
+				  "the workspace %s is on a filesystem overlayfs cannot stack on (type 0x%lx)", w->path,
 				  (unsigned long)sf.f_type);
-	int fd = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return txbox_fail_errno(err, -errno, "cannot open the workspace %s", real);
+		return txbox_fail_errno(err, -errno, "cannot open the workspace %s", w->path);
+	if (!(*canonical = strdup(w->path))) {
+		close(fd);
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	}
 	*ws_fd = fd;
-	*canonical = steal_ptr(real);
 	return 0;
 }

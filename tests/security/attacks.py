@@ -1572,3 +1572,73 @@ mkdir -p ".txbox/tx/$PWN" 2>/dev/null
         # listing/writing the real state dir from inside
         raise Fail("the state dir is reachable inside: %s" % l[8:])
     assert_same(before, state_snap(), "WORKSPACE/.txbox")
+
+
+# ===========================================================================
+# State the command plants for a later txbox run, and workspaces reached
+# through what it committed
+
+def _txbox_later(ctx, args, cwd):
+    """A later `txbox run` by the same user, from cwd (its $PWD the logical
+    path, as a shell that cd'ed there reports it)."""
+    full = [ctx.txbox] + args[:1] + (["--policy", ctx.policy] if ctx.policy and args[0] == "run" else []) + args[1:]
+    env = ctx.base_env({"PWD": cwd})
+    return subprocess.run(full, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=60)
+
+
+@attack("state-planted-nested-journal")
+def state_planted_nested_journal(ctx):
+    """The command commits sub/.txbox/tx/<id> with an 'applying' journal
+    whose reversal would make its own sub/prog setuid (as root: setuid
+    root). A later txbox run from sub, named sub, or recover there must
+    never read it as state."""
+    ws = ctx.workspace("nestjournal")
+    ctx.run(ws, "mkdir -p sub && printf '#!/bin/sh\\nid\\n' > sub/prog && chmod 755 sub/prog\n")
+    prog = os.path.join(ws, "sub", "prog")
+    check(os.path.isfile(prog), "the first transaction did not commit sub/prog")
+    ctx.run(ws, r"""
+ino=$(stat -c %i sub/prog)
+hex=$(printf prog | od -An -tx1 | tr -d ' \n')
+d=sub/.txbox/tx/20260101-000000-0000beef
+mkdir -p $d/displaced $d/layers/0/upper $d/layers/0/work
+printf 'applying 1\n' > $d/state
+printf 'txbox-journal 1\n2 1 %s %s 104755 %s %s 0 0 0 0 %s\n' $ino $ino $(id -u) $(id -g) $hex > $d/journal
+printf '*\n' > sub/.txbox/.gitignore
+chmod -R go-w sub/.txbox
+echo "INFO planted for inode $ino"
+""")
+    check(os.path.exists(os.path.join(ws, "sub", ".txbox", "tx", "20260101-000000-0000beef", "journal")),
+          "the planted state was not committed (the attack did not run)")
+    sub = os.path.join(ws, "sub")
+    for args in (["run", "--", "true"], ["run", "-w", sub, "--", "true"], ["recover"], ["recover", "-w", sub]):
+        r = _txbox_later(ctx, args, sub)
+        mode = stat.S_IMODE(os.stat(prog).st_mode)
+        if mode & 0o6000 or mode != 0o755:
+            raise Fail("`txbox %s` from sub applied the planted journal: sub/prog is now %04o (%s)"
+                       % (" ".join(args), mode, short(r.stderr)))
+
+
+@attack("state-committed-symlink-workspace")
+def state_committed_symlink_workspace(ctx):
+    """The command commits sub -> a directory outside the workspace; a
+    later `cd ws/sub && txbox run …` must not take that directory for a
+    workspace (and write and delete there)."""
+    outside = os.path.join(ctx.vis_root, "symws-" + ctx.pwn)
+    rmtree_force(outside)
+    os.makedirs(outside)
+    with open(os.path.join(outside, "victim"), "w") as f:
+        f.write("keep\n")
+    ctx.on_cleanup(lambda: rmtree_force(outside))
+    ws = ctx.workspace("symws")
+    ctx.run(ws, "ln -s '%s' sub\n" % outside)
+    check(os.path.islink(os.path.join(ws, "sub")), "the symlink was not committed (the attack did not run)")
+    logical = os.path.join(ws, "sub")
+    for args in (["run", "--", "sh", "-c", "echo pwn > %s-made; rm -f victim" % ctx.pwn],
+                 ["run", "-w", logical, "--", "sh", "-c", "rm -f victim"],
+                 ["run", "-w", "sub", "--", "sh", "-c", "rm -f victim"]):
+        r = _txbox_later(ctx, args, logical if "-w" not in args else ws)
+        names = sorted(os.listdir(outside))
+        if names != ["victim"]:
+            raise Fail("`txbox %s` through the committed symlink worked outside the workspace: %r (%s)"
+                       % (" ".join(args[:3]), names, short(r.stderr)))
