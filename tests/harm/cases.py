@@ -82,7 +82,8 @@ CASES = [
     Case("shred-disk", "shred -n1 -z /dev/vda /dev/sda", deny=True),
     Case("shred-files", "shred -n1 -u /etc/passwd /etc/hosts ~/.bashrc ~/.profile", deny=True),
     # -- processes and the machine
-    Case("fork-bomb", ":(){ :|:& };:", deny=True, opts=LIMITED),
+    # The bomb runs in the background; the shell waits so it meets the limit.
+    Case("fork-bomb", ":(){ :|:& };:; sleep 8; exit 1", deny=True, opts=LIMITED),
     Case("kill-9-all", "kill -9 -1", deny=True),
     Case("pkill-all", "pkill -9 .", deny=True),
     Case("killall5", "killall5 -9", deny=True),
@@ -91,7 +92,7 @@ CASES = [
          deny=True),
     Case("proc-sys-write", "echo 1 > /proc/sys/net/ipv4/ip_forward; echo harm-pwned > /proc/sys/kernel/hostname; "
          "hostname harm-pwned2", deny=True),
-    Case("ip-link-lo-down", "ip link set lo down; ip addr flush dev lo", deny=True),
+    Case("ip-link-lo-down", "ip link set lo down; ip addr flush dev lo"),
     Case("iptables-flush", "iptables -F; iptables -P INPUT DROP; nft flush ruleset", deny=True),
     Case("mount", "mount -t tmpfs none /etc; mount --bind /tmp /usr; mount -o remount,rw /; "
          "echo pwn > /etc/harm-mounted", deny=True),
@@ -158,8 +159,10 @@ CASES = [
          "rm home-link; ln -s /etc/cron.d home-link; echo '* * * * * root id' > home-link/harm; true",
          pre="ln -s /etc etc-link; ln -s /root home-link", ws=("etc-link", "etc-link/*", "home-link")),
     # -- resources
+    # The memory limit is above the workspace tmpfs (384M) so that the first
+    # dd ends on ENOSPC, the second (the sandbox's /tmp) on the limit.
     Case("disk-fill", "dd if=/dev/zero of=fill bs=1M count=1024; dd if=/dev/zero of=/tmp/fill bs=1M count=1024; false",
-         opts=LIMITED),
+         opts=["--timeout", "60", "--memory", "640M", "--pids", "256"]),
     Case("inode-fill", INODE_FILL, opts=LIMITED),
     Case("memory-bomb", MEMORY_BOMB, opts=LIMITED),
 ]

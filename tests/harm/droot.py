@@ -11,6 +11,8 @@ import os
 import stat
 import subprocess
 
+import cgjail
+
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 MNT_DETACH = 2
 
@@ -82,10 +84,11 @@ def decoy_content(name):
     return (block * (DECOY_SIZE // len(block) + 1))[:DECOY_SIZE]
 
 
-def build(stage, ws_mount):
+def build(stage, ws_mount, cgroups):
     """Mount the disposable root under stage (a dir on the real /; its
     tmpfs lives only in this mount namespace), pivot into it and return an
-    O_DIRECTORY fd of the overlay's upper layer, which stays outside."""
+    O_DIRECTORY fd of the overlay's upper layer, which stays outside.
+    cgroups: the sub-trees from cgjail.Jail.arg()."""
     mount("tmpfs", "harm-stage", stage, "mode=700,size=256m")
     upper, work, root = (os.path.join(stage, n) for n in ("upper", "work", "root"))
     for d in (upper, work, root):
@@ -94,9 +97,8 @@ def build(stage, ws_mount):
     upper_fd = os.open(upper, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     mount("proc", "proc", os.path.join(root, "proc"))
     mount("sysfs", "sysfs", os.path.join(root, "sys"), "ro,nosuid,nodev,noexec")
-    # txbox's limits need the real cgroup hierarchy (rw); sysfs itself is ro.
-    if os.path.isdir("/sys/fs/cgroup"):
-        sh("mount", "--rbind", "/sys/fs/cgroup", os.path.join(root, "sys/fs/cgroup"))
+    # txbox's limits need cgroups (rw); only the run's own sub-trees.
+    cgjail.bind_into(root, cgroups, sh)
     make_dev(os.path.join(root, "dev"))
     mount("tmpfs", "harm-tmp", os.path.join(root, "tmp"), "mode=1777,size=128m")
     wsdir = root + ws_mount

@@ -34,23 +34,25 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import cases  # noqa: E402
+import cgjail  # noqa: E402
 import session  # noqa: E402
 
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+VALUED = ("--mode", "--user", "--txbox", "--policy", "--inside", "--cgroups", "-k")
 NAMESPACES = ["--mount", "--pid", "--net", "--uts", "--ipc", "--fork", "--propagation", "private"]
 
 
 def parse(argv):
     o = {"mode": "root", "user": "txbox-test", "txbox": None, "policy": "both", "k": [],
-         "list": False, "verbose": False, "inside": None}
+         "list": False, "verbose": False, "inside": None, "cgroups": ""}
     i = 0
     while i < len(argv):
         a, nxt = argv[i], argv[i + 1] if i + 1 < len(argv) else None
-        if a in ("--mode", "--user", "--txbox", "--policy", "-k", "--inside") and nxt is None:
+        if a in VALUED and nxt is None:
             sys.exit("run.py: %s needs a value" % a)
         if a == "-k":
             o["k"].append(nxt)
-        elif a in ("--mode", "--user", "--txbox", "--policy", "--inside"):
+        elif a in VALUED[:-1]:
             o[a[2:]] = nxt
         elif a == "--list":
             o["list"] = True
@@ -58,7 +60,7 @@ def parse(argv):
             o["verbose"] = True
         else:
             sys.exit(__doc__)
-        i += 2 if a in ("--mode", "--user", "--txbox", "--policy", "-k", "--inside") else 1
+        i += 2 if a in VALUED else 1
     if o["mode"] not in ("root", "user") or o["policy"] not in ("allow", "default", "both"):
         sys.exit(__doc__)
     return o
@@ -98,11 +100,14 @@ def outside(o, argv):
         print("FAIL harm: no txbox binary at %s" % txbox)
         finish(0, 1, 0)
     stage = tempfile.mkdtemp(prefix="txbox-harm.", dir="/var/tmp")
+    jail = cgjail.Jail()
     try:
+        jail.enter()
         cmd = ["unshare"] + NAMESPACES + ["--", PYTHON, "-B", os.path.abspath(__file__)] + argv
-        cmd += ["--inside", stage, "--txbox", os.path.abspath(txbox)]
+        cmd += ["--inside", stage, "--txbox", os.path.abspath(txbox), "--cgroups", jail.arg()]
         rc = subprocess.call(cmd)
     finally:
+        jail.leave()
         shutil.rmtree(stage, ignore_errors=True)
     sys.exit(rc)
 
@@ -123,7 +128,10 @@ def main():
         finish(0, 1, 0)
     s.selftest()
     for name, case, pol in selected(o):
-        s.run_case(name, case, pol)
+        try:
+            s.run_case(name, case, pol)
+        except Exception as e:  # noqa: BLE001 - one broken case must not end the suite
+            s.report(name, ["harness error: %s: %s" % (type(e).__name__, e)])
     finish(s.passed, s.failed, s.skipped)
 
 

@@ -39,8 +39,9 @@ class Run:
     def describe(self):
         j = self.json
         dec = j.get("decision") or {}
-        return ("rc=%s outcome=%s rule=%s reason=%s limit=%s error=%s stdout=%s stderr=%s txbox-stderr=%s"
+        return ("rc=%s outcome=%s rule=%s reason=%s limit=%s (%s) error=%s stdout=%s stderr=%s txbox-stderr=%s"
                 % (self.rc, j.get("outcome"), dec.get("rule"), j.get("rollback_reason"), j.get("limit"),
+                   (j.get("limits") or {}).get("mechanism"),
                    checks.short(j.get("error") or "", 120), checks.short(j.get("stdout") or "", 160),
                    checks.short(j.get("stderr") or "", 160), checks.short(self.err, 160)))
 
@@ -58,7 +59,7 @@ class Session:
         files = {"txbox": open(self.o["txbox"], "rb").read(),
                  "allow.yaml": open(os.path.join(self.root, "tests/security/allow-all.yaml"), "rb").read(),
                  "default.yaml": open(os.path.join(self.root, "policy/default.yaml"), "rb").read()}
-        self.upper_fd = droot.build(self.o["inside"], WS_MOUNT)
+        self.upper_fd = droot.build(self.o["inside"], WS_MOUNT, self.o["cgroups"])
         self.upper = "/proc/self/fd/%d" % self.upper_fd
         droot.sh("ip", "link", "set", "lo", "up")
         os.makedirs(OPT, exist_ok=True)
@@ -284,7 +285,8 @@ class Session:
         rb = getattr(r, "held_rollback", None)
         if rb is not None and rb.rc != 0:
             return ["rolling back the held transaction failed: %s" % rb.describe()]
-        if policy == "default" and case.deny and r.outcome not in ("denied", "held"):
+        decision = (r.json.get("decision") or {}).get("decision")
+        if policy == "default" and case.deny and decision not in ("deny", "hold"):
             return ["the default policy allowed it: %s" % r.describe()]
         return []
 
@@ -295,21 +297,34 @@ class Session:
         name = "%s/selftest" % self.mode
         ws = self.new_workspace("selftest", False)
         target = "/etc/txbox-harm-selftest" if self.mode == "root" else os.path.join(self.home, ".txbox-harm-selftest")
-        text = ("echo pwn > %s; echo leak > /dev/tcp/127.0.0.1/8080; cat ~/.ssh/id_rsa; "
-                "setsid sleep 60 </dev/null >/dev/null 2>&1 & echo changed >> README" % target)
+        sock = checks.UNIX_SOCKETS[1]
+        text = ("echo pwn > %s; echo leak > /dev/tcp/127.0.0.1/8080; echo leak > /dev/udp/127.0.0.1/%d; "
+                "python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"%s\")'; "
+                "cat ~/.ssh/id_rsa; setsid sleep 60 </dev/null >/dev/null 2>&1 & echo changed >> README; "
+                "echo pwn > /tmp/harm-selftest" % (target, checks.UDP_PORT, sock))
+        want = {"overlay upper": "host changed (overlay upper)", "tcp listener": "listener 127.0.0.1:8080",
+                "udp listener": "listener 127.0.0.1:%d" % checks.UDP_PORT, "unix listener": "listener " + sock,
+                "canary": "canary secret in the output", "processes": "processes left behind",
+                "workspace": "workspace changed without a commit", "private /tmp": "disposable /tmp changed"}
+        if self.mode == "root":
+            text += "; echo wiped > /dev/vdb; hostname harm-selftest"
+            want.update({"decoy disk": "decoy disk written", "namespace state": "namespace state changed"})
         before = checks.tree(ws, content=True, skip_top=(".txbox",))
+        hostname = checks.read("/proc/sys/kernel/hostname")
         r = self.spawn(self.prefix + ["/bin/bash", "-c", text], ws, 30)
         host = self.host_problems(r.out + r.err)
         wsp = self.workspace_problems(ws, before, self.ws_used(), False, ())
-        want = {"overlay upper": "host changed (overlay upper)", "listener": "listener 127.0.0.1:8080",
-                "canary": "canary secret in the output", "processes": "processes left behind",
-                "workspace": "workspace changed without a commit"}
         missed = [k for k, v in want.items() if not any(p.startswith(v) for p in host + wsp)]
         shutil.rmtree(ws, ignore_errors=True)
-        try:
-            os.unlink(target)
-        except OSError:
-            pass
+        for path in (target, "/tmp/harm-selftest"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        if self.mode == "root":
+            with open("/dev/vdb", "wb") as f:
+                f.write(droot.decoy_content("vdb"))
+            subprocess.run(["hostname", hostname])
         self.baseline()
         if missed:
             self.failed += 1
