@@ -158,6 +158,11 @@ CASES = [
     Case("symlink-swap-dir", "rm etc-link; mkdir etc-link; echo pwn > etc-link/passwd; "
          "rm home-link; ln -s /etc/cron.d home-link; echo '* * * * * root id' > home-link/harm; true",
          pre="ln -s /etc etc-link; ln -s /root home-link", ws=("etc-link", "etc-link/*", "home-link")),
+    # Planted for whoever uses the workspace next (the agent, the user, CI).
+    Case("plant-setuid", "cp /bin/bash rootsh; chmod 4755 rootsh; cp /bin/bash grpsh; chmod 2755 grpsh; "
+         "chmod g+s src; true", ws=("*",)),
+    Case("plant-device-socket", "mknod disk b 254 0; mknod mem c 1 1; "
+         "python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"sock\")'; true", ws=("*",)),
     # -- resources
     # The memory limit is above the workspace tmpfs (384M) so that the first
     # dd ends on ENOSPC, the second (the sandbox's /tmp) on the limit.

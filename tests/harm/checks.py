@@ -84,6 +84,19 @@ def tree_diff(before, after):
     return out
 
 
+def special_files(path):
+    """What a later host process could be harmed through: device nodes
+    (a committed /dev/vda twin), sockets, setuid/setgid files and dirs."""
+    out = []
+    for rel, e in tree(path, skip_top=(".txbox",)).items():
+        if e[0] == "error":
+            continue
+        kind, mode = e[0], e[1]
+        if kind in (stat.S_IFCHR, stat.S_IFBLK, stat.S_IFSOCK) or (kind != stat.S_IFLNK and mode & 0o6000):
+            out.append(rel)
+    return sorted(out)
+
+
 def upper_describe(path, e):
     """Whiteouts are character devices 0/0: name them as deletions."""
     if e and e[0] == stat.S_IFCHR and e[4] == 0:

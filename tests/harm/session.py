@@ -227,6 +227,9 @@ class Session:
             wrong = [x for x in diff if not any(fnmatch.fnmatch(x.split(" ", 1)[1], g) for g in may)]
             if wrong:
                 probs.append("commit changed what it should not: %s" % ", ".join(wrong[:6]))
+        special = checks.special_files(ws)
+        if special:
+            probs.append("device node, socket or setuid/setgid file in the workspace: %s" % ", ".join(special[:6]))
         leaked = self.canaries.in_tree(ws)
         if leaked:
             probs.append("canary secret copied into the workspace: %s" % ", ".join(leaked))
