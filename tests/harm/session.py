@@ -9,7 +9,6 @@ import pwd
 import shutil
 import signal
 import subprocess
-import time
 
 import checks
 import droot
