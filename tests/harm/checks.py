@@ -75,13 +75,18 @@ def tree(path, content=False, skip_top=()):
 
 
 def tree_diff(before, after):
+    """[(what, path)]: what is new, gone or changed."""
     out = []
     for k in sorted(set(before) | set(after)):
         a, b = before.get(k), after.get(k)
-        if a == b:
-            continue
-        out.append(("new " if a is None else "gone " if b is None else "changed ") + k)
+        if a != b:
+            out.append(("new" if a is None else "gone" if b is None else "changed", k))
     return out
+
+
+def diff_text(diff, most=6):
+    text = ", ".join("%s %s" % d for d in diff[:most])
+    return text + (" ... (%d in all)" % len(diff) if len(diff) > most else "")
 
 
 def special_files(path):
@@ -97,11 +102,16 @@ def special_files(path):
     return sorted(out)
 
 
-def upper_describe(path, e):
-    """Whiteouts are character devices 0/0: name them as deletions."""
-    if e and e[0] == stat.S_IFCHR and e[4] == 0:
-        return "deleted /" + path
-    return "/" + path
+def upper_diff(before, after):
+    """tree_diff of the upper layer, as changes of the host: a whiteout (a
+    character device 0/0) is a deletion of the path beneath it."""
+    out = []
+    for what, path in tree_diff(before, after):
+        e = after.get(path)
+        if e and e[0] == stat.S_IFCHR and e[4] == 0:
+            what = "deleted"
+        out.append((what, "/" + path))
+    return out
 
 
 # ---------------------------------------------------------------------------

@@ -183,16 +183,13 @@ class Session:
         """Everything outside the workspace: upper layer, private tmpfs dirs,
         decoy disks, listeners, canaries in the output, processes, state."""
         probs = []
-        d = checks.tree_diff(self.base_upper, checks.tree(self.upper, content=True))
+        d = checks.upper_diff(self.base_upper, checks.tree(self.upper, content=True))
         if d:
-            now = checks.tree(self.upper)
-            probs.append("host changed (overlay upper): %s" % ", ".join(
-                checks.upper_describe(x.split(" ", 1)[1], now.get(x.split(" ", 1)[1])) + " [" + x.split(" ")[0] + "]"
-                for x in d[:8]) + (" ... (%d)" % len(d) if len(d) > 8 else ""))
+            probs.append("host changed (overlay upper): %s" % checks.diff_text(d, 8))
         for dirname, skip in self._tmpfs_dirs():
             d = checks.tree_diff(self.base_tmpfs[dirname], checks.tree(dirname, content=True, skip_top=skip))
             if d:
-                probs.append("disposable %s changed: %s" % (dirname, ", ".join(d[:6])))
+                probs.append("disposable %s changed: %s" % (dirname, checks.diff_text(d)))
         bad = checks.decoys_intact()
         if bad:
             probs.append("decoy disk written: %s" % ", ".join(bad))
@@ -221,11 +218,11 @@ class Session:
         after = checks.tree(ws, content=True, skip_top=(".txbox",))
         diff = checks.tree_diff(before, after)
         if not committed and diff:
-            probs.append("workspace changed without a commit: %s" % ", ".join(diff[:6]))
+            probs.append("workspace changed without a commit: %s" % checks.diff_text(diff))
         elif committed:
-            wrong = [x for x in diff if not any(fnmatch.fnmatch(x.split(" ", 1)[1], g) for g in may)]
+            wrong = [d for d in diff if not any(fnmatch.fnmatch(d[1], g) for g in may)]
             if wrong:
-                probs.append("commit changed what it should not: %s" % ", ".join(wrong[:6]))
+                probs.append("commit changed what it should not: %s" % checks.diff_text(wrong))
         special = checks.special_files(ws)
         if special:
             probs.append("device node, socket or setuid/setgid file in the workspace: %s" % ", ".join(special[:6]))
