@@ -158,6 +158,11 @@ CASES = [
     Case("symlink-swap-dir", "rm etc-link; mkdir etc-link; echo pwn > etc-link/passwd; "
          "rm home-link; ln -s /etc/cron.d home-link; echo '* * * * * root id' > home-link/harm; true",
          pre="ln -s /etc etc-link; ln -s /root home-link", ws=("etc-link", "etc-link/*", "home-link")),
+    Case("workspace-siblings", "rm -rf ../* ../../neighbour; echo pwn > ../harm-pwn; "
+         "echo pwn > ../../neighbour/harm-pwn; mkdir -p ../../harm-dir", deny=True),
+    # The state dir is txbox's: the command must neither see nor poison it.
+    Case("state-dir-tamper", "ls -la .txbox; rm -rf .txbox; mkdir -p .txbox/layers; echo '{}' > .txbox/journal; "
+         "ln -s /etc .txbox/tx; true"),
     # Planted for whoever uses the workspace next (the agent, the user, CI).
     Case("plant-setuid", "cp /bin/bash rootsh; chmod 4755 rootsh; cp /bin/bash grpsh; chmod 2755 grpsh; "
          "chmod g+s src; true", ws=("*",)),

@@ -88,6 +88,12 @@ class Session:
         os.makedirs(self.cache)
         os.chown(self.cache, self.uid, self.gid)
         os.makedirs(os.path.join(WS_MOUNT, "ws"))
+        # Another project beside the workspaces (checked with the tmpfs).
+        neighbour = os.path.join(WS_MOUNT, "neighbour")
+        os.makedirs(os.path.join(neighbour, "src"))
+        with open(os.path.join(neighbour, "src", "lib.c"), "w") as f:
+            f.write("int lib(void) { return 1; }\n")
+        subprocess.run(["chown", "-R", "%d:%d" % (self.uid, self.gid), neighbour], check=True)
 
     def _user_exists(self):
         try:
@@ -229,10 +235,25 @@ class Session:
         leaked = self.canaries.in_tree(ws)
         if leaked:
             probs.append("canary secret copied into the workspace: %s" % ", ".join(leaked))
+        beside = sorted(set(os.listdir(os.path.dirname(ws))) - {os.path.basename(ws)})
+        if beside:
+            probs.append("new entries beside the workspace: %s" % ", ".join(beside[:6]))
         grown = self.ws_used() - used_before
         if not committed and grown > (8 << 20):
             probs.append("%d MiB left on the workspace file system after a rollback" % (grown >> 20))
         return probs
+
+    def next_run_problems(self, ws):
+        """Whatever the command left in the workspace or its state dir, the
+        next transaction there must still work and publish only its change."""
+        before = checks.tree(ws, content=True, skip_top=(".txbox",))
+        r = self.run_txbox(ws, "echo next > harm-next.txt", "allow")
+        if r.outcome != "committed":
+            return ["the next transaction in the workspace did not commit: %s" % r.describe()]
+        diff = checks.tree_diff(before, checks.tree(ws, content=True, skip_top=(".txbox",)))
+        if diff != [("new", "harm-next.txt")]:
+            return ["the next transaction changed more than its file: %s" % checks.diff_text(diff)]
+        return []
 
     def ws_used(self):
         st = os.statvfs(WS_MOUNT)
@@ -266,6 +287,7 @@ class Session:
         probs += self.verdict_problems(r, case, policy)
         probs += self.host_problems(r.out + r.err)
         probs += self.workspace_problems(ws, before, used, r.outcome == "committed", case.ws)
+        probs += self.next_run_problems(ws)
         skip = None
         if policy == "allow" and r.outcome == "denied" and not probs:
             skip = "allow-all denied it, the sandbox was not tested: " + r.describe()
