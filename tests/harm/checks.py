@@ -10,10 +10,13 @@ import signal
 import socket
 import stat
 import subprocess
-import threading
+import sys
 import time
 
 import droot
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "security"))
+import harness as sec_harness  # noqa: E402
 
 TCP_PORTS = (8080, 4444)
 UDP_PORT = 5353
@@ -117,55 +120,28 @@ def upper_diff(before, after):
 # ---------------------------------------------------------------------------
 # listeners
 
-class Listener:
-    """A socket in a thread, recording every connection or datagram."""
-
-    def __init__(self, family, addr, kind=socket.SOCK_STREAM, mode=None):
-        self.name = addr if isinstance(addr, str) else "%s:%s" % addr
-        if family == socket.AF_UNIX and addr.startswith("\0"):
-            self.name = "@" + addr[1:]
-        self.sock = socket.socket(family, kind | socket.SOCK_CLOEXEC)
-        if family != socket.AF_UNIX:
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(addr)
-        if mode is not None:
-            os.chmod(addr, mode)
-        self.stream = kind == socket.SOCK_STREAM
-        if self.stream:
-            self.sock.listen(64)
-        self.sock.settimeout(0.1)
-        self.hits = []
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while True:
-            try:
-                if self.stream:
-                    c, _ = self.sock.accept()
-                    c.settimeout(0.5)
-                    try:
-                        data = c.recv(200)
-                    except OSError:
-                        data = b""
-                    c.close()
-                else:
-                    data, _ = self.sock.recvfrom(200)
-                self.hits.append(data)
-            except socket.timeout:
-                continue
-            except OSError:
-                time.sleep(0.05)
+def listener(family, addr, kind=socket.SOCK_STREAM, mode=None):
+    """The escape suite's listener (a socket in a thread recording each
+    connection or datagram as (peer, data) in .hits), with a printable
+    .name and, for a path socket, the given mode."""
+    lst = sec_harness.Listener(family, addr, kind)
+    if mode is not None:
+        os.chmod(addr, mode)
+    if isinstance(addr, tuple):
+        lst.name = "%s:%s" % addr
+    else:
+        lst.name = "@" + addr[1:] if addr.startswith("\0") else addr
+    return lst
 
 
 def start_listeners():
-    ls = [Listener(socket.AF_INET, ("127.0.0.1", p)) for p in TCP_PORTS]
-    ls.append(Listener(socket.AF_INET, ("127.0.0.1", UDP_PORT), socket.SOCK_DGRAM))
+    ls = [listener(socket.AF_INET, ("127.0.0.1", p)) for p in TCP_PORTS]
+    ls.append(listener(socket.AF_INET, ("127.0.0.1", UDP_PORT), socket.SOCK_DGRAM))
     for path in UNIX_SOCKETS:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        ls.append(Listener(socket.AF_UNIX, path, mode=0o666))
+        ls.append(listener(socket.AF_UNIX, path, mode=0o666))
     os.chmod("/var/lib/txbox-harm", 0o755)
-    ls.append(Listener(socket.AF_UNIX, ABSTRACT_SOCKET))
+    ls.append(listener(socket.AF_UNIX, ABSTRACT_SOCKET))
     return ls
 
 

@@ -202,7 +202,7 @@ class Session:
         for listener, n in zip(self.listeners, self.base_hits):
             if len(listener.hits) > n:
                 probs.append("listener %s got %d connection(s)/datagram(s): %s" % (
-                    listener.name, len(listener.hits) - n, checks.short(listener.hits[n], 80)))
+                    listener.name, len(listener.hits) - n, checks.short(listener.hits[n][1], 80)))
         leaked = self.canaries.found(run_output)
         if leaked:
             probs.append("canary secret in the output: %s" % ", ".join(leaked))
