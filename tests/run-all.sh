@@ -1,7 +1,8 @@
 #!/bin/bash
 # The whole test suite: unit (C, cmocka), parser differential vs bash,
 # integration (real overlayfs/namespaces, as root and as an unprivileged
-# user), security escapes, an ASan+UBSan run, and bounded fuzzing.
+# user), security escapes, destructive commands in a disposable root (harm),
+# an ASan+UBSan run, and bounded fuzzing.
 # Ends with one line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -105,6 +106,19 @@ counted security-root "$PY" tests/security/run.py
 if [ -n "$USER_COPY" ]; then
 	TXBOX=$USER_COPY/build/src/cli/txbox counted security-user \
 		"$PY" "$USER_COPY/tests/security/run.py" --as-user "$TEST_USER" --txbox "$USER_COPY/build/src/cli/txbox"
+fi
+
+# Destructive commands inside a disposable root (built with namespaces, so
+# root only); the rootless run drops to $TEST_USER inside that root.
+if [ "$(id -u)" = 0 ]; then
+	counted harm-root "$PY" tests/harm/run.py --txbox "$TXBOX"
+	if id "$TEST_USER" >/dev/null 2>&1; then
+		counted harm-user "$PY" tests/harm/run.py --mode user --user "$TEST_USER" --txbox "$TXBOX"
+	else
+		echo "== harm-user: skipped (no user $TEST_USER)"
+	fi
+else
+	echo "== harm: skipped (the disposable root needs root)"
 fi
 
 # Sanitizers: the unit tests and the integration suite's quick subset.
