@@ -1815,3 +1815,25 @@ def unix_allowed_socket(ctx):
     check(res.lines("ESCAPED stream-allowed"), "the allowed socket was refused: %s" % res.describe())
     check(ok.hits, "the allowed socket's listener got nothing")
     check(not no.hits and not res.lines("ESCAPED stream-other"), "a socket not allowed was reached")
+
+
+@attack("unix-host-in-workspace")
+def unix_host_in_workspace(ctx):
+    """A host listener inside the workspace (git's fsmonitor socket lives in
+    .git/), and a symlink the command makes in its own /tmp to a host
+    socket: neither is the sandbox's own."""
+    ws = ctx.workspace("uh-inws")
+    os.makedirs(os.path.join(ws, ".git"))
+    l = _host_listener(ctx, os.path.join(ws, ".git", "fsmonitor.ipc"))
+    d = _sock_dir(ctx, "uh-sym")
+    l2 = _host_listener(ctx, "s.sock", cwd=d)
+    res = ctx.run(ws, r"""
+"$BIN/unixhost" stream in-ws .git/fsmonitor.ipc | grep -v PROBE-DONE
+ln -s %s /tmp/sym.sock
+"$BIN/unixhost" stream symlink /tmp/sym.sock | grep -v PROBE-DONE
+""" % _sh(d + "/s.sock"))
+    for x in (l, l2):
+        x.close()
+    check(not l.hits and not l2.hits, "a host listener was reached: %s" % res.describe())
+    ctx.expect_blocked(res, ["stream-in-ws", "stream-symlink"])
+    os.unlink(os.path.join(ws, ".git", "fsmonitor.ipc"))  # ours, not the command's: not a published socket
