@@ -574,7 +574,7 @@ int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err)
 	if (s->limits.disk_bytes && (!s->harden.fsize_bytes || s->harden.fsize_bytes > s->limits.disk_bytes))
 		s->harden.fsize_bytes = s->limits.disk_bytes;
 
-	trace_mark("sup: pipes, host sockets");
+	trace_mark("sup: pipes");
 	/* The network namespace (the dearest part: ~1 ms) is made by init
 	 * itself (mounts_view_begin), in parallel with the snapshot. */
 	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;

@@ -82,7 +82,8 @@ static const char *const denied_always[] = {
 	"clock_adjtime64", "adjtimex", "stime",
 	/* kernel log, obsolete or dangerous odds and ends */
 	"syslog", "lookup_dcookie", "vhangup", "nfsservctl",
-	/* io_uring: large attack surface, bypasses this filter for the ops it
+	/* io_uring: large attack surface, bypasses this filter (and the
+	 * socket-call one: IORING_OP_CONNECT, SENDMSG) for the ops it
 	 * performs; users fall back to plain syscalls on EPERM */
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
 };

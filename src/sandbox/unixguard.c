@@ -25,6 +25,7 @@
 #include "util/syscalls.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <limits.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -234,12 +235,10 @@ static int resolve(const target *t, const char *path)
 	int r = still_valid(t);
 	if (r < 0)
 		return r;
-	int fd;
-	if (path[0] == '/') {
-		struct txbox_open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
-		fd = sys_openat2(dfd, path, &how);
-	} else
-		fd = openat(dfd, path, O_PATH | O_CLOEXEC);
+	/* No magic links: /proc/self would be the guard's. */
+	struct txbox_open_how how = {.flags = O_PATH | O_CLOEXEC,
+				     .resolve = RESOLVE_NO_MAGICLINKS | (path[0] == '/' ? RESOLVE_IN_ROOT : 0)};
+	int fd = sys_openat2(dfd, path, &how);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -419,7 +418,9 @@ static int load_control(const target *t, const struct msghdr *um, message *m)
 	m->controllen = um->msg_controllen;
 	struct msghdr h = {.msg_control = m->control, .msg_controllen = m->controllen};
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+		if (c->cmsg_len < CMSG_LEN(0) || c->cmsg_len > m->controllen - (size_t)((char *)c - m->control))
+			return -EINVAL; /* as the kernel says of a header past the buffer */
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
 		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		int *fds = (int *)CMSG_DATA(c);
@@ -580,9 +581,37 @@ static int receive_listener(int ctl)
 	return fd;
 }
 
+/* The calls are carried out with the guard's credentials, and the kernel
+ * checks some against the caller's capabilities at that moment (netlink
+ * messages sent to an address, SO_MARK and priority control messages,
+ * SCM_CREDENTIALS naming another process): keep only what reaching the
+ * command needs — its memory and descriptors (CAP_SYS_PTRACE) and paths
+ * as root sees them (CAP_DAC_*) — never network or admin powers. */
+static int drop_capabilities(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof d);
+	static const int keep[] = {CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH};
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
+		d[keep[i] / 32].permitted |= 1u << (keep[i] % 32);
+		d[keep[i] / 32].effective |= 1u << (keep[i] % 32);
+	}
+	struct __user_cap_data_struct cur[2];
+	if (syscall(SYS_capget, &h, cur) < 0)
+		return -1;
+	for (int i = 0; i < 2; i++) { /* never more than held (rootless without some of them) */
+		d[i].permitted &= cur[i].permitted;
+		d[i].effective &= cur[i].permitted;
+	}
+	return (int)syscall(SYS_capset, &h, d);
+}
+
 static void __attribute__((noreturn)) guard_main(unixguard *g, int ctl)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (drop_capabilities() < 0)
+		_exit(1); /* no guard: the command's socket calls fail (ENOSYS) */
 	signal(SIGPIPE, SIG_IGN);
 	/* Nothing of init's: above all not the output pipes, whose EOF the
 	 * supervisor waits for. */

@@ -1837,3 +1837,14 @@ ln -s %s /tmp/sym.sock
     check(not l.hits and not l2.hits, "a host listener was reached: %s" % res.describe())
     ctx.expect_blocked(res, ["stream-in-ws", "stream-symlink"])
     os.unlink(os.path.join(ws, ".git", "fsmonitor.ipc"))  # ours, not the command's: not a published socket
+
+
+@attack("unix-guard-malformed")
+def unix_guard_malformed(ctx):
+    """Malformed socket calls get the kernel's own errors (the supervisor
+    copies them, never past what the caller gave), and it keeps serving."""
+    ws = ctx.workspace("uh-malformed")
+    res = ctx.run(ws, '"$BIN/unixhost" malformed m /tmp\n')
+    ctx.expect_blocked(res, ["cmsg-past-buffer", "iovlen-too-big", "name-bad-pointer", "connect-bad-pointer",
+                             "connect-long-len", "connect-not-socket", "connect-bad-fd"])
+    check(res.lines("OWN-OK"), "the command's own sockets failed after malformed calls: %s" % res.describe())

@@ -10,6 +10,8 @@
  *   iouring LABEL PATH          IORING_OP_CONNECT through io_uring
  *   own LABEL DIR               bind in DIR, connect (stream, dgram, sendmsg
  *                               with a descriptor): must WORK ("OWN-OK")
+ *   malformed LABEL DIR         malformed sendmsg calls get the kernel's
+ *                               errors (BLOCKED name: errno), then "own" DIR
  * A connection that works prints ESCAPED (or OWN-OK for own). */
 #include "probe.h"
 #include <linux/io_uring.h>
@@ -260,6 +262,55 @@ static int do_own(const char *dir)
 	return 0;
 }
 
+/* A call that must fail with exactly errno want. */
+static void expect_errno(const char *name, long r, int want)
+{
+	if (r >= 0)
+		escaped(name, "returned %ld", r);
+	else if (errno != want)
+		escaped(name, "%s, not %s", strerror(errno), strerror(want));
+	else
+		blocked(name, "%s", strerror(errno));
+}
+
+static void do_malformed(const char *dir)
+{
+	char dp[200];
+	snprintf(dp, sizeof dp, "%s/malformed.sock", dir);
+	unlink(dp);
+	struct sockaddr_un u;
+	socklen_t l = mkaddr(&u, dp);
+	int d = socket(AF_UNIX, SOCK_DGRAM, 0), e = socket(AF_UNIX, SOCK_DGRAM, 0);
+	if (bind(d, (struct sockaddr *)&u, l) < 0)
+		printf("INFO cannot bind %s\n", dp);
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr a;
+	} cm;
+	memset(&cm, 0, sizeof cm);
+	struct iovec iov = {"x", 1};
+	struct msghdr h = {.msg_name = &u, .msg_namelen = l, .msg_iov = &iov, .msg_iovlen = 1,
+			   .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+	cm.a.cmsg_level = SOL_SOCKET;
+	cm.a.cmsg_type = SCM_RIGHTS;
+	cm.a.cmsg_len = 4096; /* past the buffer */
+	expect_errno("cmsg-past-buffer", sendmsg(e, &h, 0), EINVAL);
+	h.msg_control = NULL;
+	h.msg_controllen = 0;
+	h.msg_iovlen = 5000;
+	expect_errno("iovlen-too-big", sendmsg(e, &h, 0), EMSGSIZE);
+	h.msg_iovlen = 1;
+	h.msg_name = (void *)16;
+	expect_errno("name-bad-pointer", sendmsg(e, &h, 0), EFAULT);
+	expect_errno("connect-bad-pointer", connect(e, (void *)16, l), EFAULT);
+	expect_errno("connect-long-len", connect(e, (struct sockaddr *)&u, 4096), EINVAL);
+	expect_errno("connect-not-socket", connect(0, (struct sockaddr *)&u, l), ENOTSOCK);
+	expect_errno("connect-bad-fd", connect(999, (struct sockaddr *)&u, l), EBADF);
+	close(d);
+	close(e);
+	unlink(dp);
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -275,6 +326,10 @@ int main(int argc, char **argv)
 		do_iouring(argv[2], argv[3]);
 	else if (argc > 3 && !strcmp(m, "own"))
 		do_own(argv[3]);
+	else if (argc > 3 && !strcmp(m, "malformed")) {
+		do_malformed(argv[3]);
+		do_own(argv[3]);
+	}
 	else {
 		fprintf(stderr, "usage: see unixhost.c\n");
 		return 2;
