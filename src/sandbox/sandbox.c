@@ -149,18 +149,25 @@ static void __attribute__((noreturn)) report_harden_failure(int exec_pipe, txbox
 	_exit(125);
 }
 
-/* The socket-call filter goes on last; init hands its listener to the
- * socket guard (unixguard.c) while we wait, and only then may our copy
- * close: no listener left would make every connect() fail (ENOSYS). */
-static void load_socket_filter(int exec_pipe)
+/* The socket-call filter goes on first (before capabilities are dropped,
+ * so it needs no no_new_privs yet), and init hands its listener to the
+ * socket guard (unixguard.c) while we harden the rest; only then may our
+ * copy close: no listener left would make every connect() fail (ENOSYS). */
+static int load_socket_filter(int exec_pipe)
 {
 	txbox_error e = TXBOX_ERROR_INIT;
 	int listener;
 	if (harden_seccomp_load_notify(&listener, &e) < 0)
 		report_harden_failure(exec_pipe, &e);
+	if (write(exec_pipe, &listener, sizeof listener) != (ssize_t)sizeof listener)
+		_exit(125);
+	return listener;
+}
+
+static void await_socket_guard(int exec_pipe, int listener)
+{
 	char ok = 0;
-	if (write(exec_pipe, &listener, sizeof listener) != (ssize_t)sizeof listener ||
-	    read(exec_pipe, &ok, 1) != 1 || ok != 'k')
+	if (read(exec_pipe, &ok, 1) != 1 || ok != 'k')
 		_exit(125); /* init says why */
 	close(listener);
 }
@@ -181,10 +188,11 @@ exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_t
 	exec_pipe = 3;
 	signal(SIGPIPE, SIG_DFL);
 
+	int listener = load_socket_filter(exec_pipe);
 	txbox_error e = TXBOX_ERROR_INIT;
 	if (harden_child_apply(&s->harden, NULL, &e) < 0)
 		report_harden_failure(exec_pipe, &e);
-	load_socket_filter(exec_pipe);
+	await_socket_guard(exec_pipe, listener);
 	trace_mark("cmd: hardened, execve");
 	const char *shargv[] = {"/bin/sh", "-c", shell_text, NULL};
 	if (shell_text) { /* a literal command: exec it as sh -c would (shell_literal_argv) */

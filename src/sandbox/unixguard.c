@@ -299,12 +299,9 @@ static int dest_load(const target *t, int sock, uint64_t addr, uint64_t len, des
 
 /* ---- the calls ---------------------------------------------------------- */
 
-static long emu_connect(const target *t)
+static long emu_connect(const target *t, int s)
 {
 	const __u64 *a = t->req.data.args;
-	_cleanup_close_ int s = take_socket(t, a[0]);
-	if (s < 0)
-		return s;
 	_cleanup_(dest_done) dest d = {.opath = -1};
 	int r = dest_load(t, s, a[1], (uint32_t)a[2], &d);
 	if (r < 0)
@@ -332,12 +329,9 @@ static long sent(const target *t, ssize_t n, int flags)
 	return -e;
 }
 
-static long emu_sendto(const target *t)
+static long emu_sendto(const target *t, int s)
 {
 	const __u64 *a = t->req.data.args;
-	_cleanup_close_ int s = take_socket(t, a[0]);
-	if (s < 0)
-		return s;
 	_cleanup_(dest_done) dest d = {.opath = -1};
 	int r = dest_load(t, s, a[4], (uint32_t)a[5], &d);
 	if (r < 0)
@@ -454,23 +448,17 @@ static long send_one(const target *t, int s, const struct msghdr *um, int flags)
 	return sent(t, sendmsg(s, &h, flags | MSG_NOSIGNAL), flags);
 }
 
-static long emu_sendmsg(const target *t)
+static long emu_sendmsg(const target *t, int s)
 {
 	const __u64 *a = t->req.data.args;
-	_cleanup_close_ int s = take_socket(t, a[0]);
-	if (s < 0)
-		return s;
 	struct msghdr um;
 	int r = peek(t, a[1], &um, sizeof um);
 	return r < 0 ? r : send_one(t, s, &um, (int)a[2]);
 }
 
-static long emu_sendmmsg(const target *t)
+static long emu_sendmmsg(const target *t, int s)
 {
 	const __u64 *a = t->req.data.args;
-	_cleanup_close_ int s = take_socket(t, a[0]);
-	if (s < 0)
-		return s;
 	unsigned vlen = (unsigned)a[2] > IOV_MAX_ ? IOV_MAX_ : (unsigned)a[2];
 	long done = 0;
 	for (unsigned i = 0; i < vlen; i++) {
@@ -489,17 +477,21 @@ static long emu_sendmmsg(const target *t)
 	return done;
 }
 
+/* Every notified call takes a socket as its first argument. */
 static long emulate(const target *t)
 {
+	_cleanup_close_ int s = take_socket(t, t->req.data.args[0]);
+	if (s < 0)
+		return s;
 	switch (t->req.data.nr) {
 	case __NR_connect:
-		return emu_connect(t);
+		return emu_connect(t, s);
 	case __NR_sendto:
-		return emu_sendto(t);
+		return emu_sendto(t, s);
 	case __NR_sendmsg:
-		return emu_sendmsg(t);
+		return emu_sendmsg(t, s);
 	case __NR_sendmmsg:
-		return emu_sendmmsg(t);
+		return emu_sendmmsg(t, s);
 	default:
 		return -ENOSYS;
 	}
