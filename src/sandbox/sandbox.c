@@ -370,6 +370,24 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 	return hard;
 }
 
+/* The layer-free half of the view, and the socket guard: it notes the
+ * allowed sockets and the places the view replaces while the host's paths
+ * are still in place, and is forked once the network namespace is the
+ * sandbox's, ahead of the command. */
+static int view_begin_with_guard(const sandbox_spec *s, mounts_view *view, unixguard **guard, char *msg,
+				 size_t len)
+{
+	txbox_error e = TXBOX_ERROR_INIT;
+	int r = unixguard_new(s->workspace, s->allowed_sockets, s->network, guard, &e);
+	if (r == 0 && (r = mounts_view_begin(s, view, msg, len)) == 0)
+		r = unixguard_spawn(*guard, &e);
+	if (r < 0 && e.message)
+		snprintf(msg, len, "%s", e.message);
+	txbox_error_clear(&e);
+	trace_mark("init: socket guard forked");
+	return r;
+}
+
 /* Every process of the sandbox but init (the socket guard too) dies and is reaped. */
 static void kill_all(unixguard *guard)
 {
@@ -395,21 +413,9 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	}
 
 	trace_mark("init: start");
-	/* The socket guard notes the allowed sockets and the places the view
-	 * replaces while the host's paths are still in place, and is forked
-	 * once the network namespace is the sandbox's, ahead of the command. */
 	unixguard *guard = NULL;
-	txbox_error ge = TXBOX_ERROR_INIT;
 	mounts_view view;
-	int r = unixguard_new(s->workspace, s->allowed_sockets, s->network, &guard, &ge);
-	if (r == 0)
-		r = mounts_view_begin(s, &view, rep.msg, sizeof rep.msg);
-	else
-		snprintf(rep.msg, sizeof rep.msg, "%s", ge.message ? ge.message : "socket guard");
-	if (r == 0 && (r = unixguard_spawn(guard, &ge)) < 0)
-		snprintf(rep.msg, sizeof rep.msg, "%s", ge.message ? ge.message : "socket guard");
-	txbox_error_clear(&ge);
-	trace_mark("init: socket guard forked");
+	int r = view_begin_with_guard(s, &view, &guard, rep.msg, sizeof rep.msg);
 	if (r == 0) {
 		/* The seccomp filter: the one compiled at build time, or else
 		 * compiled once here for every command of the sandbox while the
