@@ -79,6 +79,7 @@ struct unixguard {
 	struct {
 		dev_t dev;
 		ino_t ino;
+		int fd; /* O_PATH, held: the inode (and its number) cannot be freed and reused */
 	} allowed[ALLOWED_MAX];
 	dev_t before[NPLACES];
 	bool had[NPLACES];
@@ -106,10 +107,13 @@ int unixguard_new(const char *workspace, const char *const *allowed, bool networ
 			return txbox_fail(err, -E2BIG, "more than %d allowed sockets", ALLOWED_MAX);
 		}
 		/* connect() follows symlinks: so does the policy's path */
-		if (stat(allowed[i], &st) == 0 && S_ISSOCK(st.st_mode)) {
+		int fd = open(allowed[i], O_PATH | O_CLOEXEC);
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) {
 			g->allowed[g->nallowed].dev = st.st_dev;
-			g->allowed[g->nallowed++].ino = st.st_ino;
-		}
+			g->allowed[g->nallowed].ino = st.st_ino;
+			g->allowed[g->nallowed++].fd = fd;
+		} else if (fd >= 0)
+			close(fd);
 	}
 	for (size_t i = 0; i < NPLACES; i++)
 		if (stat(place(g, i), &st) == 0) {
@@ -126,6 +130,8 @@ void unixguard_free(unixguard *g)
 		return;
 	if (g->ctl >= 0)
 		close(g->ctl);
+	for (size_t i = 0; i < g->nallowed; i++)
+		close(g->allowed[i].fd);
 	free(g);
 }
 
@@ -573,6 +579,29 @@ static int receive_listener(int ctl)
 	return fd;
 }
 
+/* Close every descriptor but *ctl and the allowed sockets' (moved, with
+ * *ctl, to 3, 4, …). */
+static int keep_only(unixguard *g, int *ctl)
+{
+	int base = 3 + (int)ARRAY_SIZE(g->allowed) + 1, next = 3;
+	int *fds[1 + ALLOWED_MAX];
+	size_t n = 0;
+	fds[n++] = ctl;
+	for (size_t i = 0; i < g->nallowed; i++)
+		fds[n++] = &g->allowed[i].fd;
+	for (size_t i = 0; i < n; i++) /* out of the way first, then down */
+		if ((*fds[i] = fcntl(*fds[i], F_DUPFD_CLOEXEC, base)) < 0)
+			return -1;
+	if (syscall(SYS_close_range, 0, base - 1, 0) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (dup3(*fds[i], next, O_CLOEXEC) < 0)
+			return -1;
+		*fds[i] = next++;
+	}
+	return (int)syscall(SYS_close_range, next, ~0U, 0);
+}
+
 /* The calls are carried out with the guard's credentials, and the kernel
  * checks some against the caller's capabilities at that moment (netlink
  * messages sent to an address, SO_MARK and priority control messages,
@@ -605,9 +634,9 @@ static void __attribute__((noreturn)) guard_main(unixguard *g, int ctl)
 	if (drop_capabilities() < 0)
 		_exit(1); /* no guard: the command's socket calls fail (ENOSYS) */
 	signal(SIGPIPE, SIG_IGN);
-	/* Nothing of init's: above all not the output pipes, whose EOF the
-	 * supervisor waits for. */
-	if ((ctl > 0 && syscall(SYS_close_range, 0, ctl - 1, 0) < 0) || syscall(SYS_close_range, ctl + 1, ~0U, 0) < 0)
+	/* Nothing of init's but ctl and the allowed sockets: above all not the
+	 * output pipes, whose EOF the supervisor waits for. */
+	if (keep_only(g, &ctl) < 0)
 		_exit(1);
 	struct pollfd pf[1 + LISTENERS_MAX] = {{.fd = ctl, .events = POLLIN}};
 	nfds_t n = 1;

@@ -1848,3 +1848,43 @@ def unix_guard_malformed(ctx):
     ctx.expect_blocked(res, ["cmsg-past-buffer", "iovlen-too-big", "name-bad-pointer", "connect-bad-pointer",
                              "connect-long-len", "connect-not-socket", "connect-bad-fd"])
     check(res.lines("OWN-OK"), "the command's own sockets failed after malformed calls: %s" % res.describe())
+
+
+@attack("unix-allowed-socket-replaced")
+def unix_allowed_socket_replaced(ctx):
+    """The allowed socket is removed on the host while the command runs and
+    another listener is bound next to it: on ext4 the new socket would get
+    the freed inode number. Only the allowed inode itself may be reached."""
+    d = _sock_dir(ctx, "uh-replaced")
+    ok = d + "/ok.sock"
+    other = d + "/other.sock"
+    first = _host_listener(ctx, ok)
+    pol = os.path.join(ctx.vis_root, "allowed-replaced.yaml")
+    with open(ctx.policy) as f:
+        text = f.read()
+    with open(pol, "w") as f:
+        f.write(text.replace("allowed_sockets: []", "allowed_sockets: [%s]" % ok))
+    made, inos = [], []
+
+    def swap_soon(proc):
+        def go():
+            time.sleep(1.0)
+            inos.append(os.stat(ok).st_ino)
+            first.close()
+            os.unlink(ok)
+            made.append(_host_listener(ctx, other))
+            inos.append(os.stat(other).st_ino)
+        threading.Thread(target=go, daemon=True).start()
+    saved, ctx.policy = ctx.policy, pol
+    try:
+        ws = ctx.workspace("uh-replaced")
+        res = ctx.run(ws, '"$BIN/unixhost" later replaced %s 20\n' % _sh(other), on_start=swap_soon)
+    finally:
+        ctx.policy = saved
+    for l in made:
+        l.close()
+    check(made and res.lines("INFO later-seen"), "the replacement socket was never seen: %s" % res.describe())
+    if inos[0] != inos[1]:
+        ctx.note("the replacement got another inode number (%d, %d)" % tuple(inos))
+    check(not made[0].hits, "a socket that took the allowed one's inode number was reached")
+    ctx.expect_blocked(res, ["stream-replaced"])
