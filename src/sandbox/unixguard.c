@@ -230,9 +230,28 @@ static void dest_done(dest *d)
 		close(d->opath);
 }
 
+/* "/proc/self/fd/N" and its spellings name the caller's descriptor N (a
+ * way around sun_path's 108 bytes): N, or -1. */
+static int own_fd_name(const char *path)
+{
+	static const char *const prefixes[] = {"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"};
+	for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
+		size_t n = strlen(prefixes[i]);
+		if (strncmp(path, prefixes[i], n) || path[n] < '0' || path[n] > '9')
+			continue;
+		char *end;
+		long fd = strtol(path + n, &end, 10);
+		return *end == '\0' && fd <= INT_MAX ? (int)fd : -1;
+	}
+	return -1;
+}
+
 /* path as the caller would resolve it: from its root or its cwd. */
 static int resolve(const target *t, const char *path)
 {
+	int own = own_fd_name(path);
+	if (own >= 0)
+		return take_fd(t, (uint64_t)own);
 	char base[64];
 	snprintf(base, sizeof base, "/proc/%u/%s", t->req.pid, path[0] == '/' ? "root" : "cwd");
 	_cleanup_close_ int dfd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -241,7 +260,7 @@ static int resolve(const target *t, const char *path)
 	int r = still_valid(t);
 	if (r < 0)
 		return r;
-	/* No magic links: /proc/self would be the guard's. */
+	/* No other magic link: /proc/self would be the guard's. */
 	struct txbox_open_how how = {.flags = O_PATH | O_CLOEXEC,
 				     .resolve = RESOLVE_NO_MAGICLINKS | (path[0] == '/' ? RESOLVE_IN_ROOT : 0)};
 	int fd = sys_openat2(dfd, path, &how);

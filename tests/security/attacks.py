@@ -1625,8 +1625,9 @@ def unix_host_relative(ctx):
     d = _sock_dir(ctx, "uh-rel")
     l = _host_listener(ctx, "rel.sock", cwd=d)
     _unix_host(ctx, "rel", [l], '"$BIN/unixhost" stream abs %s | grep -v PROBE-DONE\n'
-               'cd %s && "$BIN/unixhost" stream rel rel.sock | grep -v PROBE-DONE\n' % (_sh(d + "/rel.sock"), _sh(d)),
-               ["stream-abs", "stream-rel"])
+               'cd %s && "$BIN/unixhost" stream rel rel.sock | grep -v PROBE-DONE\n'
+               '"$BIN/unixhost" fdpath fdpath rel.sock | grep -v PROBE-DONE\n' % (_sh(d + "/rel.sock"), _sh(d)),
+               ["stream-abs", "stream-rel", "stream-fdpath"])
 
 
 @attack("unix-host-non-canonical")

@@ -3,6 +3,7 @@
  *   dgram LABEL PATH            sendto() a datagram
  *   sendmsg LABEL PATH          sendmsg() a datagram with msg_name
  *   sendmmsg LABEL PATH         sendmmsg() two datagrams with msg_name
+ *   fdpath LABEL PATH           open PATH O_PATH, connect() /proc/self/fd/N
  *   later LABEL PATH SECS       wait until PATH is a socket, then connect()
  *   race LABEL OWN HOST N       one thread flips a shared sockaddr between
  *                               OWN (bound here) and HOST while connect()
@@ -51,6 +52,16 @@ static int do_stream(const char *label, const char *path)
 	report("stream", label, r == 0, "connected");
 	close(fd);
 	return r;
+}
+
+static void do_fdpath(const char *label, const char *path)
+{
+	int o = open(path, O_PATH | O_CLOEXEC);
+	char p[64];
+	snprintf(p, sizeof p, "/proc/self/fd/%d", o);
+	if (o < 0)
+		printf("INFO cannot open %s: %s\n", path, strerror(errno));
+	do_stream(label, p);
 }
 
 static void do_dgram(const char *mode, const char *label, const char *path)
@@ -225,6 +236,13 @@ static int do_own(const char *dir)
 		return own_fail("bind stream");
 	if (connect(c, (struct sockaddr *)&us, ls) < 0)
 		return own_fail("connect stream");
+	int o = open(sp, O_PATH | O_CLOEXEC), c2 = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un uo;
+	char op[64];
+	snprintf(op, sizeof op, "/dev/fd/%d", o);
+	socklen_t lo = mkaddr(&uo, op);
+	if (connect(c2, (struct sockaddr *)&uo, lo) < 0)
+		return own_fail("connect /dev/fd/N");
 	int d = socket(AF_UNIX, SOCK_DGRAM, 0), e = socket(AF_UNIX, SOCK_DGRAM, 0);
 	if (bind(d, (struct sockaddr *)&ud, ld) < 0)
 		return own_fail("bind dgram");
@@ -314,7 +332,9 @@ static void do_malformed(const char *dir)
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
-	if (argc > 3 && !strcmp(m, "stream"))
+	if (argc > 3 && !strcmp(m, "fdpath"))
+		do_fdpath(argv[2], argv[3]);
+	else if (argc > 3 && !strcmp(m, "stream"))
 		do_stream(argv[2], argv[3]);
 	else if (argc > 3 && (!strcmp(m, "dgram") || !strcmp(m, "sendmsg") || !strcmp(m, "sendmmsg")))
 		do_dgram(m, argv[2], argv[3]);
