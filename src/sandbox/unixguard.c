@@ -671,6 +671,8 @@ static void __attribute__((noreturn)) guard_main(unixguard *g, int ctl)
 			else if (pf[i].revents) { /* every filtered process is gone */
 				close(pf[i].fd);
 				pf[i] = pf[--n];
+				if (n == 1) /* the command is over: exit while init reaps it */
+					_exit(0);
 			}
 		}
 		if (pf[0].revents) {
