@@ -13,7 +13,6 @@
  *   masked secrets   empty (secrets.c)
  */
 #include "sandbox/sandbox.h"
-#include "sandbox/hostsockets.h"
 #include "util/trace.h"
 
 #include "util/cleanup.h"
@@ -442,11 +441,6 @@ int mounts_view_begin(const sandbox_spec *s, mounts_view *v, char *msg, size_t l
 	    (r = hide_run(s, sockfds, nsock, msg, len)) < 0 || (r = build_dev(msg, len)) < 0 ||
 	    (r = build_proc(msg, len)) < 0)
 		return r;
-	/* The host's listening Unix sockets (covered in mounts_view_finish),
-	 * read here in the host's network namespace before leaving it: off the
-	 * supervisor's path, which takes the snapshot meanwhile. */
-	if (!s->host_sockets)
-		((sandbox_spec *)s)->host_sockets = (const char *const *)hostsockets_list(4096);
 	if (!s->network) {
 		if (unshare(CLONE_NEWNET) < 0)
 			return failf(msg, len, errno, "creating the network namespace");
@@ -522,26 +516,6 @@ int mounts_view_finish(const sandbox_spec *s, mounts_view *v, const char *layer_
 			return failf(msg, len, errno, "hiding %s", p);
 	}
 
-	/* Host sockets outside the replaced trees: covered with /dev/null,
-	 * unless the policy allows them. */
-	for (size_t i = 0; s->host_sockets && s->host_sockets[i]; i++) {
-		bool allowed = false;
-		for (size_t j = 0; s->allowed_sockets && s->allowed_sockets[j] && !allowed; j++)
-			allowed = !strcmp(s->allowed_sockets[j], s->host_sockets[i]);
-		if (allowed)
-			continue;
-		/* The path comes from /proc/net/unix and may lie under the
-		 * workspace: never follow a symlink to somewhere else. */
-		_cleanup_close_ int sfd = open(s->host_sockets[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		struct stat sst;
-		if (sfd < 0 || fstat(sfd, &sst) < 0 || !S_ISSOCK(sst.st_mode))
-			continue;
-		char target[40];
-		snprintf(target, sizeof target, "/proc/self/fd/%d", sfd);
-		if (mount("/dev/null", target, NULL, MS_BIND, NULL) < 0 && errno != ENOENT && errno != EACCES)
-			return failf(msg, len, errno, "covering the host socket %s", s->host_sockets[i]);
-	}
-	trace_mark("view: sockets covered");
 	return 0;
 }
 

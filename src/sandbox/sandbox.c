@@ -12,6 +12,7 @@
 #include "sandbox/capture.h"
 #include "sandbox/quota.h"
 #include "sandbox/seccomp_filter.h"
+#include "sandbox/unixguard.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/syscalls.h"
@@ -140,6 +141,37 @@ static void direct_exec(const char *const *argv, char *const *envp)
 	free(env);
 }
 
+static void __attribute__((noreturn)) report_harden_failure(int exec_pipe, txbox_error *e)
+{
+	exec_failure f = {.err = -e->code, .harden = 1};
+	snprintf(f.msg, sizeof f.msg, "%s", e->message ? e->message : "hardening failed");
+	write_all(exec_pipe, &f, sizeof f);
+	_exit(125);
+}
+
+/* The socket-call filter goes on first (before capabilities are dropped,
+ * so it needs no no_new_privs yet), and init hands its listener to the
+ * socket guard (unixguard.c) while we harden the rest; only then may our
+ * copy close: no listener left would make every connect() fail (ENOSYS). */
+static int load_socket_filter(int exec_pipe)
+{
+	txbox_error e = TXBOX_ERROR_INIT;
+	int listener;
+	if (harden_seccomp_load_notify(&listener, &e) < 0)
+		report_harden_failure(exec_pipe, &e);
+	if (write(exec_pipe, &listener, sizeof listener) != (ssize_t)sizeof listener)
+		_exit(125);
+	return listener;
+}
+
+static void await_socket_guard(int exec_pipe, int listener)
+{
+	char ok = 0;
+	if (read(exec_pipe, &ok, 1) != 1 || ok != 'k')
+		_exit(125); /* init says why */
+	close(listener);
+}
+
 static void __attribute__((noreturn))
 exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_text, int out_w, int err_w,
 	     int exec_pipe)
@@ -156,13 +188,11 @@ exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_t
 	exec_pipe = 3;
 	signal(SIGPIPE, SIG_DFL);
 
+	int listener = load_socket_filter(exec_pipe);
 	txbox_error e = TXBOX_ERROR_INIT;
-	if (harden_child_apply(&s->harden, NULL, &e) < 0) {
-		exec_failure f = {.err = -e.code, .harden = 1};
-		snprintf(f.msg, sizeof f.msg, "%s", e.message ? e.message : "hardening failed");
-		write_all(exec_pipe, &f, sizeof f);
-		_exit(125);
-	}
+	if (harden_child_apply(&s->harden, NULL, &e) < 0)
+		report_harden_failure(exec_pipe, &e);
+	await_socket_guard(exec_pipe, listener);
 	trace_mark("cmd: hardened, execve");
 	const char *shargv[] = {"/bin/sh", "-c", shell_text, NULL};
 	if (shell_text) { /* a literal command: exec it as sh -c would (shell_literal_argv) */
@@ -209,11 +239,46 @@ static uint64_t ns_resident_bytes(void)
 	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static int run_one(const sandbox_spec *s, const char *const *argv, const char *shell_text, int out_w, int err_w,
-		   int *status, bool *started, init_report *rep)
+/* Until the command child execs: hand its socket-call listener to the
+ * guard, then EOF (exec'ed) or a failure message. Returns 0, or negative
+ * when hardening (or the guard) failed, with rep->msg saying why. */
+static int await_exec(int ep, pid_t pid, unixguard *guard, bool *started, init_report *rep)
 {
-	int ep[2];
-	if (pipe2(ep, O_CLOEXEC) < 0)
+	union {
+		exec_failure f;
+		int listener;
+	} m;
+	for (;;) {
+		ssize_t n;
+		do
+			n = read(ep, &m, sizeof m);
+		while (n < 0 && errno == EINTR);
+		if (n == (ssize_t)sizeof m.listener) {
+			txbox_error e = TXBOX_ERROR_INIT;
+			if (unixguard_take(guard, pid, m.listener, &e) < 0) {
+				snprintf(rep->msg, sizeof rep->msg, "%s", e.message ? e.message : "socket guard");
+				int code = e.code < 0 ? e.code : -EIO;
+				txbox_error_clear(&e);
+				*started = false;
+				return code; /* the child sees EOF instead of the go-ahead: exits */
+			}
+			write_all(ep, "k", 1);
+			continue;
+		}
+		*started = (n == 0);
+		if (n == (ssize_t)sizeof m.f && m.f.harden) {
+			snprintf(rep->msg, sizeof rep->msg, "%s", m.f.msg);
+			return -(m.f.err ? m.f.err : EPERM);
+		}
+		return 0;
+	}
+}
+
+static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *argv, const char *shell_text,
+		   int out_w, int err_w, int *status, bool *started, init_report *rep)
+{
+	int ep[2]; /* exec channel: a datagram per message, so a handoff is told from a failure */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ep) < 0)
 		return -errno;
 	/* As real root, the command becomes root of its own user namespace
 	 * (identity map of every id): root-like on the workspace, powerless
@@ -265,20 +330,8 @@ static int run_one(const sandbox_spec *s, const char *const *argv, const char *s
 			write_all(gp[1], "g", 1);
 		close(gp[1]); /* EOF without a byte: the child gives up */
 	}
-	exec_failure f;
-	ssize_t n;
-	do
-		n = read(ep[0], &f, sizeof f);
-	while (n < 0 && errno == EINTR);
+	int hard = await_exec(ep[0], pid, guard, started, rep);
 	close(ep[0]);
-	*started = (n == 0);
-	int hard = 0;
-	if (n == (ssize_t)sizeof f) {
-		if (f.harden) {
-			hard = -(f.err ? f.err : EPERM);
-			snprintf(rep->msg, sizeof rep->msg, "%s", f.msg);
-		}
-	}
 	/* Without a memory cgroup, init watches the namespace's resident memory
 	 * every 20 ms and kills everything past the limit (reported as the
 	 * memory limit); RLIMIT_AS at twice the limit is the hard backstop of
@@ -317,6 +370,33 @@ static int run_one(const sandbox_spec *s, const char *const *argv, const char *s
 	return hard;
 }
 
+/* The layer-free half of the view, and the socket guard: it notes the
+ * allowed sockets and the places the view replaces while the host's paths
+ * are still in place, and is forked once the network namespace is the
+ * sandbox's, ahead of the command. */
+static int view_begin_with_guard(const sandbox_spec *s, mounts_view *view, unixguard **guard, char *msg,
+				 size_t len)
+{
+	txbox_error e = TXBOX_ERROR_INIT;
+	int r = unixguard_new(s->workspace, s->allowed_sockets, s->network, guard, &e);
+	if (r == 0 && (r = mounts_view_begin(s, view, msg, len)) == 0)
+		r = unixguard_spawn(*guard, &e);
+	if (r < 0 && e.message)
+		snprintf(msg, len, "%s", e.message);
+	txbox_error_clear(&e);
+	trace_mark("init: socket guard forked");
+	return r;
+}
+
+/* Every process of the sandbox but init (the socket guard too) dies and is reaped. */
+static void kill_all(unixguard *guard)
+{
+	kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	unixguard_gone(guard);
+}
+
 static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w, int err_w, int rep_w, int sync_r)
 {
 	init_report rep;
@@ -333,8 +413,9 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	}
 
 	trace_mark("init: start");
+	unixguard *guard = NULL;
 	mounts_view view;
-	int r = mounts_view_begin(s, &view, rep.msg, sizeof rep.msg);
+	int r = view_begin_with_guard(s, &view, &guard, rep.msg, sizeof rep.msg);
 	if (r == 0) {
 		/* The seccomp filter: the one compiled at build time, or else
 		 * compiled once here for every command of the sandbox while the
@@ -425,7 +506,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 
 	int status = 0;
 	bool started = false;
-	r = run_one(s, s->argv, s->shell_text, out_w, err_w, &status, &started, &rep);
+	r = run_one(s, guard, s->argv, s->shell_text, out_w, err_w, &status, &started, &rep);
 	rep.started = started;
 	rep.status = status;
 	trace_mark("init: command reaped");
@@ -435,15 +516,14 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 		_exit(1);
 	}
 	/* Whatever the command left running dies before validation and commit. */
-	kill(-1, SIGKILL);
-	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-		;
+	kill_all(guard);
 	if (started && WIFEXITED(status) && WEXITSTATUS(status) == 0 && s->validate) {
 		const char *vargv[] = {"/bin/sh", "-c", s->validate, NULL};
 		int vst = 0;
 		bool vstarted = false;
-		r = s->validate_argv ? run_one(s, s->validate_argv, s->validate, out_w, err_w, &vst, &vstarted, &rep)
-				     : run_one(s, vargv, NULL, out_w, err_w, &vst, &vstarted, &rep);
+		r = s->validate_argv
+			    ? run_one(s, guard, s->validate_argv, s->validate, out_w, err_w, &vst, &vstarted, &rep)
+			    : run_one(s, guard, vargv, NULL, out_w, err_w, &vst, &vstarted, &rep);
 		if (r < 0) {
 			rep.harden_error = -r;
 			write_all(rep_w, &rep, sizeof rep);
@@ -451,9 +531,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 		}
 		rep.validation_ran = 1;
 		rep.validation_status = vst;
-		kill(-1, SIGKILL);
-		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-			;
+		kill_all(guard);
 	}
 	/* Everything of the sandbox is dead: the supervisor may go on as soon
 	 * as the outputs close and the report is in. */
@@ -510,7 +588,7 @@ int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err)
 	if (s->limits.disk_bytes && (!s->harden.fsize_bytes || s->harden.fsize_bytes > s->limits.disk_bytes))
 		s->harden.fsize_bytes = s->limits.disk_bytes;
 
-	trace_mark("sup: pipes, host sockets");
+	trace_mark("sup: pipes");
 	/* The network namespace (the dearest part: ~1 ms) is made by init
 	 * itself (mounts_view_begin), in parallel with the snapshot. */
 	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;

@@ -35,9 +35,8 @@ typedef struct sandbox_spec {
 	bool network;             /* share the host network namespace */
 	bool use_userns;          /* new user namespace (rootless, or hardening) */
 	const char *const *masked_paths; /* NULL-terminated or NULL */
-	const char *const *allowed_sockets; /* host Unix sockets kept reachable (NULL-terminated or NULL) */
-	const char *const *host_sockets;    /* host Unix sockets to cover; NULL: init reads them
-					     * (hostsockets.c) before it leaves the host's network */
+	const char *const *allowed_sockets; /* host Unix sockets kept reachable, by inode (unixguard.c;
+					     * NULL-terminated or NULL) */
 	const char *home;
 	harden_opts harden;
 	txbox_limits limits;

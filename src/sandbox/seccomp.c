@@ -82,7 +82,8 @@ static const char *const denied_always[] = {
 	"clock_adjtime64", "adjtimex", "stime",
 	/* kernel log, obsolete or dangerous odds and ends */
 	"syslog", "lookup_dcookie", "vhangup", "nfsservctl",
-	/* io_uring: large attack surface, bypasses this filter for the ops it
+	/* io_uring: large attack surface, bypasses this filter (and the
+	 * socket-call one: IORING_OP_CONNECT, SENDMSG) for the ops it
 	 * performs; users fall back to plain syscalls on EPERM */
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
 };
@@ -320,6 +321,65 @@ int harden_seccomp_compile(bool allow_extra_socket_families, void **bpf, size_t 
 	*bpf = buf;
 	*len = (size_t)size;
 	return 0;
+}
+
+#ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER
+#define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
+#endif
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+#ifndef SECCOMP_RET_USER_NOTIF
+#define SECCOMP_RET_USER_NOTIF 0x7fc00000U
+#endif
+
+/* Offsets of the halves of seccomp_data.args[4] (sendto's dest_addr). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ARG4_LO offsetof(struct seccomp_data, args[4])
+#define ARG4_HI (offsetof(struct seccomp_data, args[4]) + 4)
+#else
+#define ARG4_LO (offsetof(struct seccomp_data, args[4]) + 4)
+#define ARG4_HI offsetof(struct seccomp_data, args[4])
+#endif
+
+int harden_seccomp_load_notify(int *listener, txbox_error *err)
+{
+	*listener = -1;
+#if defined(__NR_connect) && defined(__NR_sendto) && defined(__NR_sendmsg) && defined(__NR_sendmmsg)
+	uint32_t arch = seccomp_arch_native();
+	enum { NOTIFY = 11, ALLOW = 12 };
+	/* Foreign ABIs never get here: the main filter refuses them (bad
+	 * architecture, x32), and the strictest verdict of all filters wins. */
+	struct sock_filter prog[] = {
+		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 0, ALLOW - 2),
+		/* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		/* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, NOTIFY - 4, 0),
+		/* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, NOTIFY - 5, 0),
+		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmmsg, NOTIFY - 6, 0),
+		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 0, ALLOW - 7),
+		/* 7 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG4_LO),
+		/* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, NOTIFY - 9),
+		/* 9 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG4_HI),
+		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, ALLOW - 11, NOTIFY - 11),
+		/* 11 NOTIFY */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		/* 12 ALLOW */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fprog = {.len = ARRAY_SIZE(prog), .filter = prog};
+	/* WAIT_KILLABLE_RECV: once the guard has the call, only a fatal signal
+	 * interrupts it, so a call it carried out is never restarted (and run
+	 * twice) because the caller caught a signal meanwhile. */
+	int fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			      SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &fprog);
+	if (fd < 0 && errno == EINVAL)
+		fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "seccomp: loading the socket-call filter (user notification)");
+	*listener = fd;
+	return 0;
+#else
+	return txbox_fail(err, -ENOSYS, "seccomp: socket calls cannot be filtered on this architecture");
+#endif
 }
 
 int harden_seccomp_load_bpf(const void *bpf, size_t len, txbox_error *err)

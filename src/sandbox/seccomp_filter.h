@@ -19,6 +19,13 @@ int harden_seccomp_apply(bool allow_extra_socket_families, txbox_error *err);
 int harden_seccomp_compile(bool allow_extra_socket_families, void **bpf, size_t *len, txbox_error *err);
 int harden_seccomp_load_bpf(const void *bpf, size_t len, txbox_error *err);
 
+/* A second filter, loaded last, that hands connect(), sendmsg(),
+ * sendmmsg() and sendto() with an address to a supervisor (unixguard.c)
+ * through a user-notification listener (returned in *listener, close-on-
+ * exec). Installing it in a process whose filters already have a listener
+ * fails (EBUSY): the command can never install one of its own in front. */
+int harden_seccomp_load_notify(int *listener, txbox_error *err);
+
 /* The filter compiled at build time (seccompgen.c): both variants, for
  * the architecture of the build. */
 typedef struct harden_seccomp_prebuilt {

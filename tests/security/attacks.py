@@ -1642,3 +1642,317 @@ def state_committed_symlink_workspace(ctx):
         if names != ["victim"]:
             raise Fail("`txbox %s` through the committed symlink worked outside the workspace: %r (%s)"
                        % (" ".join(args[:3]), names, short(r.stderr)))
+# Host Unix sockets, however and whenever they were bound. A host listener
+# is reachable by path whatever network namespace it lives in; the sandbox
+# must refuse every one not on allowed_sockets, and keep its own working.
+
+def _sock_dir(ctx, name):
+    d = os.path.join(ctx.vis_root, name)
+    rmtree_force(d)
+    os.makedirs(d)
+    os.chmod(d, 0o755)
+    return d
+
+
+def _host_listener(ctx, bind_path, kind=socket.SOCK_STREAM, cwd=None):
+    """A host listener bound at bind_path exactly as given (relative to cwd
+    when given), world-connectable."""
+    back = os.getcwd()
+    if cwd:
+        os.chdir(cwd)
+    try:
+        l = Listener(socket.AF_UNIX, bind_path, kind)
+        os.chmod(bind_path, 0o777)
+    finally:
+        os.chdir(back)
+    ctx.on_cleanup(l.close)
+    return l
+
+
+def _unix_host(ctx, label, listeners, body, steps, opts=()):
+    """Run body (shell text) and require each step blocked and no listener
+    touched."""
+    ws = ctx.workspace("uh-" + label)
+    res = ctx.run(ws, body, opts=opts)
+    for l in listeners:
+        l.close()
+    hits = [(l.addr, h) for l in listeners for h in l.hits]
+    check(not hits, "host listener(s) reached from the sandbox: %s" % short(repr(hits[:3]), 200))
+    ctx.expect_blocked(res, steps)
+    return res
+
+
+def _sh(path):
+    return "'" + path.replace("'", "'\\''") + "'"
+
+
+@attack("unix-host-relative")
+def unix_host_relative(ctx):
+    """Bound with a relative path: /proc/net/unix shows `rel.sock`."""
+    d = _sock_dir(ctx, "uh-rel")
+    l = _host_listener(ctx, "rel.sock", cwd=d)
+    _unix_host(ctx, "rel", [l], '"$BIN/unixhost" stream abs %s | grep -v PROBE-DONE\n'
+               'cd %s && "$BIN/unixhost" stream rel rel.sock | grep -v PROBE-DONE\n'
+               '"$BIN/unixhost" fdpath fdpath rel.sock | grep -v PROBE-DONE\n' % (_sh(d + "/rel.sock"), _sh(d)),
+               ["stream-abs", "stream-rel", "stream-fdpath"])
+
+
+@attack("unix-host-non-canonical")
+def unix_host_non_canonical(ctx):
+    """Bound as DIR//x.sock and DIR/./y.sock; reached by the canonical names too."""
+    d = _sock_dir(ctx, "uh-canon")
+    a = _host_listener(ctx, d + "//dslash.sock")
+    b = _host_listener(ctx, d + "/./dot.sock")
+    _unix_host(ctx, "canon", [a, b], r"""
+"$BIN/unixhost" stream dslash %s | grep -v PROBE-DONE
+"$BIN/unixhost" stream dslash-as-bound %s | grep -v PROBE-DONE
+"$BIN/unixhost" stream dot %s | grep -v PROBE-DONE
+""" % (_sh(d + "/dslash.sock"), _sh(d + "//dslash.sock"), _sh(d + "/dot.sock")),
+        ["stream-dslash", "stream-dslash-as-bound", "stream-dot"])
+
+
+@attack("unix-host-renamed")
+def unix_host_renamed(ctx):
+    """Renamed after binding (/proc/net/unix keeps the old name)."""
+    d = _sock_dir(ctx, "uh-ren")
+    l = _host_listener(ctx, d + "/before.sock")
+    os.rename(d + "/before.sock", d + "/after.sock")
+    _unix_host(ctx, "ren", [l], '"$BIN/unixhost" stream renamed %s\n' % _sh(d + "/after.sock"), ["stream-renamed"])
+
+
+@attack("unix-host-hardlinked")
+def unix_host_hardlinked(ctx):
+    """Hard-linked after binding (OpenSSH ControlMaster does this): the
+    bound name may even be gone."""
+    d = _sock_dir(ctx, "uh-link")
+    l = _host_listener(ctx, d + "/orig.sock")
+    os.link(d + "/orig.sock", d + "/linked.sock")
+    l2 = _host_listener(ctx, d + "/gone.sock")
+    os.link(d + "/gone.sock", d + "/master.sock")
+    os.unlink(d + "/gone.sock")
+    _unix_host(ctx, "link", [l, l2], r"""
+"$BIN/unixhost" stream linked %s | grep -v PROBE-DONE
+"$BIN/unixhost" stream master %s | grep -v PROBE-DONE
+""" % (_sh(d + "/linked.sock"), _sh(d + "/master.sock")), ["stream-linked", "stream-master"])
+
+
+@attack("unix-host-newline")
+def unix_host_newline(ctx):
+    """A newline in the name breaks the lines of /proc/net/unix."""
+    d = _sock_dir(ctx, "uh-nl")
+    p = d + "/nl\n0000000000000000: 00000002 00000000 00010000 0001 01 1 x.sock"  # a line of its own
+    l = _host_listener(ctx, p)
+    _unix_host(ctx, "nl", [l], '"$BIN/unixhost" stream newline %s\n' % _sh(p), ["stream-newline"])
+
+
+@attack("unix-host-dgram")
+def unix_host_dgram(ctx):
+    """Datagrams addressed to a host socket: sendto, sendmsg, sendmmsg."""
+    d = _sock_dir(ctx, "uh-dgram")
+    l = _host_listener(ctx, "d.sock", socket.SOCK_DGRAM, cwd=d)
+    p = _sh(d + "/d.sock")
+    _unix_host(ctx, "dgram", [l], r"""
+"$BIN/unixhost" dgram sendto %s | grep -v PROBE-DONE
+"$BIN/unixhost" sendmsg msg %s | grep -v PROBE-DONE
+"$BIN/unixhost" sendmmsg mmsg %s | grep -v PROBE-DONE
+""" % (p, p, p), ["dgram-sendto", "sendmsg-msg", "sendmmsg-mmsg"])
+
+
+@attack("unix-host-other-netns")
+def unix_host_other_netns(ctx):
+    """A listener of another network namespace (a container's, say):
+    pathname sockets ignore network namespaces."""
+    unshare = which("unshare")
+    if not unshare:
+        raise Skip("no unshare(1)")
+    d = _sock_dir(ctx, "uh-netns")
+    p = d + "/netns.sock"
+    code = ("import socket,os,sys,select\n"
+            "s=socket.socket(socket.AF_UNIX); s.bind(%r); os.chmod(%r,0o777); s.listen(4)\n"
+            "print('ready',flush=True)\n"
+            "while select.select([s,sys.stdin],[],[],60)[0]==[s]:\n"
+            "  c,_=s.accept(); print('HIT',flush=True); c.close()\n" % (p, p))
+    argv = [unshare, "-n"] if ctx.is_root else [unshare, "-rn"]
+    proc = subprocess.Popen(argv + ["/usr/bin/python3", "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+
+    def stop():
+        proc.stdin.close()
+        proc.wait(10)
+    ctx.on_cleanup(stop)
+    check(proc.stdout.readline().strip() == "ready", "the listener in another network namespace did not start")
+    res = _unix_host(ctx, "netns", [], '"$BIN/unixhost" stream netns %s\n' % _sh(p), ["stream-netns"])
+    proc.stdin.close()
+    out = proc.stdout.read()
+    check("HIT" not in out, "the listener in another network namespace was reached: %s" % res.describe())
+
+
+@attack("unix-host-bound-later")
+def unix_host_bound_later(ctx):
+    """Bound on the host while the command already runs."""
+    d = _sock_dir(ctx, "uh-later")
+    p = d + "/later.sock"
+    made = []
+
+    def bind_soon(proc):
+        def go():
+            time.sleep(1.0)
+            made.append(_host_listener(ctx, p))
+        threading.Thread(target=go, daemon=True).start()
+    ws = ctx.workspace("uh-later")
+    res = ctx.run(ws, '"$BIN/unixhost" later late %s 20\n' % _sh(p), on_start=bind_soon)
+    for l in made:
+        l.close()
+    check(made, "the host listener was never bound")
+    check(res.lines("INFO later-seen"), "the sandbox never saw the late socket (vacuous): %s" % res.describe())
+    check(not made[0].hits, "the late host listener was reached from the sandbox")
+    ctx.expect_blocked(res, ["stream-late"])
+
+
+@attack("unix-host-race")
+def unix_host_race(ctx):
+    """TOCTOU: a thread flips the sockaddr between the command's own socket
+    and a host one while connect() runs; the host one never answers."""
+    d = _sock_dir(ctx, "uh-race")
+    hp = d + "//race.sock"  # bound non-canonically: the old listing missed it
+    l = _host_listener(ctx, hp)
+    res = _unix_host(ctx, "race", [l], '"$BIN/unixhost" race flip /tmp/own-race.sock %s 3000\n' % _sh(d + "/race.sock"),
+                     ["race-flip"])
+    own = [int(x.split()[-1]) for x in res.lines("INFO race-own-connects")]
+    check(own and own[0] > 0, "no connect to the command's own socket succeeded (vacuous): %s" % res.describe())
+
+
+@attack("unix-host-io-uring")
+def unix_host_io_uring(ctx):
+    """IORING_OP_CONNECT would bypass the seccomp filter: io_uring is refused."""
+    d = _sock_dir(ctx, "uh-uring")
+    l = _host_listener(ctx, "u.sock", cwd=d)
+    _unix_host(ctx, "uring", [l], '"$BIN/unixhost" iouring uring %s\n' % _sh(d + "/u.sock"), ["iouring-uring"])
+
+
+@attack("unix-host-with-net")
+def unix_host_with_net(ctx):
+    """--net grants the host's network, not its Unix sockets."""
+    d = _sock_dir(ctx, "uh-net")
+    a = _host_listener(ctx, "rel.sock", cwd=d)
+    b = _host_listener(ctx, d + "/before.sock")
+    os.rename(d + "/before.sock", d + "/after.sock")
+    _unix_host(ctx, "net", [a, b], r"""
+"$BIN/unixhost" stream net-rel %s | grep -v PROBE-DONE
+"$BIN/unixhost" stream net-renamed %s | grep -v PROBE-DONE
+""" % (_sh(d + "/rel.sock"), _sh(d + "/after.sock")), ["stream-net-rel", "stream-net-renamed"], opts=["--net"])
+
+
+@attack("unix-own-sockets")
+def unix_own_sockets(ctx):
+    """Sockets the command binds itself (workspace, /tmp) keep working:
+    stream connect, sendto, sendmsg passing a descriptor — with and
+    without --net."""
+    ws = ctx.workspace("uh-own")
+    for opts in ([], ["--net"]):
+        res = ctx.run(ws, r"""
+"$BIN/unixhost" own ws "$PWD" | grep -v PROBE-DONE
+"$BIN/unixhost" own tmp /tmp | grep -v PROBE-DONE
+rm -f own-stream.sock own-dgram.sock
+""", opts=opts)
+        ok = res.lines("OWN-OK")
+        check(len(ok) == 2, "the command's own sockets failed%s: %s" % (" (--net)" if opts else "", res.describe()))
+
+
+@attack("unix-allowed-socket")
+def unix_allowed_socket(ctx):
+    """A host socket on the policy's allowed_sockets stays reachable (by any
+    name of its inode); its neighbour does not."""
+    d = _sock_dir(ctx, "uh-allowed")
+    ok = _host_listener(ctx, d + "/ok.sock")
+    no = _host_listener(ctx, d + "/no.sock")
+    pol = os.path.join(ctx.vis_root, "allowed-socket.yaml")
+    with open(ctx.policy) as f:
+        text = f.read()
+    with open(pol, "w") as f:
+        f.write(text.replace("allowed_sockets: []", "allowed_sockets: [%s]" % (d + "/ok.sock")))
+    saved, ctx.policy = ctx.policy, pol
+    try:
+        ws = ctx.workspace("uh-allowed")
+        res = ctx.run(ws, '"$BIN/unixhost" stream allowed %s | grep -v PROBE-DONE\n'
+                      '"$BIN/unixhost" stream other %s\n' % (_sh(d + "/ok.sock"), _sh(d + "/no.sock")))
+    finally:
+        ctx.policy = saved
+    ok.close()
+    no.close()
+    check(res.lines("ESCAPED stream-allowed"), "the allowed socket was refused: %s" % res.describe())
+    check(ok.hits, "the allowed socket's listener got nothing")
+    check(not no.hits and not res.lines("ESCAPED stream-other"), "a socket not allowed was reached")
+
+
+@attack("unix-host-in-workspace")
+def unix_host_in_workspace(ctx):
+    """A host listener inside the workspace (git's fsmonitor socket lives in
+    .git/), and a symlink the command makes in its own /tmp to a host
+    socket: neither is the sandbox's own."""
+    ws = ctx.workspace("uh-inws")
+    os.makedirs(os.path.join(ws, ".git"))
+    l = _host_listener(ctx, os.path.join(ws, ".git", "fsmonitor.ipc"))
+    d = _sock_dir(ctx, "uh-sym")
+    l2 = _host_listener(ctx, "s.sock", cwd=d)
+    res = ctx.run(ws, r"""
+"$BIN/unixhost" stream in-ws .git/fsmonitor.ipc | grep -v PROBE-DONE
+ln -s %s /tmp/sym.sock
+"$BIN/unixhost" stream symlink /tmp/sym.sock | grep -v PROBE-DONE
+""" % _sh(d + "/s.sock"))
+    for x in (l, l2):
+        x.close()
+    check(not l.hits and not l2.hits, "a host listener was reached: %s" % res.describe())
+    ctx.expect_blocked(res, ["stream-in-ws", "stream-symlink"])
+    os.unlink(os.path.join(ws, ".git", "fsmonitor.ipc"))  # ours, not the command's: not a published socket
+
+
+@attack("unix-guard-malformed")
+def unix_guard_malformed(ctx):
+    """Malformed socket calls get the kernel's own errors (the supervisor
+    copies them, never past what the caller gave), and it keeps serving."""
+    ws = ctx.workspace("uh-malformed")
+    res = ctx.run(ws, '"$BIN/unixhost" malformed m /tmp\n')
+    ctx.expect_blocked(res, ["cmsg-past-buffer", "iovlen-too-big", "name-bad-pointer", "connect-bad-pointer",
+                             "connect-long-len", "connect-not-socket", "connect-bad-fd"])
+    check(res.lines("OWN-OK"), "the command's own sockets failed after malformed calls: %s" % res.describe())
+
+
+@attack("unix-allowed-socket-replaced")
+def unix_allowed_socket_replaced(ctx):
+    """The allowed socket is removed on the host while the command runs and
+    another listener is bound next to it: on ext4 the new socket would get
+    the freed inode number. Only the allowed inode itself may be reached."""
+    d = _sock_dir(ctx, "uh-replaced")
+    ok = d + "/ok.sock"
+    other = d + "/other.sock"
+    first = _host_listener(ctx, ok)
+    pol = os.path.join(ctx.vis_root, "allowed-replaced.yaml")
+    with open(ctx.policy) as f:
+        text = f.read()
+    with open(pol, "w") as f:
+        f.write(text.replace("allowed_sockets: []", "allowed_sockets: [%s]" % ok))
+    made, inos = [], []
+
+    def swap_soon(proc):
+        def go():
+            time.sleep(1.0)
+            inos.append(os.stat(ok).st_ino)
+            first.close()
+            os.unlink(ok)
+            made.append(_host_listener(ctx, other))
+            inos.append(os.stat(other).st_ino)
+        threading.Thread(target=go, daemon=True).start()
+    saved, ctx.policy = ctx.policy, pol
+    try:
+        ws = ctx.workspace("uh-replaced")
+        res = ctx.run(ws, '"$BIN/unixhost" later replaced %s 20\n' % _sh(other), on_start=swap_soon)
+    finally:
+        ctx.policy = saved
+    for l in made:
+        l.close()
+    check(made and res.lines("INFO later-seen"), "the replacement socket was never seen: %s" % res.describe())
+    if inos[0] != inos[1]:
+        ctx.note("the replacement got another inode number (%d, %d)" % tuple(inos))
+    check(not made[0].hits, "a socket that took the allowed one's inode number was reached")
+    ctx.expect_blocked(res, ["stream-replaced"])
