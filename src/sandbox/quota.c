@@ -99,7 +99,7 @@ static bool fs_used(int fd, uint64_t *bytes, uint64_t *inodes)
 void quota_watch_init(quota_watch *w, int upper_fd, uint64_t disk_bytes, uint64_t now_ns)
 {
 	*w = (quota_watch){.fd = upper_fd, .disk_bytes = disk_bytes, .inodes = quota_inode_limit(disk_bytes),
-			   .next_walk_ns = now_ns};
+			   .next_walk_ns = now_ns, .last_walk_ns = now_ns};
 	struct statfs sf;
 	w->fs_counts_inodes = fstatfs(upper_fd, &sf) == 0 && sf.f_files > 0;
 	/* A new layer is empty: the baseline is the file system as it is. */
@@ -124,10 +124,15 @@ static bool maybe_over(quota_watch *w, uint64_t *fsb, uint64_t *fsi)
 	return w->at_walk.inodes + grown(*fsi, w->fs_inodes) > w->inodes;
 }
 
+/* Without a sign of growth the layer is still walked now and then: space
+ * freed elsewhere on the file system meanwhile hides as much growth. */
+#define QUOTA_WALK_ANYWAY_NS 2000000000ull
+
 bool quota_watch_over(quota_watch *w, uint64_t now_ns)
 {
 	uint64_t fsb = 0, fsi = 0;
-	if (!maybe_over(w, &fsb, &fsi) || now_ns < w->next_walk_ns)
+	bool maybe = maybe_over(w, &fsb, &fsi);
+	if (now_ns < w->next_walk_ns || (!maybe && now_ns < w->last_walk_ns + QUOTA_WALK_ANYWAY_NS))
 		return false;
 	uint64_t t0 = clock_now_ns();
 	quota_use u;
@@ -138,6 +143,7 @@ bool quota_watch_over(quota_watch *w, uint64_t now_ns)
 	w->fs_bytes = fsb;
 	w->fs_inodes = fsi;
 	w->walk_cost_ns = t1 - t0;
+	w->last_walk_ns = t1;
 	w->next_walk_ns = t1 + 20 * w->walk_cost_ns;
 	return false;
 }

@@ -33,14 +33,16 @@ bool quota_over(int dirfd, uint64_t disk_bytes, const char **what);
  * than that file system's used blocks and inodes (statfs) since the last
  * walk. The tree is walked only when that bound no longer proves the layer
  * is under the limit, and then at most once per 20x the last walk's
- * duration (a walk of a big layer costs at most ~5% of a CPU). */
+ * duration (a walk of a big layer costs at most ~5% of a CPU). Space freed
+ * elsewhere on the file system meanwhile would hide as much growth, so the
+ * tree is also walked every 2 s (same rate cap) whatever statfs says. */
 typedef struct quota_watch {
 	int fd;
 	uint64_t disk_bytes, inodes;
 	uint64_t fs_bytes, fs_inodes; /* the file system's used space at the last walk */
 	bool fs_counts_inodes;        /* f_files is meaningful (not btrfs) */
 	quota_use at_walk;            /* the layer at the last walk */
-	uint64_t next_walk_ns, walk_cost_ns;
+	uint64_t next_walk_ns, last_walk_ns, walk_cost_ns;
 } quota_watch;
 
 void quota_watch_init(quota_watch *w, int upper_fd, uint64_t disk_bytes, uint64_t now_ns);
