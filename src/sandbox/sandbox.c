@@ -184,6 +184,9 @@ exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_t
 static int run_one(const sandbox_spec *s, const char *const *argv, const char *shell_text, int out_w, int err_w,
 		   int *status, bool *started, init_report *rep)
 {
+	limits_memwatch mw = {0}; /* its baseline: before the command exists */
+	if (rep->watch_memory)
+		limits_memwatch_init(&mw);
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0)
 		return -errno;
@@ -256,8 +259,6 @@ static int run_one(const sandbox_spec *s, const char *const *argv, const char *s
 	 * memory limit); RLIMIT_AS at twice the limit is the hard backstop of
 	 * each process between two samples. */
 	uint64_t watch = (uint64_t)rep->watch_memory;
-	limits_memwatch mw;
-	limits_memwatch_init(&mw);
 	_cleanup_close_ int pidfd = watch ? sys_pidfd_open(pid, 0) : -1;
 	for (;;) {
 		if (pidfd >= 0) {
