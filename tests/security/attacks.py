@@ -1592,6 +1592,7 @@ def _shmhog(ctx, mode, extra=""):
     check(res.outcome == "rolled_back" and res.get("limit") == "memory",
           "not rolled back for the memory limit (%s, mechanism %s; the program said %s): %s"
           % (mode, mech, got[0] if got else "nothing", res.describe()))
+    ctx.note("%s: stopped by %s (%s)" % (mode, mech, got[0] if got else "killed before it said more"))
 
 
 # the memfd-in-flight variant: the only reference is in a Unix socket's
