@@ -84,8 +84,9 @@ bool quota_over(int dirfd, uint64_t disk_bytes, const char **what)
 	return !ok || over(&u, disk_bytes, max_inodes);
 }
 
-/* Used bytes and inodes of the file system holding fd. */
-static bool fs_used(int fd, uint64_t *bytes, uint64_t *inodes)
+/* Used bytes and inodes of the file system holding fd; *counts_inodes:
+ * whether it counts inodes at all (btrfs does not). */
+static bool fs_used(int fd, uint64_t *bytes, uint64_t *inodes, bool *counts_inodes)
 {
 	struct statfs sf;
 	if (fstatfs(fd, &sf) < 0)
@@ -93,6 +94,8 @@ static bool fs_used(int fd, uint64_t *bytes, uint64_t *inodes)
 	uint64_t unit = sf.f_frsize ? (uint64_t)sf.f_frsize : (uint64_t)sf.f_bsize;
 	*bytes = ((uint64_t)sf.f_blocks - (uint64_t)sf.f_bfree) * unit;
 	*inodes = (uint64_t)sf.f_files - (uint64_t)sf.f_ffree;
+	if (counts_inodes)
+		*counts_inodes = sf.f_files > 0;
 	return true;
 }
 
@@ -100,11 +103,11 @@ void quota_watch_init(quota_watch *w, int upper_fd, uint64_t disk_bytes, uint64_
 {
 	*w = (quota_watch){.fd = upper_fd, .disk_bytes = disk_bytes, .inodes = quota_inode_limit(disk_bytes),
 			   .next_walk_ns = now_ns, .last_walk_ns = now_ns};
-	struct statfs sf;
-	w->fs_counts_inodes = fstatfs(upper_fd, &sf) == 0 && sf.f_files > 0;
+	if (!disk_bytes)
+		return;
 	/* A new layer is empty: the baseline is the file system as it is. */
-	if (!fs_used(upper_fd, &w->fs_bytes, &w->fs_inodes))
-		w->fs_counts_inodes = false, w->fs_bytes = 0;
+	if (!fs_used(upper_fd, &w->fs_bytes, &w->fs_inodes, &w->fs_counts_inodes))
+		w->fs_counts_inodes = false;
 }
 
 static uint64_t grown(uint64_t now, uint64_t then) { return now > then ? now - then : 0; }
@@ -115,7 +118,7 @@ static uint64_t grown(uint64_t now, uint64_t then) { return now > then ? now - t
  * walk run), never "no". */
 static bool maybe_over(quota_watch *w, uint64_t *fsb, uint64_t *fsi)
 {
-	if (!fs_used(w->fd, fsb, fsi))
+	if (!fs_used(w->fd, fsb, fsi, NULL))
 		return true;
 	if (w->at_walk.bytes + grown(*fsb, w->fs_bytes) > w->disk_bytes)
 		return true;
