@@ -273,9 +273,10 @@ static int build_proc(const sandbox_spec *s, char *msg, size_t len)
 	 * memory), before /proc/sys is read-only. Only root of the user
 	 * namespace owning the IPC namespace may: rootless, init is the
 	 * caller's own uid, refused — there the segments are measured with
-	 * the rest of the memory (limits_memwatch_bytes), not capped. */
+	 * the rest of the memory (limits_memwatch_bytes), not capped. A
+	 * kernel without SysV IPC has no such files. */
 	int r = limits_ipc_cap(private_memory_cap(s));
-	if (r < 0 && !(s->use_userns && (r == -EACCES || r == -EPERM)))
+	if (r < 0 && r != -ENOENT && !(s->use_userns && (r == -EACCES || r == -EPERM)))
 		return failf(msg, len, -r, "capping SysV shared memory");
 	/* /proc/irq and /proc/bus need capabilities of the initial user
 	 * namespace to write, which the command never has: no bind needed. */
