@@ -41,7 +41,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <linux/magic.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -743,4 +747,90 @@ int limits_cgroup_reap_stale_older_than(time_t min_age_sec, txbox_error *err)
 int limits_cgroup_reap_stale(txbox_error *err)
 {
 	return limits_cgroup_reap_stale_older_than(60, err);
+}
+
+/* ---- memory without a memory cgroup (init side) ------------------------ */
+
+/* Shmem of /proc/meminfo, in bytes: every tmpfs, memfd, SysV and shared
+ * anonymous page of the machine. 0 when unreadable. */
+static uint64_t host_shmem_bytes(void)
+{
+	char buf[8192];
+	if (read_text("/proc/meminfo", buf, sizeof buf) < 0)
+		return 0;
+	const char *p = strstr(buf, "\nShmem:");
+	return p ? strtoull(p + 7, NULL, 10) * 1024 : 0;
+}
+
+/* Private memory (RssAnon: resident minus file-backed and shared pages) of
+ * every process in this PID namespace (our /proc). Shared pages are
+ * counted once, below, with the objects that hold them. */
+static uint64_t ns_private_bytes(void)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	uint64_t pages = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char p[300], buf[128];
+		snprintf(p, sizeof p, "/proc/%s/statm", de->d_name);
+		unsigned long long size, res, shared;
+		if (read_text(p, buf, sizeof buf) > 0 && sscanf(buf, "%llu %llu %llu", &size, &res, &shared) == 3 &&
+		    res > shared)
+			pages += res - shared;
+	}
+	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* What the sandbox's own shared-memory objects hold: its private tmpfs
+ * (one instance behind /tmp, /var/tmp, /dev/shm and /run: statfs is O(1);
+ * each inode charged ~1 KiB of kernel memory) and the SysV segments of its
+ * IPC namespace. */
+static uint64_t own_shmem_bytes(void)
+{
+	uint64_t sum = 0;
+	struct statfs sf;
+	if (statfs("/tmp", &sf) == 0 && sf.f_type == TMPFS_MAGIC)
+		sum += ((uint64_t)sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize +
+		       ((uint64_t)sf.f_files - sf.f_ffree) * LIMITS_TMPFS_INODE_BYTES;
+	struct shm_info si;
+	if (shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&si) >= 0)
+		sum += ((uint64_t)si.shm_rss + si.shm_swp) * (uint64_t)sysconf(_SC_PAGESIZE);
+	return sum;
+}
+
+void limits_memwatch_init(limits_memwatch *w)
+{
+	w->shmem_base = host_shmem_bytes();
+}
+
+uint64_t limits_memwatch_bytes(const limits_memwatch *w)
+{
+	/* memfds (open, mapped, or in flight in a socket) are in no process's
+	 * private memory and in no file system of ours: the machine's shmem
+	 * growth since the command started is their bound. It counts what
+	 * other processes of the host create meanwhile too (conservative);
+	 * what the host frees meanwhile is why the sandbox's own objects are
+	 * measured as well. */
+	uint64_t host = host_shmem_bytes();
+	uint64_t grown = host > w->shmem_base ? host - w->shmem_base : 0;
+	uint64_t own = own_shmem_bytes();
+	return ns_private_bytes() + (grown > own ? grown : own);
+}
+
+int limits_ipc_cap(uint64_t bytes)
+{
+	/* SysV shm of the sandbox's IPC namespace: at most `bytes` in all
+	 * (these sysctls are per IPC namespace; its owner may set them). */
+	uint64_t pages = bytes / (uint64_t)sysconf(_SC_PAGESIZE);
+	char num[32];
+	snprintf(num, sizeof num, "%" PRIu64, pages ? pages : 1);
+	int r = write_text("/proc/sys/kernel/shmall", num);
+	if (r < 0)
+		return r;
+	snprintf(num, sizeof num, "%" PRIu64, bytes);
+	return write_text("/proc/sys/kernel/shmmax", num);
 }

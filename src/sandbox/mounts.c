@@ -3,7 +3,8 @@
  *
  *   /            host, recursively read-only, nosuid (mount_setattr, or a
  *                remount walk over /proc/self/mountinfo where it is missing)
- *   /tmp, /var/tmp, /dev/shm   private tmpfs
+ *   /tmp, /var/tmp, /dev/shm, /run   directories of one private tmpfs
+ *                (size and inodes capped: mount_private_tmpfs)
  *   /dev         tmpfs with null zero full random urandom tty bound from the
  *                host, a new devpts instance, fd/stdin/stdout/stderr links
  *   /proc        fresh procfs of the new PID namespace; /proc/sys and
@@ -13,6 +14,7 @@
  *   masked secrets   empty (secrets.c)
  */
 #include "sandbox/sandbox.h"
+#include "sandbox/rlimits.h"
 #include "util/trace.h"
 
 #include "util/cleanup.h"
@@ -147,11 +149,52 @@ static int make_host_readonly(char *msg, size_t len)
 	return remount_all_readonly(msg, len);
 }
 
-static int mount_tmpfs(const char *where, const char *opts, char *msg, size_t len)
+/* A directory of the sandbox's one private tmpfs (shared, an O_PATH fd of
+ * its root) bound on `where`: every private writable place draws on the
+ * same size and inode caps, and one statfs measures them all. */
+static int bind_private(int shared, const char *sub, mode_t mode, const char *where, char *msg, size_t len)
 {
-	if (mount("tmpfs", where, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+	if (mkdirat(shared, sub, mode) < 0 || fchmodat(shared, sub, mode, 0) < 0)
+		return failf(msg, len, errno, "creating the private %s", where);
+	char src[64];
+	snprintf(src, sizeof src, "/proc/self/fd/%d/%s", shared, sub);
+	if (mount(src, where, NULL, MS_BIND, NULL) < 0)
 		return failf(msg, len, errno, "mounting a private tmpfs on %s", where);
 	return 0;
+}
+
+/* The private tmpfs's caps: the memory limit (its pages are memory: a
+ * memory cgroup charges them, the rlimit mechanism measures them), else
+ * half of the machine's RAM for all of /tmp, /var/tmp, /dev/shm and /run
+ * together; an inode per 16 KiB (inodes are kernel memory no size= caps).
+ * SysV shared memory of the IPC namespace gets the same cap. */
+static uint64_t private_memory_cap(const sandbox_spec *s)
+{
+	if (s->limits.memory_bytes)
+		return s->limits.memory_bytes;
+	return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE) / 2;
+}
+
+/* Mount the private tmpfs on /tmp, its "tmp" directory over it; returns an
+ * O_PATH fd of its root for the other binds (or -errno). */
+static int mount_private_tmpfs(const sandbox_spec *s, char *msg, size_t len)
+{
+	uint64_t cap = private_memory_cap(s);
+	uint64_t inodes = cap / 16384 < 16384 ? 16384 : cap / 16384;
+	char opts[96];
+	snprintf(opts, sizeof opts, "mode=0755,size=%llu,nr_inodes=%llu", (unsigned long long)cap,
+		 (unsigned long long)inodes);
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return failf(msg, len, errno, "mounting a private tmpfs on /tmp");
+	int fd = open("/tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return failf(msg, len, errno, "opening the private tmpfs");
+	int r = bind_private(fd, "tmp", 01777, "/tmp", msg, len);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 /* One device of the minimal /dev: a node of the host's device number when
@@ -189,7 +232,7 @@ static int bind_dev(int devfd, const char *name, char *msg, size_t len)
 	return 0;
 }
 
-static int build_dev(char *msg, size_t len)
+static int build_dev(int shared, char *msg, size_t len)
 {
 	/* Keep the host's /dev reachable while the new one is assembled. */
 	_cleanup_close_ int hostdev = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -210,7 +253,7 @@ static int build_dev(char *msg, size_t len)
 		if (symlink("pts/ptmx", "/dev/ptmx") < 0)
 			return failf(msg, len, errno, "creating /dev/ptmx");
 	}
-	int r = mount_tmpfs("/dev/shm", "mode=1777,size=64m", msg, len);
+	int r = bind_private(shared, "shm", 01777, "/dev/shm", msg, len);
 	if (r < 0)
 		return r;
 	if (symlink("/proc/self/fd", "/dev/fd") < 0 || symlink("/proc/self/fd/0", "/dev/stdin") < 0 ||
@@ -221,10 +264,19 @@ static int build_dev(char *msg, size_t len)
 	return 0;
 }
 
-static int build_proc(char *msg, size_t len)
+static int build_proc(const sandbox_spec *s, char *msg, size_t len)
 {
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return failf(msg, len, errno, "mounting a fresh /proc");
+	/* SysV shared memory is capped like the private tmpfs (both are
+	 * memory), before /proc/sys is read-only. Only root of the user
+	 * namespace owning the IPC namespace may: rootless, init is the
+	 * caller's own uid, refused — there the segments are measured with
+	 * the rest of the memory (limits_memwatch_bytes), not capped. A
+	 * kernel without SysV IPC has no such files. */
+	int r = limits_ipc_cap(private_memory_cap(s));
+	if (r < 0 && r != -ENOENT && !(s->use_userns && (r == -EACCES || r == -EPERM)))
+		return failf(msg, len, -r, "capping SysV shared memory");
 	/* /proc/irq and /proc/bus need capabilities of the initial user
 	 * namespace to write, which the command never has: no bind needed. */
 	static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger"};
@@ -332,7 +384,7 @@ static bool run_hidden;
  * read-only mount does not stop connect(), so they are replaced by an
  * empty tmpfs; allowed sockets (and, with --net, the resolver's files) are
  * bound back at their own paths. */
-static int hide_run(const sandbox_spec *s, const int *sockfds, size_t nsock, char *msg, size_t len)
+static int hide_run(const sandbox_spec *s, int shared, const int *sockfds, size_t nsock, char *msg, size_t len)
 {
 	struct stat st;
 	run_hidden = false;
@@ -346,12 +398,12 @@ static int hide_run(const sandbox_spec *s, const int *sockfds, size_t nsock, cha
 		}
 	int r = 0;
 	if (stat("/run", &st) == 0 && S_ISDIR(st.st_mode)) {
-		if ((r = mount_tmpfs("/run", "mode=0755,size=16m", msg, len)) < 0)
+		if ((r = bind_private(shared, "run", 0755, "/run", msg, len)) < 0)
 			goto out;
 		run_hidden = true;
 	}
 	if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode) &&
-	    (r = mount_tmpfs("/var/run", "mode=0755,size=1m", msg, len)) < 0)
+	    (r = bind_private(shared, "var-run", 0755, "/var/run", msg, len)) < 0)
 		goto out;
 	for (size_t i = 0; i < nkeep; i++) {
 		r = mkdir_p(run_keep_for_net[i], 0755);
@@ -426,20 +478,17 @@ int mounts_view_begin(const sandbox_spec *s, mounts_view *v, char *msg, size_t l
 
 	struct stat st;
 	v->var_tmp = stat("/var/tmp", &st) == 0 && S_ISDIR(st.st_mode);
-	/* tmpfs pages are memory: with a memory limit, each private tmpfs gets
-	 * at most that much (a memory cgroup also charges them). */
-	char tmpopts[96] = "mode=1777,size=50%";
-	if (s->limits.memory_bytes)
-		snprintf(tmpopts, sizeof tmpopts, "mode=1777,size=%llu", (unsigned long long)s->limits.memory_bytes / 2);
 	int sockfds[SOCKETS_MAX];
 	size_t nsock = 0;
 	r = open_kept_sockets(s, sockfds, &nsock, msg, len);
 	if (r < 0)
 		return r;
-	if ((r = mount_tmpfs("/tmp", tmpopts, msg, len)) < 0 ||
-	    (v->var_tmp && (r = mount_tmpfs("/var/tmp", tmpopts, msg, len)) < 0) ||
-	    (r = hide_run(s, sockfds, nsock, msg, len)) < 0 || (r = build_dev(msg, len)) < 0 ||
-	    (r = build_proc(msg, len)) < 0)
+	_cleanup_close_ int shared = mount_private_tmpfs(s, msg, len);
+	if (shared < 0)
+		return shared;
+	if ((v->var_tmp && (r = bind_private(shared, "var-tmp", 01777, "/var/tmp", msg, len)) < 0) ||
+	    (r = hide_run(s, shared, sockfds, nsock, msg, len)) < 0 || (r = build_dev(shared, msg, len)) < 0 ||
+	    (r = build_proc(s, msg, len)) < 0)
 		return r;
 	if (!s->network) {
 		if (unshare(CLONE_NEWNET) < 0)

@@ -1,66 +1,152 @@
-/* quota: the disk limit of a transaction is enforced on its layer: the
- * supervisor measures the upper directory every 100 ms while the command
- * runs (and once at the end), and kills the sandbox when it is over. The
- * per-file size is also capped by RLIMIT_FSIZE, so no single write can run
- * far past the limit between two measurements. */
+/* quota: the disk limit of a transaction is enforced on its layer, in bytes
+ * and in inodes (QUOTA_BYTES_PER_INODE). While the command runs the
+ * supervisor polls quota_watch_over every 100 ms; at the end quota_over
+ * measures the layer exactly before anything is committed. The per-file
+ * size is also capped by RLIMIT_FSIZE, so no single write runs past the
+ * limit between two checks. */
 #include "sandbox/quota.h"
+
+#include "util/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdint.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
-/* Fail closed: a tree that cannot be measured (too deep, out of fds,
- * unreadable) counts as over any limit — otherwise the command could hide
- * data from the quota behind one unreadable or very deep directory. */
-#define UNMEASURABLE UINT64_MAX
+#define MAX_DEPTH 4096
 
-static uint64_t walk(int dfd, uint64_t sum, uint64_t stop_above, unsigned depth)
+uint64_t quota_inode_limit(uint64_t disk_bytes)
 {
-	if (depth > 4096)
-		return UNMEASURABLE;
-	int dupfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* own offset: never share a readdir position */
+	if (!disk_bytes)
+		return 0;
+	uint64_t n = disk_bytes / QUOTA_BYTES_PER_INODE;
+	return n < 64 ? 64 : n; /* a tiny --disk still allows a handful of files */
+}
+
+static bool over(const quota_use *u, uint64_t max_bytes, uint64_t max_inodes)
+{
+	return (max_bytes && u->bytes > max_bytes) || (max_inodes && u->inodes > max_inodes);
+}
+
+static bool walk(int dfd, quota_use *u, uint64_t max_bytes, uint64_t max_inodes, unsigned depth)
+{
+	if (depth > MAX_DEPTH)
+		return false;
+	/* own open file description: never share a readdir position */
+	int dupfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dupfd < 0)
-		return UNMEASURABLE;
+		return false;
 	DIR *d = fdopendir(dupfd);
 	if (!d) {
 		close(dupfd);
-		return UNMEASURABLE;
+		return false;
 	}
+	bool ok = true;
 	struct dirent *de;
-	while ((de = readdir(d))) {
+	while (ok && !over(u, max_bytes, max_inodes) && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		struct stat st;
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno == ENOENT)
-				continue; /* removed meanwhile */
-			sum = UNMEASURABLE;
-			break;
+			ok = errno == ENOENT; /* removed meanwhile */
+			continue;
 		}
-		sum += (uint64_t)st.st_blocks * 512;
-		if (stop_above && sum > stop_above)
-			break;
-		if (S_ISDIR(st.st_mode)) {
-			int c = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (c < 0) {
-				sum = UNMEASURABLE;
-				break;
-			}
-			sum = walk(c, sum, stop_above, depth + 1);
+		u->bytes += (uint64_t)st.st_blocks * 512;
+		u->inodes++;
+		if (!S_ISDIR(st.st_mode) || over(u, max_bytes, max_inodes))
+			continue;
+		int c = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		ok = c >= 0 && walk(c, u, max_bytes, max_inodes, depth + 1);
+		if (c >= 0)
 			close(c);
-			if (sum == UNMEASURABLE || (stop_above && sum > stop_above))
-				break;
-		}
 	}
 	closedir(d);
-	return sum;
+	return ok;
 }
 
-uint64_t quota_usage(int dirfd, uint64_t stop_above)
+bool quota_measure(int dirfd, uint64_t max_bytes, uint64_t max_inodes, quota_use *out)
 {
-	return walk(dirfd, 0, stop_above, 0);
+	*out = (quota_use){0, 0};
+	return walk(dirfd, out, max_bytes, max_inodes, 0);
+}
+
+bool quota_over(int dirfd, uint64_t disk_bytes, const char **what)
+{
+	uint64_t max_inodes = quota_inode_limit(disk_bytes);
+	quota_use u;
+	bool ok = quota_measure(dirfd, disk_bytes, max_inodes, &u);
+	bool inodes = ok && max_inodes && u.inodes > max_inodes;
+	if (what)
+		*what = inodes ? "inodes" : "bytes";
+	return !ok || over(&u, disk_bytes, max_inodes);
+}
+
+/* Used bytes and inodes of the file system holding fd; *counts_inodes:
+ * whether it counts inodes at all (btrfs does not). */
+static bool fs_used(int fd, uint64_t *bytes, uint64_t *inodes, bool *counts_inodes)
+{
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0)
+		return false;
+	uint64_t unit = sf.f_frsize ? (uint64_t)sf.f_frsize : (uint64_t)sf.f_bsize;
+	*bytes = ((uint64_t)sf.f_blocks - (uint64_t)sf.f_bfree) * unit;
+	*inodes = (uint64_t)sf.f_files - (uint64_t)sf.f_ffree;
+	if (counts_inodes)
+		*counts_inodes = sf.f_files > 0;
+	return true;
+}
+
+void quota_watch_init(quota_watch *w, int upper_fd, uint64_t disk_bytes, uint64_t now_ns)
+{
+	*w = (quota_watch){.fd = upper_fd, .disk_bytes = disk_bytes, .inodes = quota_inode_limit(disk_bytes),
+			   .next_walk_ns = now_ns, .last_walk_ns = now_ns};
+	if (!disk_bytes)
+		return;
+	/* A new layer is empty: the baseline is the file system as it is. */
+	if (!fs_used(upper_fd, &w->fs_bytes, &w->fs_inodes, &w->fs_counts_inodes))
+		w->fs_counts_inodes = false;
+}
+
+static uint64_t grown(uint64_t now, uint64_t then) { return now > then ? now - then : 0; }
+
+/* Can the layer be over the limit, given how much the file system grew
+ * since the last walk? Data the command unlinked but keeps open is in the
+ * file system's count, not in the tree: it makes this say "maybe" (and a
+ * walk run), never "no". */
+static bool maybe_over(quota_watch *w, uint64_t *fsb, uint64_t *fsi)
+{
+	if (!fs_used(w->fd, fsb, fsi, NULL))
+		return true;
+	if (w->at_walk.bytes + grown(*fsb, w->fs_bytes) > w->disk_bytes)
+		return true;
+	if (!w->fs_counts_inodes)
+		return true;
+	return w->at_walk.inodes + grown(*fsi, w->fs_inodes) > w->inodes;
+}
+
+/* Without a sign of growth the layer is still walked now and then: space
+ * freed elsewhere on the file system meanwhile hides as much growth. */
+#define QUOTA_WALK_ANYWAY_NS 2000000000ull
+
+bool quota_watch_over(quota_watch *w, uint64_t now_ns)
+{
+	uint64_t fsb = 0, fsi = 0;
+	bool maybe = maybe_over(w, &fsb, &fsi);
+	if (now_ns < w->next_walk_ns || (!maybe && now_ns < w->last_walk_ns + QUOTA_WALK_ANYWAY_NS))
+		return false;
+	uint64_t t0 = clock_now_ns();
+	quota_use u;
+	if (!quota_measure(w->fd, w->disk_bytes, w->inodes, &u) || over(&u, w->disk_bytes, w->inodes))
+		return true;
+	uint64_t t1 = clock_now_ns();
+	w->at_walk = u;
+	w->fs_bytes = fsb;
+	w->fs_inodes = fsi;
+	w->walk_cost_ns = t1 - t0;
+	w->last_walk_ns = t1;
+	w->next_walk_ns = t1 + 20 * w->walk_cost_ns;
+	return false;
 }

@@ -4,8 +4,47 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Sum of allocated bytes (st_blocks * 512) under dirfd, never following
- * symlinks. Stops early once the sum exceeds stop_above (0: never).
- * Returns the sum (a lower bound when it stopped early), or UINT64_MAX
- * when the tree cannot be measured (fail closed). */
-uint64_t quota_usage(int dirfd, uint64_t stop_above);
+/* The inode budget that comes with a disk limit: one inode per 16 KiB,
+ * mkfs.ext4's default bytes-per-inode ratio — a transaction may use the
+ * inodes its share of the disk would have come with. */
+#define QUOTA_BYTES_PER_INODE 16384u
+
+typedef struct quota_use {
+	uint64_t bytes;  /* st_blocks * 512 of every entry (hard links: each name) */
+	uint64_t inodes; /* entries: files, directories, links, whiteouts */
+} quota_use;
+
+/* Inode limit for a disk limit (0: none). */
+uint64_t quota_inode_limit(uint64_t disk_bytes);
+
+/* Measure the tree under dirfd, never following symlinks; stops early once
+ * either sum is over its limit (0: no limit). Returns false when the tree
+ * cannot be measured (too deep, out of fds, unreadable): callers treat that
+ * as over any limit (fail closed — else one unreadable directory would hide
+ * what is below it). */
+bool quota_measure(int dirfd, uint64_t max_bytes, uint64_t max_inodes, quota_use *out);
+
+/* The exact check: is the tree over disk_bytes or its inode limit?
+ * Names the limit hit in *what ("bytes" or "inodes"; NULL-safe). */
+bool quota_over(int dirfd, uint64_t disk_bytes, const char **what);
+
+/* The periodic check while the command runs, kept O(1) in the common case:
+ * the layer lives on the host file system, so it cannot have grown by more
+ * than that file system's used blocks and inodes (statfs) since the last
+ * walk. The tree is walked only when that bound no longer proves the layer
+ * is under the limit, and then at most once per 20x the last walk's
+ * duration (a walk of a big layer costs at most ~5% of a CPU). Space freed
+ * elsewhere on the file system meanwhile would hide as much growth, so the
+ * tree is also walked every 2 s (same rate cap) whatever statfs says. */
+typedef struct quota_watch {
+	int fd;
+	uint64_t disk_bytes, inodes;
+	uint64_t fs_bytes, fs_inodes; /* the file system's used space at the last walk */
+	bool fs_counts_inodes;        /* f_files is meaningful (not btrfs) */
+	quota_use at_walk;            /* the layer at the last walk */
+	uint64_t next_walk_ns, last_walk_ns, walk_cost_ns;
+} quota_watch;
+
+void quota_watch_init(quota_watch *w, int upper_fd, uint64_t disk_bytes, uint64_t now_ns);
+/* True when the layer is (or cannot be shown not to be) over the limit. */
+bool quota_watch_over(quota_watch *w, uint64_t now_ns);

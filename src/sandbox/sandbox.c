@@ -11,6 +11,7 @@
 
 #include "sandbox/capture.h"
 #include "sandbox/quota.h"
+#include "sandbox/rlimits.h"
 #include "sandbox/seccomp_filter.h"
 #include "sandbox/unixguard.h"
 #include "util/cleanup.h"
@@ -210,35 +211,6 @@ exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_t
 /* Fork one command inside the sandbox and wait for it, reaping every
  * orphan meanwhile (we are pid 1). Returns its wait status via *status;
  * *started tells whether execve succeeded. Returns -errno on harden failure. */
-/* Resident memory of every process in this PID namespace (our /proc). */
-static uint64_t ns_resident_bytes(void)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-		return 0;
-	uint64_t pages = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		char p[300], buf[128];
-		snprintf(p, sizeof p, "/proc/%s/statm", de->d_name);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		unsigned long long size, res;
-		if (sscanf(buf, "%llu %llu", &size, &res) == 2)
-			pages += res;
-	}
-	closedir(d);
-	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 /* Until the command child execs: hand its socket-call listener to the
  * guard, then EOF (exec'ed) or a failure message. Returns 0, or negative
  * when hardening (or the guard) failed, with rep->msg saying why. */
@@ -277,6 +249,9 @@ static int await_exec(int ep, pid_t pid, unixguard *guard, bool *started, init_r
 static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *argv, const char *shell_text,
 		   int out_w, int err_w, int *status, bool *started, init_report *rep)
 {
+	limits_memwatch mw = {0}; /* its baseline: before the command exists */
+	if (rep->watch_memory)
+		limits_memwatch_init(&mw);
 	int ep[2]; /* exec channel: a datagram per message, so a handoff is told from a failure */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ep) < 0)
 		return -errno;
@@ -343,7 +318,7 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 			struct pollfd pf = {.fd = pidfd, .events = POLLIN};
 			int pr = poll(&pf, 1, 20);
 			if (pr == 0) {
-				if (ns_resident_bytes() > watch) {
+				if (limits_memwatch_bytes(&mw) > watch) {
 					rep->memory_exceeded = 1;
 					kill(-1, SIGKILL);
 				}
@@ -738,6 +713,8 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	size_t rep_got = 0;
 	bool out_open = true, err_open = true, rep_open = true, child_done = false;
 	uint64_t last_measure = t0;
+	quota_watch qw;
+	quota_watch_init(&qw, layer->upper_fd, s->limits.disk_bytes, t0);
 	fcntl(outp[0], F_SETFL, O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
 	fcntl(repp[0], F_SETFL, O_NONBLOCK);
@@ -787,7 +764,7 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 		}
 		if (measure && clock_now_ns() - last_measure >= 100000000ull) {
 			last_measure = clock_now_ns();
-			if (quota_usage(layer->upper_fd, s->limits.disk_bytes - 1) >= s->limits.disk_bytes) {
+			if (quota_watch_over(&qw, last_measure)) {
 				o->limit = "disk";
 				kill(pid, SIGKILL);
 			}
@@ -849,7 +826,7 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	if (!o->limit && cg)
 		o->limit = limits_cgroup_exceeded(cg);
 	if (!o->limit && s->limits.disk_bytes && layer->upper_fd >= 0 &&
-	    quota_usage(layer->upper_fd, s->limits.disk_bytes - 1) >= s->limits.disk_bytes)
+	    quota_over(layer->upper_fd, s->limits.disk_bytes, NULL))
 		o->limit = "disk";
 	if (child_done)
 		sandbox_reap(o);

@@ -1956,3 +1956,138 @@ def unix_allowed_socket_replaced(ctx):
         ctx.note("the replacement got another inode number (%d, %d)" % tuple(inos))
     check(not made[0].hits, "a socket that took the allowed one's inode number was reached")
     ctx.expect_blocked(res, ["stream-replaced"])
+# Memory held outside any process, and the default disk/inode quota
+
+def _shmhog(ctx, mode, extra=""):
+    """512 MiB of shared memory under --memory 64M: whatever holds it (a
+    memfd, a SysV segment, a file of the private tmpfs), it is host memory
+    and must count, as root (cgroup) and rootless (no cgroup here)."""
+    ws = ctx.workspace("shmhog-" + mode)
+    ctx.allow_error = True
+    res = ctx.run(ws, r'"$BIN/shmhog" %s 512 %s' % (mode, extra),
+                  opts=["--memory", "64M", "--timeout", "60"], timeout=120)
+    mech = (res.get("limits") or {}).get("mechanism")
+    got = [l for l in res.stdout.splitlines() if l.startswith(("SURVIVED", "STOPPED"))]
+    check("SURVIVED" not in res.stdout, "held 512 MiB (%s) under --memory 64M (mechanism %s): %s"
+          % (mode, mech, res.describe()))
+    check(res.outcome == "rolled_back" and res.get("limit") == "memory",
+          "not rolled back for the memory limit (%s, mechanism %s; the program said %s): %s"
+          % (mode, mech, got[0] if got else "nothing", res.describe()))
+    ctx.note("%s: stopped by %s (%s)" % (mode, mech, got[0] if got else "killed before it said more"))
+
+
+# the memfd-in-flight variant: the only reference is in a Unix socket's
+# queue — in no fd table and no mapping
+for _name, _mode, _extra in (("shm-memfd-open", "memfd", ""), ("shm-memfd-mapped-closed", "memfd-map", ""),
+                             ("shm-memfd-in-flight", "memfd-fly", ""), ("shm-sysv", "sysv", ""),
+                             ("shm-dev-shm-file", "file", "/dev/shm/txsec-hog"),
+                             ("shm-tmp-file", "file", "/tmp/txsec-hog")):
+    attack(_name, heavy=True)(lambda ctx, m=_mode, e=_extra: _shmhog(ctx, m, e))
+
+
+@attack("shm-private-tmpfs-total", heavy=True)
+def shm_private_tmpfs_total(ctx):
+    """Without a memory limit the private /tmp, /var/tmp, /dev/shm and /run
+    are still host memory: together they may not take more than half of
+    the machine's RAM (one tmpfs, one size cap)."""
+    if not ctx.policy:
+        raise Skip("needs the suite's policy file (--no-policy given)")
+    nolimit = os.path.join(ctx.scripts, "no-memory-limit.yaml")
+    with open(ctx.policy) as f:
+        text = f.read()
+    check("    memory: 4G\n" in text, "the suite's policy no longer says memory: 4G")
+    with open(nolimit, "w") as f:
+        f.write(text.replace("    memory: 4G\n", "    memory: 0\n"))
+    saved = ctx.policy
+    ctx.policy = nolimit
+    ctx.on_cleanup(lambda: setattr(ctx, "policy", saved))
+    ws = ctx.workspace("tmpfs-total")
+    res = ctx.run(ws, r"""
+df -k /tmp /var/tmp /dev/shm /run 2>/dev/null | awk 'NR>1 {print "SIZE", $6, $2}'
+""")
+    ram_kb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 1024
+    sizes = {l.split()[1]: int(l.split()[2]) for l in res.lines("SIZE")}
+    check("/tmp" in sizes, "no size for /tmp: %s" % res.describe())
+    # one file system behind all of them: the sizes are not to be added,
+    # but each alone must stay within half of the RAM, and they must be one
+    check(all(v <= ram_kb // 2 + 1024 for v in sizes.values()),
+          "a private tmpfs may grow past half of the RAM (%d KiB): %s" % (ram_kb, sizes))
+    check((res.get("limits") or {}).get("memory") == 0, "the policy without a memory limit still has one")
+    ws2 = ctx.workspace("tmpfs-total-dev")
+    res2 = ctx.run(ws2, r"""
+head -c 1048576 /dev/zero > /dev/shm/txsec-a
+df -k /tmp | awk 'NR>1 {print "USED", $3}'
+""")
+    used = [int(l.split()[1]) for l in res2.lines("USED")]
+    check(used and used[0] >= 1024, "a file in /dev/shm is not counted with /tmp (separate tmpfs instances, "
+          "whose caps add up): %s" % res2.describe())
+
+
+@attack("default-disk-limit")
+def default_disk_limit(ctx):
+    """The default policy (mirrored by the suite's policy) has a disk limit:
+    without one, 1 GiB and 100,000 files were committed."""
+    saved = ctx.policy
+    ctx.on_cleanup(lambda: setattr(ctx, "policy", saved))
+    for policy in (saved, None):  # the suite's copy and the built-in one
+        ctx.policy = policy
+        ws = ctx.workspace("default-disk")
+        res = ctx.run(ws, argv=["true"])
+        disk = (res.get("limits") or {}).get("disk")
+        check(disk and disk >= 4 << 30, "the disk limit of %s is %r (bytes), not a few GiB"
+              % (policy or "the built-in policy", disk))
+        check((res.get("limits") or {}).get("memory"), "no default memory limit")
+
+
+@attack("disk-inodes", heavy=True)
+def disk_inodes(ctx):
+    """Empty files take no blocks: 3000 of them under --disk 16M (1024
+    inodes) must be stopped as the disk limit, by inodes."""
+    ws = ctx.workspace("disk-inodes")
+    ctx.allow_error = True
+    res = ctx.run(ws, r"""
+mkdir d
+python3 -c 'import os
+for i in range(3000): open("d/f%d" % i, "w").close()' || echo "INFO python3 failed"
+echo "INFO $(ls d | wc -l) files"
+""", opts=["--disk", "16M", "--timeout", "60"], timeout=120)
+    left = len(os.listdir(os.path.join(ws, "d"))) if os.path.isdir(os.path.join(ws, "d")) else 0
+    check(left == 0, "%d empty files committed under --disk 16M (1024 inodes): %s" % (left, res.describe()))
+    check(res.outcome == "rolled_back" and res.get("limit") == "disk",
+          "not rolled back for the disk limit: %s" % res.describe())
+
+
+@attack("disk-inodes-hardlinks", heavy=True)
+def disk_inodes_hardlinks(ctx):
+    """Names without inodes: 3000 hard links of one file fill directories
+    (a name costs directory blocks): counted like files."""
+    ws = ctx.workspace("disk-links")
+    ctx.allow_error = True
+    res = ctx.run(ws, r"""
+mkdir d; echo x > d/f
+python3 -c 'import os
+for i in range(3000): os.link("d/f", "d/l%d" % i)' || echo "INFO python3 failed"
+""", opts=["--disk", "16M", "--timeout", "60"], timeout=120)
+    check(res.outcome == "rolled_back" and res.get("limit") == "disk",
+          "3000 hard links committed under --disk 16M: %s" % res.describe())
+
+
+@attack("default-disk-fits-install", heavy=True)
+def default_disk_fits_install(ctx):
+    """A dependency install's worth under the default limits commits: 102,400
+    small files in 1,024 directories (a big node_modules)."""
+    ws = ctx.workspace("install")
+    res = ctx.run(ws, r"""
+python3 -c 'import os
+for d in range(1024):
+    p = "node_modules/pkg%d/lib" % d
+    os.makedirs(p)
+    for f in range(100):
+        with open("%s/m%d.js" % (p, f), "w") as fh: fh.write("module.exports = %d;\n" % f)'
+echo "INFO done"
+""", timeout=300, opts=["--timeout", "240"])
+    check(res.outcome == "committed", "a 102,400-file install was not committed: %s" % res.describe())
+    n = sum(len(fs) for _, _, fs in os.walk(os.path.join(ws, "node_modules")))
+    check(n == 102400, "%d files committed, not 102400" % n)
+    ctx.note("102,400 files: exec %.0f ms, finish %.0f ms" % (
+        (res.get("timings_ms") or {}).get("exec", 0), (res.get("timings_ms") or {}).get("finish", 0)))

@@ -2,17 +2,25 @@
  * detection and cleanup, on whatever this machine offers (cgroup v2 with
  * delegated controllers, else v1). Skipped only when no cgroup mechanism is
  * usable. */
+#include "policy/policy.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/harden.h"
+#include "sandbox/quota.h"
+#include "sandbox/rlimits.h"
+#include "util/clock.h"
 
 #include "child.h"
 
 #include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 static unsigned g_seq;
@@ -407,6 +415,206 @@ static void test_self_join(void **state)
 	limits_cgroup_destroy(cg);
 }
 
+/* ---- the disk quota ----------------------------------------------------- */
+
+static int temp_dir(char *path, size_t size)
+{
+	snprintf(path, size, "/var/tmp/txbox-quota-XXXXXX");
+	assert_non_null(mkdtemp(path));
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+static void remove_tree(const char *path)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void make_files(int dfd, const char *prefix, int n, size_t bytes)
+{
+	static char buf[65536];
+	for (int i = 0; i < n; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "%s%d", prefix, i);
+		int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		assert_true(fd >= 0);
+		for (size_t left = bytes; left > 0;) {
+			size_t k = left < sizeof buf ? left : sizeof buf;
+			assert_int_equal(write(fd, buf, k), (ssize_t)k);
+			left -= k;
+		}
+		close(fd);
+	}
+}
+
+/* Empty files take no blocks: the inode budget stops them (it used to be
+ * bytes only, and 100,000 empty files fitted any limit). */
+static void test_quota_counts_inodes(void **state)
+{
+	(void)state;
+	char path[64];
+	int dfd = temp_dir(path, sizeof path);
+	uint64_t disk = 64 * QUOTA_BYTES_PER_INODE; /* 64 inodes */
+	assert_int_equal(quota_inode_limit(disk), 64);
+	make_files(dfd, "e", 64, 0);
+	const char *what = NULL;
+	assert_false(quota_over(dfd, disk, &what));
+	make_files(dfd, "x", 1, 0);
+	assert_true(quota_over(dfd, disk, &what));
+	assert_string_equal(what, "inodes");
+	/* hard links are names: counted like files */
+	assert_int_equal(unlinkat(dfd, "x0", 0), 0);
+	assert_false(quota_over(dfd, disk, NULL));
+	assert_int_equal(linkat(dfd, "e0", dfd, "link", 0), 0);
+	assert_true(quota_over(dfd, disk, NULL));
+	close(dfd);
+	remove_tree(path);
+}
+
+static void test_quota_counts_bytes(void **state)
+{
+	(void)state;
+	char path[64];
+	int dfd = temp_dir(path, sizeof path);
+	assert_int_equal(mkdirat(dfd, "sub", 0755), 0);
+	int sub = openat(dfd, "sub", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	make_files(sub, "f", 3, 1 << 20);
+	const char *what = NULL;
+	assert_true(quota_over(dfd, 2 << 20, &what));
+	assert_string_equal(what, "bytes");
+	assert_false(quota_over(dfd, 16 << 20, NULL));
+	close(sub);
+	close(dfd);
+	remove_tree(path);
+}
+
+/* While the command runs: no walk while the file system's growth proves
+ * the layer under the limit (what keeps a big layer cheap), a walk and a
+ * hit once it cannot. */
+static void test_quota_watch_walks_only_when_needed(void **state)
+{
+	(void)state;
+	char path[64];
+	int dfd = temp_dir(path, sizeof path);
+	quota_watch w;
+	/* a limit far above what the rest of the machine writes meanwhile */
+	quota_watch_init(&w, dfd, 1ull << 40, clock_now_ns());
+	if (!w.fs_counts_inodes) {
+		print_message("the file system of /var/tmp does not count inodes; skipping\n");
+		close(dfd);
+		remove_tree(path);
+		skip();
+	}
+	make_files(dfd, "f", 200, 4096);
+	assert_false(quota_watch_over(&w, clock_now_ns()));
+	assert_int_equal(w.at_walk.inodes, 0); /* not walked: statfs sufficed */
+	assert_int_equal(w.walk_cost_ns, 0);
+
+	quota_watch small;
+	quota_watch_init(&small, dfd, 64 * QUOTA_BYTES_PER_INODE, clock_now_ns());
+	make_files(dfd, "g", 70, 0);
+	/* statfs says so, unless the machine freed inodes meanwhile: then the
+	 * walk every 2 s does */
+	assert_true(quota_watch_over(&small, clock_now_ns()) ||
+		    quota_watch_over(&small, clock_now_ns() + 3000000000ull));
+	close(dfd);
+	remove_tree(path);
+}
+
+/* The built-in policy has a disk limit whose budget fits a big dependency
+ * install (a node_modules of 300,000 files and 3 GiB). */
+static void test_default_policy_disk_limit(void **state)
+{
+	(void)state;
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(policy_load_default(&p, &err), 0);
+	const policy_sandbox *s = policy_get_sandbox(p);
+	assert_true(s->disk_bytes >= 3ull << 30);
+	assert_true(quota_inode_limit(s->disk_bytes) >= 300000);
+	assert_true(s->memory_bytes > 0);
+	policy_free(p);
+}
+
+/* ---- memory without a cgroup ------------------------------------------- */
+
+#define MIB (1ull << 20)
+
+static uint64_t grew(const limits_memwatch *w, uint64_t base)
+{
+	uint64_t now = limits_memwatch_bytes(w);
+	return now > base ? now - base : 0;
+}
+
+static void fill(int fd, uint64_t bytes)
+{
+	static char buf[1 << 20];
+	memset(buf, 0x5a, sizeof buf);
+	for (uint64_t i = 0; i < bytes / sizeof buf; i++)
+		CHILD_CHECK(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf);
+}
+
+/* pid 1 of new PID, mount and IPC namespaces with a fresh /proc and a
+ * tmpfs on /tmp, as the sandbox's init has them. */
+static void memwatch_in_ns(void)
+{
+	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+	CHILD_CHECK(mount("proc", "/proc", "proc", 0, NULL) == 0);
+	CHILD_CHECK(mount("tmpfs", "/tmp", "tmpfs", 0, "size=256m") == 0);
+	limits_memwatch w;
+	limits_memwatch_init(&w);
+	uint64_t base = limits_memwatch_bytes(&w);
+
+	/* a memfd, then the same passed on by a mapping only */
+	int fd = (int)syscall(SYS_memfd_create, "t", 0);
+	CHILD_CHECK(fd >= 0);
+	fill(fd, 64 * MIB);
+	CHILD_CHECK(grew(&w, base) >= 48 * MIB);
+	void *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	CHILD_CHECK(m != MAP_FAILED);
+	close(fd);
+	CHILD_CHECK(grew(&w, base) >= 48 * MIB);
+	munmap(m, 4096);
+
+	/* a detached SysV segment and a file of the tmpfs: held by objects */
+	uint64_t b2 = limits_memwatch_bytes(&w);
+	int id = shmget(IPC_PRIVATE, 32 * MIB, IPC_CREAT | 0600);
+	CHILD_CHECK(id >= 0);
+	char *p = shmat(id, NULL, 0);
+	CHILD_CHECK(p != (void *)-1);
+	memset(p, 1, 32 * MIB);
+	shmdt(p);
+	int tf = open("/tmp/f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	CHILD_CHECK(tf >= 0);
+	fill(tf, 32 * MIB);
+	close(tf);
+	uint64_t b3 = limits_memwatch_bytes(&w);
+	CHILD_CHECK(b3 > b2 && b3 - b2 >= 56 * MIB);
+	_exit(0);
+}
+
+static void memwatch_child(void *arg)
+{
+	(void)arg;
+	if (unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC) < 0)
+		_exit(CHILD_SKIP);
+	pid_t pid = fork();
+	CHILD_CHECK(pid >= 0);
+	if (pid == 0)
+		memwatch_in_ns();
+	int st = wait_status(pid);
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 99);
+}
+
+static void test_memwatch_counts_shared_memory(void **state)
+{
+	(void)state;
+	run_child(memwatch_child, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +628,11 @@ int main(void)
 		cmocka_unit_test(test_reap_stale),
 		cmocka_unit_test(test_same_txid_leftover),
 		cmocka_unit_test(test_self_join),
+		cmocka_unit_test(test_quota_counts_inodes),
+		cmocka_unit_test(test_quota_counts_bytes),
+		cmocka_unit_test(test_quota_watch_walks_only_when_needed),
+		cmocka_unit_test(test_default_policy_disk_limit),
+		cmocka_unit_test(test_memwatch_counts_shared_memory),
 	};
 	return cmocka_run_group_tests_name("sandbox-limits", tests, NULL, NULL);
 }
