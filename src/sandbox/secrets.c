@@ -165,6 +165,8 @@ typedef struct masker {
 	int src;           /* detached read-only tmpfs holding MASK_FILE and MASK_DIR, or -1 */
 	dev_t src_dev;     /* what a mask shows: a path already masked is left alone */
 	devino_set keep;   /* never covered: the workspace, the caller's homes, their ancestors */
+	const char *const *paths; /* the policy's: "!X" keeps the built-in X (a store, a
+				   * system secret, a home) visible */
 	home_dir *homes;       /* the caller's homes: their stores are hidden */
 	size_t nhomes, homes_cap;
 	txbox_error *err;
@@ -178,6 +180,16 @@ static void masker_done(masker *m)
 	for (size_t i = 0; i < m->nhomes; i++)
 		free(m->homes[i].path);
 	free(m->homes);
+}
+
+/* The policy keeps prefix+name visible ("!~/.npmrc", "!/etc/ssl/private"). */
+static bool unmasked(const masker *m, const char *prefix, const char *name)
+{
+	size_t n = strlen(prefix);
+	for (const char *const *p = m->paths; p && *p; p++)
+		if ((*p)[0] == '!' && !strncmp(*p + 1, prefix, n) && !strcmp(*p + 1 + n, name))
+			return true;
+	return false;
 }
 
 static bool devino_has(const devino_set *s, const struct stat *st)
@@ -261,9 +273,9 @@ static int make_mask_source(void)
 }
 #endif
 
-static int masker_init(masker *m, txbox_error *err)
+static int masker_init(masker *m, const char *const *paths, txbox_error *err)
 {
-	*m = (masker){.src = -1, .err = err};
+	*m = (masker){.src = -1, .paths = paths, .err = err};
 #if HAVE_NEW_MOUNT_API
 	int src = make_mask_source();
 	if (src >= 0) {
@@ -443,7 +455,7 @@ static int own_home(masker *m, const char *path)
  * (then only its stores are hidden) or is a system tree. */
 static int other_home(masker *m, const char *path)
 {
-	if (system_tree(path))
+	if (system_tree(path) || unmasked(m, "", path))
 		return 0;
 	_cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
@@ -556,10 +568,15 @@ static int find_homes(masker *m, const char *env_home, const char *workspace)
 
 /* ---- what to hide -------------------------------------------------------- */
 
-static int mask_list(masker *m, int dirfd, const char *base, const char *const *list, size_t n)
+/* Built-in patterns under dirfd ("/x" is "x" relative to "/"), but those
+ * the policy keeps visible: "!" + prefix + pattern. */
+static int mask_builtin(masker *m, int dirfd, const char *base, const char *prefix,
+			const char *const *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		int r = mask_glob(m, dirfd, base, list[i], 0);
+		if (unmasked(m, prefix, list[i]))
+			continue;
+		int r = mask_glob(m, dirfd, base, list[i] + (list[i][0] == '/'), 0);
 		if (r < 0)
 			return r;
 	}
@@ -572,8 +589,8 @@ static int mask_policy_paths(masker *m, int rootfd, const char *const *paths)
 	for (const char *const *p = paths; p && *p; p++) {
 		const char *s = *p;
 		int r = 0;
-		if (!*s)
-			continue;
+		if (!*s || s[0] == '!')
+			continue; /* "!X": X stays visible (see unmasked) */
 		if (s[0] == '~' && (s[1] == '\0' || s[1] == '/')) {
 			for (size_t i = 0; r == 0 && i < m->nhomes; i++) {
 				_cleanup_close_ int h = open(m->homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -595,20 +612,20 @@ int secrets_mask_paths(const char *const *paths, const char *home, const char *w
 		       txbox_error *err)
 {
 	_cleanup_(masker_done) masker m;
-	int r = masker_init(&m, err);
+	int r = masker_init(&m, paths, err);
 	if (r < 0 || (r = find_homes(&m, home, workspace)) < 0)
 		return r;
 	for (size_t i = 0; i < m.nhomes; i++) {
 		_cleanup_close_ int h = open(m.homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (h >= 0 && (r = mask_list(&m, h, m.homes[i].path, home_stores, ARRAY_SIZE(home_stores))) < 0)
+		if (h >= 0 && (r = mask_builtin(&m, h, m.homes[i].path, "~/", home_stores,
+						ARRAY_SIZE(home_stores))) < 0)
 			return r;
 	}
 	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return txbox_fail_errno(err, -errno, "secrets: opening /");
-	for (size_t i = 0; i < ARRAY_SIZE(system_secrets); i++)
-		if ((r = mask_glob(&m, rootfd, "", system_secrets[i] + 1, 0)) < 0)
-			return r;
+	if ((r = mask_builtin(&m, rootfd, "", "", system_secrets, ARRAY_SIZE(system_secrets))) < 0)
+		return r;
 	return mask_policy_paths(&m, rootfd, paths);
 }
 
@@ -758,28 +775,37 @@ static bool value_secret(const char *v)
 static bool name_matches(const char *name, const char *const *globs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (globs[i] && fnmatch(globs[i], name, FNM_CASEFOLD) == 0) /* github_token is GITHUB_TOKEN */
+		if (fnmatch(globs[i], name, FNM_CASEFOLD) == 0) /* github_token is GITHUB_TOKEN */
 			return true;
 	return false;
 }
 
-static size_t strv_count(const char *const *v)
+/* The policy's env_deny on a name: 1 drop (a glob matches), -1 keep (only
+ * a "!glob" matches: kept whatever the built-in rules say), 0 neither. */
+static int policy_env_rule(const char *name, const char *const *deny)
 {
-	size_t n = 0;
-	while (v && v[n])
-		n++;
-	return n;
+	int verdict = 0;
+	for (const char *const *g = deny; g && *g; g++) {
+		bool keep = (*g)[0] == '!';
+		if (fnmatch(*g + keep, name, FNM_CASEFOLD) != 0)
+			continue;
+		if (!keep)
+			return 1;
+		verdict = -1;
+	}
+	return verdict;
 }
 
-/* The entry NAME=VALUE carries a secret: by its name (built in, or deny)
- * or by its value. */
+/* The entry NAME=VALUE carries a secret: by its name (the policy's globs,
+ * the built-in ones) or by its value. */
 static bool entry_secret(const char *entry, size_t namelen, const char *const *deny)
 {
 	_cleanup_free_ char *name = strndup(entry, namelen);
 	if (!name)
 		return true; /* fail closed */
-	if (name_matches(name, deny, strv_count(deny)))
-		return true;
+	int rule = policy_env_rule(name, deny);
+	if (rule)
+		return rule > 0;
 	if (name_matches(name, secret_names, ARRAY_SIZE(secret_names)) &&
 	    !name_matches(name, ordinary_names, ARRAY_SIZE(ordinary_names)))
 		return true;

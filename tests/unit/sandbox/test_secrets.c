@@ -168,14 +168,18 @@ static void test_env_table(void **state)
 static void test_env_filter_policy_globs(void **state)
 {
 	(void)state;
-	const char *const envc[] = {"SAFE=AWS_SECRET", "X=1", "CDPATH=/x", NULL};
+	const char *const envc[] = {"SAFE=AWS_SECRET", "X=1", "CDPATH=/x",
+				    "DATABASE_URL=postgres://a:b@db/x", "DB_PASSWORD=p", NULL};
 	char **envp = env_dup(envc);
-	const char *deny[] = {"CDPATH", "*=*", NULL};
+	/* "!glob" keeps what the built-in rules drop; a plain glob still wins */
+	const char *deny[] = {"CDPATH", "*=*", "!DATABASE_URL", "!DB_*", "DB_PASSWORD", NULL};
 	char **out = secrets_filter_env(envp, deny, NULL);
 	assert_non_null(out);
 	assert_true(has(out, "SAFE=AWS_SECRET")); /* names, not values, are globbed */
 	assert_true(has(out, "X=1"));
 	assert_false(has(out, "CDPATH=/x"));
+	assert_true(has(out, "DATABASE_URL=postgres://a:b@db/x"));
+	assert_false(has(out, "DB_PASSWORD=p"));
 	secrets_env_free(out);
 	secrets_env_free(envp);
 }
@@ -414,7 +418,8 @@ static void child_mask_builtin(void *arg)
 	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
 	char ws[128], p[256], buf[64];
 	snprintf(ws, sizeof(ws), "%s/.config/ws", g_home); /* a workspace inside a store's parent */
-	const char *paths[] = {"~/proj-*/secret.txt", NULL};
+	/* "!": the policy keeps a built-in store visible */
+	const char *paths[] = {"~/proj-*/secret.txt", "!~/.m2/settings.xml", NULL};
 	txbox_error err = TXBOX_ERROR_INIT;
 	int r = secrets_mask_paths(paths, g_home, ws, &err);
 	if (r < 0)
@@ -423,6 +428,10 @@ static void child_mask_builtin(void *arg)
 	for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", g_home, planted[i]);
 		ssize_t n = slurp(p, buf, sizeof(buf));
+		if (!strcmp(planted[i], ".m2/settings.xml")) {
+			CHILD_CHECK(n == 13);
+			continue;
+		}
 		if (n > 0)
 			fprintf(stderr, "readable: %s\n", p);
 		CHILD_CHECK(n <= 0);
