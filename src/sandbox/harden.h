@@ -46,12 +46,14 @@ int landlock_probe_abi(void);
 /* Inside the sandbox's mount namespace, before the host is made read-only:
  * hide the built-in credential stores in each of the caller's homes ($HOME,
  * the password database's home of the real uid, any home containing the
- * workspace), every other user's home, the system's secrets, and paths
- * (globs; "~/" in every home of the caller). Directories become an empty
- * read-only directory, anything else an empty read-only file. Missing
- * paths are skipped; the workspace and its ancestors are never covered. */
+ * workspace) and where the caller's environment envp moved them
+ * (XDG_CONFIG_HOME, KUBECONFIG, ...), every other user's home, the system's
+ * secrets, and paths (globs; "~/" in every home of the caller; "!X" keeps
+ * a built-in X visible). Directories become an empty read-only directory,
+ * anything else an empty read-only file. Missing paths are skipped; the
+ * workspace and its ancestors are never covered. */
 int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
-		       txbox_error *err);
+		       const char *const *envp, txbox_error *err);
 
 /* Return a new NULL-terminated environment without the variables that
  * carry credentials: names matching a built-in glob or a glob in deny

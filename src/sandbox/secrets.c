@@ -144,6 +144,27 @@ static const char *const system_secrets[] = {
 	"/etc/libnss-ldap.secret", "/etc/pam_ldap.secret", "/etc/fetchmailrc", "/var/backups",
 };
 
+/* Variables of the caller's environment that name where a tool keeps its
+ * credentials (files or directories; KUBECONFIG is a list). */
+static const char *const env_store_vars[] = {
+	"KUBECONFIG", "DOCKER_CONFIG", "REGISTRY_AUTH_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+	"AWS_CONFIG_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "AZURE_CONFIG_DIR",
+	"OCI_CLI_CONFIG_FILE", "GNUPGHOME", "PASSWORD_STORE_DIR", "GH_CONFIG_DIR", "GLAB_CONFIG_DIR",
+	"NPM_CONFIG_USERCONFIG", "PIP_CONFIG_FILE", "TF_CLI_CONFIG_FILE", "RCLONE_CONFIG", "BOTO_CONFIG",
+	"PGPASSFILE", "MYSQL_TEST_LOGIN_FILE", "HISTFILE", "HF_TOKEN_PATH", "CLAUDE_CONFIG_DIR",
+	"CODEX_HOME", "NETRC", "VAULT_CONFIG_PATH", "HELM_CONFIG_HOME", "SOPS_AGE_KEY_FILE",
+};
+
+/* Variables naming a directory that stands for one under the home: the
+ * stores under that directory are hidden there too. */
+static const struct {
+	const char *var, *home_rel;
+} env_store_dirs[] = {
+	{"XDG_CONFIG_HOME", ".config/"}, {"XDG_DATA_HOME", ".local/share/"},
+	{"XDG_CACHE_HOME", ".cache/"},   {"CARGO_HOME", ".cargo/"},
+	{"GRADLE_USER_HOME", ".gradle/"}, {"HF_HOME", ".cache/huggingface/"},
+};
+
 /* ---- the masks ---------------------------------------------------------- */
 
 typedef struct devino {
@@ -339,7 +360,8 @@ static int mask_at(masker *m, int dirfd, const char *base, const char *rel)
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening %s/%s", base, rel);
-	if ((m->src >= 0 && st.st_dev == m->src_dev) || devino_has(&m->keep, &st))
+	if ((m->src >= 0 && st.st_dev == m->src_dev) || devino_has(&m->keep, &st) ||
+	    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) /* HISTFILE=/dev/null */
 		return 0;
 	int r = cover(m, fd, S_ISDIR(st.st_mode));
 	if (r < 0)
@@ -608,8 +630,44 @@ static int mask_policy_paths(masker *m, int rootfd, const char *const *paths)
 	return 0;
 }
 
+static const char *env_value(const char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *const *e = envp; e && *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+/* Stores the caller's environment moved out of the home. */
+static int mask_env_stores(masker *m, int rootfd, const char *const *envp)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_vars); i++) {
+		const char *v = env_value(envp, env_store_vars[i]);
+		for (const char *p = v; r == 0 && p && *p; p += strcspn(p, ":"), p += *p == ':') {
+			char one[PATH_MAX];
+			size_t n = strcspn(p, ":");
+			if (p[0] == '/' && n > 1 && n < sizeof one) {
+				snprintf(one, sizeof one, "%.*s", (int)(n - 1), p + 1);
+				r = mask_at(m, rootfd, "", one); /* a path, taken literally */
+			}
+		}
+	}
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_dirs); i++) {
+		const char *dir = env_value(envp, env_store_dirs[i].var);
+		size_t n = strlen(env_store_dirs[i].home_rel);
+		_cleanup_close_ int d = dir && dir[0] == '/' ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+		for (size_t j = 0; r == 0 && d >= 0 && j < ARRAY_SIZE(home_stores); j++)
+			if (!strncmp(home_stores[j], env_store_dirs[i].home_rel, n) &&
+			    !unmasked(m, "~/", home_stores[j]))
+				r = mask_glob(m, d, dir, home_stores[j] + n, 0);
+	}
+	return r;
+}
+
 int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
-		       txbox_error *err)
+		       const char *const *envp, txbox_error *err)
 {
 	_cleanup_(masker_done) masker m;
 	int r = masker_init(&m, paths, err);
@@ -624,7 +682,8 @@ int secrets_mask_paths(const char *const *paths, const char *home, const char *w
 	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return txbox_fail_errno(err, -errno, "secrets: opening /");
-	if ((r = mask_builtin(&m, rootfd, "", "", system_secrets, ARRAY_SIZE(system_secrets))) < 0)
+	if ((r = mask_builtin(&m, rootfd, "", "", system_secrets, ARRAY_SIZE(system_secrets))) < 0 ||
+	    (r = mask_env_stores(&m, rootfd, envp)) < 0)
 		return r;
 	return mask_policy_paths(&m, rootfd, paths);
 }

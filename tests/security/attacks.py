@@ -1836,3 +1836,26 @@ echo "== ws"; cat main.c
     check("PROBE-DONE" in res.stdout, "the probe did not run to its end: %s" % res.describe())
     check(ctx.secret not in res.stdout, "another user's home is readable inside: %s" % short(res.stdout, 300))
     check("int main" in res.stdout, "the workspace inside a user's home is hidden")
+
+
+@attack("secret-env-relocated-stores")
+def secret_env_relocated_stores(ctx):
+    """Stores the caller's environment moves out of the home
+    (XDG_CONFIG_HOME, CARGO_HOME, KUBECONFIG, GOOGLE_APPLICATION_CREDENTIALS,
+    ...) are hidden where they are; HISTFILE=/dev/null leaves /dev/null be."""
+    base = os.path.join(ctx.vis_root, "relocated")
+    rmtree_force(base)
+    files = {"xdg/gh/hosts.yml": None, "cargo/credentials.toml": None, "kube/a": None, "kube/b": None,
+             "gcp/sa.json": None, "docker/config.json": None}
+    _plant(base, list(files), ctx.secret)
+    j = lambda rel: os.path.join(base, rel)  # noqa: E731
+    env = {"XDG_CONFIG_HOME": j("xdg"), "CARGO_HOME": j("cargo"),
+           "KUBECONFIG": "%s:%s" % (j("kube/a"), j("kube/b")),
+           "GOOGLE_APPLICATION_CREDENTIALS": j("gcp/sa.json"), "DOCKER_CONFIG": j("docker"),
+           "HISTFILE": "/dev/null"}
+    res = ctx.run(ctx.workspace("relocated"), "set -- %s\nH=\n%s\necho x > /dev/null && echo DEVNULL-OK\n"
+                  % (" ".join("'%s'" % j(f) for f in files), _READ_ALL), env=env)
+    check("PROBE-DONE" in res.stdout, "the probe did not run to its end: %s" % res.describe())
+    readable = [f for f in files if ctx.secret in res.stdout.split("== %s" % j(f), 1)[-1].split("\n== ", 1)[0]]
+    check(not readable, "stores named by the environment readable inside: %s" % ", ".join(readable))
+    check("DEVNULL-OK" in res.stdout, "/dev/null is not writable (HISTFILE=/dev/null masked it?)")

@@ -212,6 +212,19 @@ static void put(const char *path, const char *text)
 	close(fd);
 }
 
+/* dir/rel with its missing parent directories. */
+static void put_at(const char *dir, const char *rel, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	for (char *slash = p + strlen(dir) + 1; (slash = strchr(slash, '/')); slash++) {
+		*slash = '\0';
+		assert_true(mkdir(p, 0700) == 0 || errno == EEXIST);
+		*slash = '/';
+	}
+	put(p, text);
+}
+
 static ssize_t slurp(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -273,7 +286,7 @@ static void child_mask(void *arg)
 	const char *paths[] = {"~/.ssh", "~/.netrc", "~/.gnupg", "~/missing", "~/.tool/credentials",
 			       "", NULL};
 	txbox_error err = TXBOX_ERROR_INIT;
-	int r = secrets_mask_paths(paths, g_home, NULL, &err);
+	int r = secrets_mask_paths(paths, g_home, NULL, NULL, &err);
 	if (r < 0)
 		fprintf(stderr, "mask: %s\n", err.message);
 	CHILD_CHECK(r == 0);
@@ -370,13 +383,13 @@ static void child_mask_symlink_to_root(void *arg)
 	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
 	const char *paths[] = {"~/evil", "~/.ssh", NULL};
 	txbox_error err = TXBOX_ERROR_INIT;
-	CHILD_CHECK(secrets_mask_paths(paths, g_home, "/tmp", &err) == 0);
+	CHILD_CHECK(secrets_mask_paths(paths, g_home, "/tmp", NULL, &err) == 0);
 	CHILD_CHECK(dir_entries("/usr") > 0 && dir_entries("/tmp") > 0);
 	/* no home: "~" entries are skipped, not an error */
-	CHILD_CHECK(secrets_mask_paths(paths, NULL, NULL, &err) == 0);
+	CHILD_CHECK(secrets_mask_paths(paths, NULL, NULL, NULL, &err) == 0);
 	/* relative paths are refused */
 	const char *rel[] = {"relative/path", NULL};
-	CHILD_CHECK(secrets_mask_paths(rel, NULL, NULL, &err) < 0);
+	CHILD_CHECK(secrets_mask_paths(rel, NULL, NULL, NULL, &err) < 0);
 	CHILD_CHECK(err.message && strstr(err.message, "relative/path"));
 	txbox_error_clear(&err);
 }
@@ -421,7 +434,7 @@ static void child_mask_builtin(void *arg)
 	/* "!": the policy keeps a built-in store visible */
 	const char *paths[] = {"~/proj-*/secret.txt", "!~/.m2/settings.xml", NULL};
 	txbox_error err = TXBOX_ERROR_INIT;
-	int r = secrets_mask_paths(paths, g_home, ws, &err);
+	int r = secrets_mask_paths(paths, g_home, ws, NULL, &err);
 	if (r < 0)
 		fprintf(stderr, "mask: %s\n", err.message);
 	CHILD_CHECK(r == 0);
@@ -443,28 +456,19 @@ static void child_mask_builtin(void *arg)
 	snprintf(p, sizeof(p), "%s/.config/ws/.bash_history", g_home);
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 5); /* stores are relative to a home only */
 	/* a second pass stacks nothing new and still succeeds */
-	CHILD_CHECK(secrets_mask_paths(paths, g_home, ws, &err) == 0);
+	CHILD_CHECK(secrets_mask_paths(paths, g_home, ws, NULL, &err) == 0);
 }
 
 static void mask_builtin(bool userns)
 {
-	char p[256], cmd[512];
+	char cmd[512];
 	strcpy(g_home, "/tmp/txbox-home3-XXXXXX");
 	assert_non_null(mkdtemp(g_home));
-	for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s/%s')\"", g_home, planted[i]);
-		assert_int_equal(system(cmd), 0);
-		snprintf(p, sizeof(p), "%s/%s", g_home, planted[i]);
-		put(p, "CANARY-SECRET");
-	}
-	snprintf(p, sizeof(p), "%s/.bashrc", g_home);
-	put(p, "alias");
-	snprintf(p, sizeof(p), "%s/.config/ws", g_home);
-	assert_int_equal(mkdir(p, 0700), 0);
-	snprintf(p, sizeof(p), "%s/.config/ws/ws.c", g_home);
-	put(p, "int x");
-	snprintf(p, sizeof(p), "%s/.config/ws/.bash_history", g_home);
-	put(p, "ls -l");
+	for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++)
+		put_at(g_home, planted[i], "CANARY-SECRET");
+	put_at(g_home, ".bashrc", "alias");
+	put_at(g_home, ".config/ws/ws.c", "int x");
+	put_at(g_home, ".config/ws/.bash_history", "ls -l");
 	run_child(child_mask_builtin, userns ? g_home : NULL);
 	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", g_home);
 	assert_int_equal(system(cmd), 0);
@@ -480,6 +484,49 @@ static void test_mask_builtin_in_userns(void **state)
 {
 	(void)state;
 	mask_builtin(true);
+}
+
+/* Stores the caller's environment moved out of the home. */
+static void child_mask_env_stores(void *arg)
+{
+	(void)arg;
+	if (unshare(CLONE_NEWNS) < 0 && enter_userns() < 0)
+		_exit(CHILD_SKIP);
+	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+	char xdg[128], kube[256], hist[128], p[160], buf[64];
+	snprintf(xdg, sizeof(xdg), "XDG_CONFIG_HOME=%s/cfg", g_elsewhere);
+	snprintf(kube, sizeof(kube), "KUBECONFIG=%s/k1:relative:%s/k2", g_elsewhere, g_elsewhere);
+	snprintf(hist, sizeof(hist), "HISTFILE=/dev/null");
+	const char *envp[] = {"PATH=/bin", xdg, kube, hist, NULL};
+	const char *none[] = {NULL};
+	txbox_error err = TXBOX_ERROR_INIT;
+	CHILD_CHECK(secrets_mask_paths(none, "/nonexistent-home", NULL, envp, &err) == 0);
+	snprintf(p, sizeof(p), "%s/cfg/gh/hosts.yml", g_elsewhere);
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) < 0);
+	snprintf(p, sizeof(p), "%s/k1", g_elsewhere);
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) <= 0);
+	snprintf(p, sizeof(p), "%s/k2", g_elsewhere);
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) <= 0);
+	snprintf(p, sizeof(p), "%s/cfg/editor.conf", g_elsewhere); /* not a store */
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 3);
+	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC); /* a device is never covered */
+	CHILD_CHECK(fd >= 0 && write(fd, "x", 1) == 1);
+	close(fd);
+}
+
+static void test_mask_env_stores(void **state)
+{
+	(void)state;
+	char cmd[256];
+	strcpy(g_elsewhere, "/tmp/txbox-envstores-XXXXXX");
+	assert_non_null(mkdtemp(g_elsewhere));
+	put_at(g_elsewhere, "cfg/gh/hosts.yml", "token");
+	put_at(g_elsewhere, "cfg/editor.conf", "vim");
+	put_at(g_elsewhere, "k1", "kube1");
+	put_at(g_elsewhere, "k2", "kube2");
+	run_child(child_mask_env_stores, NULL);
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", g_elsewhere);
+	assert_int_equal(system(cmd), 0);
 }
 
 /* Other users' homes (entries of /home) are hidden whole, except one that
@@ -502,7 +549,7 @@ static void child_mask_other_homes(void *arg)
 	snprintf(ws, sizeof(ws), "%s/proj", g_owner);
 	txbox_error err = TXBOX_ERROR_INIT;
 	const char *none[] = {NULL};
-	CHILD_CHECK(secrets_mask_paths(none, "/nonexistent-home", ws, &err) == 0);
+	CHILD_CHECK(secrets_mask_paths(none, "/nonexistent-home", ws, NULL, &err) == 0);
 	CHILD_CHECK(dir_entries(g_other) == 0);
 	snprintf(p, sizeof(p), "%s/notes.txt", g_other);
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) < 0);
@@ -521,34 +568,18 @@ static void test_mask_other_homes(void **state)
 	(void)state;
 	if (geteuid() != 0)
 		skip();
-	char p[160], cmd[256];
+	char cmd[256];
 	strcpy(g_other, "/home/txbox-unit-other-XXXXXX");
 	strcpy(g_owner, "/home/txbox-unit-owner-XXXXXX");
 	assert_non_null(mkdtemp(g_other));
 	assert_non_null(mkdtemp(g_owner));
-	snprintf(p, sizeof(p), "%s/notes.txt", g_other);
-	put(p, "OTHER");
-	snprintf(p, sizeof(p), "%s/proj", g_owner);
-	assert_int_equal(mkdir(p, 0700), 0);
-	snprintf(p, sizeof(p), "%s/proj/main.c", g_owner);
-	put(p, "int x");
-	snprintf(p, sizeof(p), "%s/.ssh", g_owner);
-	assert_int_equal(mkdir(p, 0700), 0);
-	snprintf(p, sizeof(p), "%s/.ssh/id_ed25519", g_owner);
-	put(p, "KEY");
+	put_at(g_other, "notes.txt", "OTHER");
+	put_at(g_owner, "proj/main.c", "int x");
+	put_at(g_owner, ".ssh/id_ed25519", "KEY");
 	run_child(child_mask_other_homes, NULL);
-	chmod(g_owner, 0777); /* nobody walks into it and reads its store */
-	snprintf(p, sizeof(p), "%s/.ssh", g_owner);
-	chmod(p, 0755);
-	snprintf(p, sizeof(p), "%s/.ssh/id_ed25519", g_owner);
-	chmod(p, 0644);
-	snprintf(p, sizeof(p), "%s/proj", g_owner);
-	chmod(p, 0755);
-	snprintf(p, sizeof(p), "%s/proj/main.c", g_owner);
-	chmod(p, 0644);
-	snprintf(p, sizeof(p), "%s/notes.txt", g_other);
-	chmod(p, 0644);
-	chmod(g_other, 0755);
+	/* nobody may walk in and read everything: only the masks stop it */
+	snprintf(cmd, sizeof(cmd), "chmod -R a+rwX -- '%s' '%s'", g_other, g_owner);
+	assert_int_equal(system(cmd), 0);
 	run_child(child_mask_other_homes, g_other);
 	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s' '%s'", g_other, g_owner);
 	assert_int_equal(system(cmd), 0);
@@ -567,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_mask_builtin),
 		cmocka_unit_test(test_mask_builtin_in_userns),
 		cmocka_unit_test(test_mask_other_homes),
+		cmocka_unit_test(test_mask_env_stores),
 	};
 	return cmocka_run_group_tests_name("sandbox-secrets", tests, NULL, NULL);
 }
