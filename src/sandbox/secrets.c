@@ -134,7 +134,7 @@ static const char *const home_stores[] = {
 
 /* Secrets of the system, hidden even from root. */
 static const char *const system_secrets[] = {
-	"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/security/opasswd",
+	"/etc/*shadow*" /* shadow, gshadow, their - and .bak copies */, "/etc/security/opasswd",
 	"/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/etc/pki/tls/private", "/etc/krb5.keytab",
 	"/etc/sssd", "/var/lib/sss/db", "/var/lib/sss/secrets", "/var/lib/samba/private",
 	"/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets", "/etc/ipsec.secrets",
@@ -417,9 +417,10 @@ static bool system_tree(const char *p)
 {
 	static const char *const under[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 					    "/usr", "/etc", "/dev", "/proc", "/sys", "/boot",
-					    "/run", "/var/run", "/tmp", "/var/tmp"};
+					    "/run", "/var/run", "/tmp", "/var/tmp",
+					    "/opt" /* service accounts living in their software */};
 	static const char *const exact[] = {"/var", "/var/lib", "/var/cache", "/var/spool", "/var/log",
-					    "/var/local", "/var/opt", "/home", "/opt", "/srv",
+					    "/var/local", "/var/opt", "/home", "/srv",
 					    "/mnt", "/media", "/snap"};
 	/* only plain absolute paths: no "//", "/./", "/../", trailing "/" */
 	if (p[0] != '/' || strstr(p, "//") || strstr(p, "/./") || strstr(p, "/../") ||
@@ -605,6 +606,14 @@ static int mask_builtin(masker *m, int dirfd, const char *base, const char *pref
 	return 0;
 }
 
+static bool listed(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, list[i]))
+			return true;
+	return false;
+}
+
 /* The policy's paths: "~" and "~/x" in every home, the others from "/". */
 static int mask_policy_paths(masker *m, int rootfd, const char *const *paths)
 {
@@ -613,6 +622,9 @@ static int mask_policy_paths(masker *m, int rootfd, const char *const *paths)
 		int r = 0;
 		if (!*s || s[0] == '!')
 			continue; /* "!X": X stays visible (see unmasked) */
+		if ((!strncmp(s, "~/", 2) && listed(s + 2, home_stores, ARRAY_SIZE(home_stores))) ||
+		    listed(s, system_secrets, ARRAY_SIZE(system_secrets)))
+			continue; /* done already */
 		if (s[0] == '~' && (s[1] == '\0' || s[1] == '/')) {
 			for (size_t i = 0; r == 0 && i < m->nhomes; i++) {
 				_cleanup_close_ int h = open(m->homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
