@@ -511,7 +511,7 @@ static int read_passwd_homes(uid_t uid, char **own, strv_buf *others)
 	_cleanup_fclose_ FILE *f = fopen("/etc/passwd", "re");
 	if (!f)
 		return errno == ENOENT ? 0 : -errno;
-	char buf[4096];
+	char buf[16384];
 	struct passwd pw, *res;
 	while (others->n < MAX_OTHER_HOMES && fgetpwent_r(f, &pw, buf, sizeof buf, &res) == 0) {
 		if (!pw.pw_dir || pw.pw_dir[0] != '/')
