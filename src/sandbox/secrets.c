@@ -31,6 +31,7 @@
 #include "sandbox/harden.h"
 
 #include "util/cleanup.h"
+#include "util/syscalls.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -353,10 +354,22 @@ static bool unreachable(int e)
 	return e == ENOENT || e == ENOTDIR || e == ELOOP || e == EACCES;
 }
 
+/* Symlinks are followed (a store's target is where it is readable), but
+ * not /proc's magic links: "~/.ssh -> /proc/self/fd/3" names one of init's
+ * own descriptors, not a place. */
+static int open_store(int dirfd, const char *rel, int flags)
+{
+	if (!probe_openat2())
+		return openat(dirfd, rel, flags | O_CLOEXEC);
+	struct txbox_open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+				     .resolve = RESOLVE_NO_MAGICLINKS};
+	return sys_openat2(dirfd, rel, &how);
+}
+
 /* Hide base/rel (rel relative to dirfd; base names it in errors). */
 static int mask_at(masker *m, int dirfd, const char *base, const char *rel)
 {
-	_cleanup_close_ int fd = openat(dirfd, *rel ? rel : ".", O_PATH | O_CLOEXEC);
+	_cleanup_close_ int fd = open_store(dirfd, *rel ? rel : ".", O_PATH);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening %s/%s", base, rel);
@@ -385,7 +398,7 @@ static int mask_glob(masker *m, int at, const char *base, const char *rel, size_
 	snprintf(dir, sizeof dir, "%.*s", cs > rel ? (int)(cs - rel - 1) : 1, cs > rel ? rel : ".");
 	snprintf(comp, sizeof comp, "%.*s", (int)(ce - cs), cs);
 
-	int dfd = openat(at, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open_store(at, dir, O_RDONLY | O_DIRECTORY);
 	if (dfd < 0)
 		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening %s/%s", base, dir);
 	_cleanup_closedir_ DIR *d = fdopendir(dfd);

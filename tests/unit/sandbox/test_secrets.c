@@ -381,7 +381,9 @@ static void child_mask_symlink_to_root(void *arg)
 	if (unshare(CLONE_NEWNS) < 0 && enter_userns() < 0)
 		_exit(CHILD_SKIP);
 	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
-	const char *paths[] = {"~/evil", "~/.ssh", NULL};
+	int pipefd[2]; /* ~/magic -> /proc/self/fd/0, a pipe: a magic link is no place */
+	CHILD_CHECK(pipe(pipefd) == 0 && dup2(pipefd[0], 0) == 0);
+	const char *paths[] = {"~/evil", "~/.ssh", "~/magic", NULL};
 	txbox_error err = TXBOX_ERROR_INIT;
 	CHILD_CHECK(secrets_mask_paths(paths, g_home, "/tmp", NULL, &err) == 0);
 	CHILD_CHECK(dir_entries("/usr") > 0 && dir_entries("/tmp") > 0);
@@ -402,6 +404,10 @@ static void test_mask_symlink_to_root_skipped(void **state)
 	assert_non_null(mkdtemp(g_home));
 	snprintf(p, sizeof(p), "%s/evil", g_home);
 	assert_int_equal(symlink("/", p), 0);
+	snprintf(p, sizeof(p), "%s/magic", g_home);
+	assert_int_equal(symlink("/proc/self/fd/0", p), 0);
+	run_child(child_mask_symlink_to_root, NULL);
+	unlink(p);
 	snprintf(p, sizeof(p), "%s/.ssh", g_home);
 	assert_int_equal(symlink("/tmp", p), 0);
 	run_child(child_mask_symlink_to_root, NULL);
