@@ -754,7 +754,7 @@ static const struct {
  * (password=..., Pwd=..., AccountKey=..., sig=...). */
 static const char *const secret_params[] = {
 	"password", "passwd", "pwd", "pass", "secret", "token", "apikey", "key", "accountkey",
-	"sharedaccesskey", "sig", "auth", "authtoken",
+	"sharedaccesskey", "sig", "authtoken", /* not "auth": MAKEFLAGS=--jobserver-auth=3,4 */
 };
 
 /* Secrets in a URL path. */

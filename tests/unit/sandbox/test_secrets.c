@@ -109,6 +109,9 @@ static const struct {
 	{"EDITOR=vim", true},
 	{"PS1=\\u@\\h:\\w\\$ ", true},
 	{"KEYTIMEOUT=1", true},
+	{"MAKEFLAGS= -j2 --jobserver-auth=3,4", true},
+	{"SSH_CONNECTION=10.0.0.1 50000 10.0.0.2 22", true},
+	{"BRANCH=sk-feature-branch-with-a-long-name", true},
 	/* secrets by name */
 	{"GITHUB_TOKEN=x", false},
 	{"github_token=x", false},
