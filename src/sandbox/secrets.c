@@ -479,11 +479,12 @@ static int own_home(masker *m, const char *path)
 	struct stat st;
 	if (fd < 0)
 		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening the home %s", path);
-	if (fstat(fd, &st) < 0 || home_add(m, path, &st) < 0) {
+	int r = fstat(fd, &st) < 0 ? -errno : home_add(m, path, &st);
+	if (r < 0) {
 		close(fd);
-		return txbox_fail_errno(m->err, -ENOMEM, "secrets: the home %s", path);
+		return txbox_fail_errno(m->err, r, "secrets: the home %s", path);
 	}
-	int r = keep_with_ancestors(m, fd);
+	r = keep_with_ancestors(m, fd);
 	return r < 0 ? txbox_fail_errno(m->err, r, "secrets: the directories above %s", path) : 0;
 }
 
