@@ -590,8 +590,19 @@ static void test_mask_other_homes(void **state)
 	snprintf(cmd, sizeof(cmd), "chmod -R a+rwX -- '%s' '%s'", g_other, g_owner);
 	assert_int_equal(system(cmd), 0);
 	run_child(child_mask_other_homes, g_other);
-	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s' '%s'", g_other, g_owner);
-	assert_int_equal(system(cmd), 0);
+}
+
+/* A failed or skipped check jumps out of the test: /home is cleaned here. */
+static int remove_planted_homes(void **state)
+{
+	(void)state;
+	char cmd[256];
+	if (g_other[0] && g_owner[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf -- '%s' '%s'", g_other, g_owner);
+		if (system(cmd) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 int main(void)
@@ -606,7 +617,7 @@ int main(void)
 		cmocka_unit_test(test_mask_symlink_to_root_skipped),
 		cmocka_unit_test(test_mask_builtin),
 		cmocka_unit_test(test_mask_builtin_in_userns),
-		cmocka_unit_test(test_mask_other_homes),
+		cmocka_unit_test_teardown(test_mask_other_homes, remove_planted_homes),
 		cmocka_unit_test(test_mask_env_stores),
 	};
 	return cmocka_run_group_tests_name("sandbox-secrets", tests, NULL, NULL);
