@@ -245,6 +245,12 @@ static int check_abs(lctx *L, const ynode *n, const char *what, const char *s)
 	return 0;
 }
 
+/* masked_paths: a path, or "!path" (a built-in mask the policy lifts) */
+static int check_mask(lctx *L, const ynode *n, const char *what, const char *s)
+{
+	return check_abs(L, n, what, s + (s[0] == '!'));
+}
+
 static int check_any(lctx *L, const ynode *n, const char *what, const char *s)
 {
 	(void)L, (void)n, (void)what, (void)s;
@@ -667,7 +673,7 @@ static int parse_sandbox(lctx *L, const ynode *n, policy_sandbox *s)
 		else if (!strcmp(key, "strip_setuid"))
 			r = get_bool(L, v, "sandbox.strip_setuid", &s->strip_setuid);
 		else if (!strcmp(key, "masked_paths"))
-			r = set_strv(L, v, "sandbox.masked_paths", check_abs, &s->masked_paths);
+			r = set_strv(L, v, "sandbox.masked_paths", check_mask, &s->masked_paths);
 		else if (!strcmp(key, "env_deny"))
 			r = set_strv(L, v, "sandbox.env_deny", check_glob, &s->env_deny);
 		else if (!strcmp(key, "allowed_sockets"))

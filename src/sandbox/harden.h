@@ -44,13 +44,22 @@ int landlock_probe_abi(void);
 /* ---- secrets ----------------------------------------------------------- */
 
 /* Inside the sandbox's mount namespace, before the host is made read-only:
- * hide each path (directories become an empty read-only tmpfs, files become
- * an empty read-only file). Missing paths are skipped. "~/" is expanded
- * against home. */
-int secrets_mask_paths(const char *const *paths, const char *home, txbox_error *err);
+ * hide the built-in credential stores in each of the caller's homes ($HOME,
+ * the password database's home of the real uid, any home containing the
+ * workspace) and where the caller's environment envp moved them
+ * (XDG_CONFIG_HOME, KUBECONFIG, ...), every other user's home, the system's
+ * secrets, and paths (globs; "~/" in every home of the caller; "!X" keeps
+ * a built-in X visible). Directories become an empty read-only directory,
+ * anything else an empty read-only file. Missing paths are skipped; the
+ * workspace and its ancestors are never covered. */
+int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
+		       const char *const *envp, txbox_error *err);
 
-/* Return a new NULL-terminated environment without variables whose names
- * match any glob in deny (fnmatch). Caller frees with secrets_env_free. */
+/* Return a new NULL-terminated environment without the variables that
+ * carry credentials: names matching a built-in glob or a glob in deny
+ * (fnmatch, case-insensitive), and values that hold a URL password, a
+ * well-known token, a JWT or a private key. Caller frees with
+ * secrets_env_free. */
 char **secrets_filter_env(char *const *envp, const char *const *deny, txbox_error *err);
 void secrets_env_free(char **env);
 

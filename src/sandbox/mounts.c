@@ -548,7 +548,8 @@ int mounts_view_finish(const sandbox_spec *s, mounts_view *v, const char *layer_
 	 * path's target) and before the read-only pass, which covers them too. */
 	if (s->masked_paths) {
 		txbox_error e = TXBOX_ERROR_INIT;
-		if (secrets_mask_paths(s->masked_paths, s->home, &e) < 0) {
+		if (secrets_mask_paths(s->masked_paths, s->home, s->workspace,
+				       (const char *const *)environ /* the caller's, unfiltered */, &e) < 0) {
 			r = failf(msg, len, 0, "masking secrets: %s", e.message ? e.message : "?");
 			txbox_error_clear(&e);
 			return r;

@@ -1,28 +1,46 @@
 /* sandbox/secrets: hiding secret files and environment variables.
  *
+ * What is hidden (README "What the command cannot see"):
+ *   - the credential stores of home_stores[] below, and the policy's "~/"
+ *     paths, in every home of the caller: $HOME, the password database's
+ *     home of the real uid, and any home that contains the workspace (root
+ *     working in /home/alice/proj hides alice's stores too);
+ *   - every other home, whole: the password database's homes outside the
+ *     system trees, every entry of /home, and /root;
+ *   - system_secrets[] (shadow files, host keys, TLS keys, ...) and the
+ *     policy's absolute paths.
+ * SUDO_USER is not consulted: anyone can set it, and a sudo caller's own
+ * home either contains the workspace (its stores are hidden) or is another
+ * user's home (hidden whole).
+ *
+ * Patterns may hold glob characters (* ? [...]) in any component; a
+ * component matches hidden names only when it starts with a dot, and always
+ * matches itself literally (a path handed in as is). Symlinks are followed:
+ * a store that is a symlink (~/.ssh -> /data/keys) hides what it points to,
+ * because that is where the secret is readable from. Nothing that is the
+ * workspace, a caller's home, or an ancestor of one (that includes "/") is
+ * ever covered: a store resolving there holds nothing the command could not
+ * read anyway, and hiding it would hide the workspace.
+ *
  * Masking runs inside the sandbox's private mount namespace, before the host
- * is remounted read-only:
- *   directory -> an empty tmpfs, mounted read-only, nosuid,nodev,noexec,
- *                mode 0700, 4 KiB, 2 inodes;
- *   other     -> an empty, read-only regular file (mode 0400) bind-mounted
- *                over it. The file lives on a small detached tmpfs built with
- *                the new mount API (fsopen/fsmount/open_tree/move_mount,
- *                Linux >= 5.2), so nothing is ever created on the host. On
- *                older kernels /dev/null is bind-mounted instead and the
- *                bind made read-only.
- * Symlinks are resolved first: a secret path that is a symlink (~/.ssh ->
- * /data/keys) masks what it points to, wherever that is, because that is
- * where the secret is readable from. A path that resolves to "/" is refused
- * (masking it would hide the whole system). Missing paths are skipped. */
+ * is remounted read-only. One detached read-only tmpfs (new mount API)
+ * holds an empty 0400 file and an empty 0500 directory; each mask is a
+ * clone of one of them moved onto the target's O_PATH fd: two syscalls, no
+ * path walked twice, nothing created on the host. Kernels without the API
+ * get a tmpfs per directory and /dev/null (read-only) per file instead. */
 #include "sandbox/harden.h"
 
 #include "util/cleanup.h"
+#include "util/syscalls.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -58,72 +76,251 @@
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
-#ifndef AT_RECURSIVE
-#define AT_RECURSIVE 0x8000
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
 #endif
 
 #if defined(SYS_fsopen) && defined(SYS_fsconfig) && defined(SYS_fsmount) && \
-	defined(SYS_open_tree) && defined(SYS_move_mount)
+	defined(SYS_open_tree) && defined(SYS_move_mount) && defined(SYS_mount_setattr)
 #define HAVE_NEW_MOUNT_API 1
 #else
 #define HAVE_NEW_MOUNT_API 0
 #endif
 
-#define MASK_TMPFS_OPTS "mode=0700,size=4k,nr_inodes=2"
-#define MASK_FILE_NAME "empty"
+#define MASK_FILE "empty"
+#define MASK_DIR "dir"
+#define MAX_OTHER_HOMES 4096
+
+/* Credential stores, relative to each of the caller's homes. A directory
+ * is hidden whole where nothing in it is needed to build or test code. */
+static const char *const home_stores[] = {
+	/* keys, keyrings, password managers, X cookies */
+	".ssh", ".gnupg", ".pki", ".password-store", ".local/share/gopass", ".config/gopass",
+	".local/share/keyrings", ".local/share/kwalletd", ".config/Bitwarden CLI", ".config/op", ".op",
+	".Xauthority", ".ICEauthority",
+	/* cloud CLIs */
+	".aws", ".azure", ".config/gcloud", ".oci", ".config/doctl", ".config/hcloud", ".bluemix",
+	".aliyun", ".config/linode-cli", ".config/scw", ".config/openstack", ".config/exoscale", ".fly",
+	".config/netlify", ".local/share/com.vercel.cli", ".config/stripe", ".cloudflared", ".wrangler",
+	".config/.wrangler", ".pulumi", ".databrickscfg", ".snowsql", ".kaggle", ".dbt",
+	".config/configstore",
+	/* containers and clusters */
+	".kube", ".docker/config.json", ".config/containers/auth.json", ".config/helm", ".minikube",
+	".talos",
+	/* git forges */
+	".git-credentials", ".config/git/credentials", ".gitcookies", ".cache/git/credential",
+	".git-credential-cache", ".config/gh", ".config/glab-cli", ".config/hub", ".config/tea",
+	".config/github-copilot", ".jfrog",
+	/* package managers */
+	".netrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".config/pip", ".pip",
+	".config/pypoetry/auth.toml", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
+	".local/share/gem/credentials", ".m2/settings.xml", ".m2/settings-security.xml",
+	".gradle/gradle.properties", ".nuget/NuGet/NuGet.Config", ".config/NuGet/NuGet.Config",
+	".composer/auth.json", ".config/composer/auth.json", ".bundle/config", ".hex",
+	/* vault, terraform, object storage */
+	".vault-token", ".terraformrc", ".terraform.d/credentials.tfrc.json", ".config/rclone", ".s3cfg",
+	".boto", ".passwd-s3fs", ".config/sops",
+	/* database clients */
+	".pgpass", ".my.cnf", ".mylogin.cnf", ".mongodb", ".dbshell",
+	/* shell and REPL histories (.bash_history, .python_history, .psql_history, ...) */
+	".*_history", ".zhistory", ".histfile", ".local/share/fish/fish_history",
+	".ipython/profile_*/history.sqlite", ".julia/logs",
+	/* browsers and mail (logins, cookies) */
+	".mozilla", ".thunderbird", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware",
+	".config/microsoft-edge", ".config/vivaldi", ".config/opera",
+	/* AI coding agents and model hubs */
+	".claude", ".claude.json", ".codex", ".gemini", ".continue", ".huggingface",
+	".cache/huggingface/token",
+};
+
+/* Secrets of the system, hidden even from root. */
+static const char *const system_secrets[] = {
+	"/etc/*shadow*" /* shadow, gshadow, their - and .bak copies */, "/etc/security/opasswd",
+	"/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/etc/pki/tls/private", "/etc/krb5.keytab",
+	"/etc/sssd", "/var/lib/sss/db", "/var/lib/sss/secrets", "/var/lib/samba/private",
+	"/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets", "/etc/ipsec.secrets",
+	"/etc/NetworkManager/system-connections", "/etc/wpa_supplicant", "/etc/mysql/debian.cnf",
+	"/etc/letsencrypt/archive", "/etc/letsencrypt/keys", "/etc/kubernetes", "/etc/rancher",
+	"/etc/postfix/sasl_passwd", "/etc/exim4/passwd.client", "/etc/ldap.secret",
+	"/etc/libnss-ldap.secret", "/etc/pam_ldap.secret", "/etc/fetchmailrc", "/var/backups",
+};
+
+/* Variables of the caller's environment that name where a tool keeps its
+ * credentials (files or directories; KUBECONFIG is a list). */
+static const char *const env_store_vars[] = {
+	"KUBECONFIG", "DOCKER_CONFIG", "REGISTRY_AUTH_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+	"AWS_CONFIG_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "AZURE_CONFIG_DIR",
+	"OCI_CLI_CONFIG_FILE", "GNUPGHOME", "PASSWORD_STORE_DIR", "GH_CONFIG_DIR", "GLAB_CONFIG_DIR",
+	"NPM_CONFIG_USERCONFIG", "PIP_CONFIG_FILE", "TF_CLI_CONFIG_FILE", "RCLONE_CONFIG", "BOTO_CONFIG",
+	"PGPASSFILE", "MYSQL_TEST_LOGIN_FILE", "HISTFILE", "HF_TOKEN_PATH", "CLAUDE_CONFIG_DIR",
+	"CODEX_HOME", "NETRC", "VAULT_CONFIG_PATH", "HELM_CONFIG_HOME", "SOPS_AGE_KEY_FILE",
+};
+
+/* Variables naming a directory that stands for one under the home: the
+ * stores under that directory are hidden there too. */
+static const struct {
+	const char *var, *home_rel;
+} env_store_dirs[] = {
+	{"XDG_CONFIG_HOME", ".config/"}, {"XDG_DATA_HOME", ".local/share/"},
+	{"XDG_CACHE_HOME", ".cache/"},   {"CARGO_HOME", ".cargo/"},
+	{"GRADLE_USER_HOME", ".gradle/"}, {"HF_HOME", ".cache/huggingface/"},
+};
+
+/* ---- the masks ---------------------------------------------------------- */
+
+typedef struct devino {
+	dev_t dev;
+	ino_t ino;
+} devino;
+
+typedef struct devino_set {
+	devino *v;
+	size_t n, cap;
+} devino_set;
+
+typedef struct home_dir {
+	char *path;
+	devino id;
+} home_dir;
+
+typedef struct masker {
+	int src;           /* detached read-only tmpfs holding MASK_FILE and MASK_DIR, or -1 */
+	dev_t src_dev;     /* what a mask shows: a path already masked is left alone */
+	devino_set keep;   /* never covered: the workspace, the caller's homes, their ancestors */
+	const char *const *paths; /* the policy's: "!X" keeps the built-in X (a store, a
+				   * system secret, a home) visible */
+	home_dir *homes;       /* the caller's homes: their stores are hidden */
+	size_t nhomes, homes_cap;
+	txbox_error *err;
+} masker;
+
+static void masker_done(masker *m)
+{
+	if (m->src >= 0)
+		close(m->src);
+	free(m->keep.v);
+	for (size_t i = 0; i < m->nhomes; i++)
+		free(m->homes[i].path);
+	free(m->homes);
+}
+
+/* The policy keeps prefix+name visible ("!~/.npmrc", "!/etc/ssl/private"). */
+static bool unmasked(const masker *m, const char *prefix, const char *name)
+{
+	size_t n = strlen(prefix);
+	for (const char *const *p = m->paths; p && *p; p++)
+		if ((*p)[0] == '!' && !strncmp(*p + 1, prefix, n) && !strcmp(*p + 1 + n, name))
+			return true;
+	return false;
+}
+
+static bool devino_has(const devino_set *s, const struct stat *st)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].dev == st->st_dev && s->v[i].ino == st->st_ino)
+			return true;
+	return false;
+}
+
+static int devino_add(devino_set *s, const struct stat *st)
+{
+	if (devino_has(s, st))
+		return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 32;
+		devino *v = realloc(s->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->v = v, s->cap = cap;
+	}
+	s->v[s->n++] = (devino){st->st_dev, st->st_ino};
+	return 0;
+}
+
+/* dirfd and each directory above it, up to "/" (following "..", so
+ * through mount points). Takes dirfd. */
+static int keep_with_ancestors(masker *m, int dirfd)
+{
+	_cleanup_close_ int fd = dirfd;
+	struct stat st, up;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	for (unsigned depth = 0; depth < PATH_MAX / 2; depth++) {
+		int r = devino_add(&m->keep, &st);
+		if (r < 0)
+			return r;
+		int parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (parent < 0)
+			return -errno;
+		close(fd);
+		fd = parent;
+		if (fstat(fd, &up) < 0)
+			return -errno;
+		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
+			return 0; /* ".." of "/" is "/" */
+		st = up;
+	}
+	return -ELOOP;
+}
 
 #if HAVE_NEW_MOUNT_API
-/* A detached, read-only tmpfs holding one empty 0400 file. Returns the
- * mount fd, or -errno (ENOSYS on kernels without the API). */
-static int make_empty_file_mount(void)
+/* The detached read-only tmpfs every mask is cloned from. */
+static int make_mask_source(void)
 {
 	_cleanup_close_ int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return -errno;
-	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0700", 0) < 0 ||
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0500", 0) < 0 ||
 	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
 	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "nr_inodes", "4", 0) < 0 ||
 	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
 		return -errno;
-	_cleanup_close_ int mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-					       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	_cleanup_close_ int mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
 	if (mnt < 0)
 		return -errno;
-	int f = openat(mnt, MASK_FILE_NAME, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0400);
+	int f = openat(mnt, MASK_FILE, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0400);
 	if (f < 0)
 		return -errno;
 	close(f);
-	return steal_fd(mnt);
-}
-
-/* Clone the empty file out of the detached tmpfs, make the clone read-only,
- * and attach it over target. */
-static int bind_empty_file(int empty_mnt, const char *target)
-{
-	_cleanup_close_ int tree = (int)syscall(SYS_open_tree, empty_mnt, MASK_FILE_NAME,
-						OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (tree < 0)
+	if (mkdirat(mnt, MASK_DIR, 0500) < 0)
 		return -errno;
-#ifdef SYS_mount_setattr
+	/* Clones keep these flags: each mask is read-only from birth. */
 	struct {
 		uint64_t attr_set, attr_clr, propagation, userns_fd;
 	} attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
 			      MOUNT_ATTR_NOEXEC};
-	/* Kernels 5.2-5.11 lack mount_setattr: the file is 0400 and the
-	 * sandbox holds no capabilities, which keeps it empty anyway. */
-	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0 &&
-	    errno != ENOSYS)
+	if (syscall(SYS_mount_setattr, mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
 		return -errno;
-#endif
-	if (syscall(SYS_move_mount, tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		return -errno;
-	return 0;
+	return steal_fd(mnt);
 }
 #endif
 
-/* Old kernels: /dev/null over the file, then make that bind read-only. */
-static int bind_dev_null(const char *target)
+static int masker_init(masker *m, const char *const *paths, txbox_error *err)
 {
+	*m = (masker){.src = -1, .paths = paths, .err = err};
+#if HAVE_NEW_MOUNT_API
+	int src = make_mask_source();
+	if (src >= 0) {
+		struct stat st;
+		if (fstat(src, &st) < 0) {
+			close(src);
+			return txbox_fail_errno(err, -errno, "secrets: the mask tmpfs");
+		}
+		m->src = src;
+		m->src_dev = st.st_dev;
+	} else if (src != -ENOSYS && src != -EPERM) {
+		return txbox_fail_errno(err, src, "secrets: making the mask tmpfs");
+	}
+#endif
+	return 0;
+}
+
+/* Old kernels: a tmpfs over a directory, /dev/null (read-only) over the rest. */
+static int cover_by_path(const char *target, bool dir)
+{
+	if (dir)
+		return mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			     "mode=0500,size=4k,nr_inodes=2") < 0 ? -errno : 0;
 	if (mount("/dev/null", target, NULL, MS_BIND, NULL) < 0)
 		return -errno;
 	if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
@@ -132,111 +329,572 @@ static int bind_dev_null(const char *target)
 	return 0;
 }
 
-static int mask_dir(const char *target)
+static int cover(masker *m, int fd, bool dir)
 {
-	if (mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  MASK_TMPFS_OPTS) < 0)
-		return -errno;
+#if HAVE_NEW_MOUNT_API
+	if (m->src >= 0) {
+		_cleanup_close_ int tree = (int)syscall(SYS_open_tree, m->src, dir ? MASK_DIR : MASK_FILE,
+							OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (tree < 0)
+			return -errno;
+		if (syscall(SYS_move_mount, tree, "", fd, "",
+			    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			return -errno;
+		return 0;
+	}
+#endif
+	char target[40];
+	snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
+	return cover_by_path(target, dir);
+}
+
+/* A path that cannot be reached holds nothing to hide. */
+static bool unreachable(int e)
+{
+	return e == ENOENT || e == ENOTDIR || e == ELOOP || e == EACCES;
+}
+
+/* Symlinks are followed (a store's target is where it is readable), but
+ * not /proc's magic links: "~/.ssh -> /proc/self/fd/3" names one of init's
+ * own descriptors, not a place. */
+static int open_store(int dirfd, const char *rel, int flags)
+{
+	if (!probe_openat2())
+		return openat(dirfd, rel, flags | O_CLOEXEC);
+	struct txbox_open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+				     .resolve = RESOLVE_NO_MAGICLINKS};
+	return sys_openat2(dirfd, rel, &how);
+}
+
+/* Hide base/rel (rel relative to dirfd; base names it in errors). */
+static int mask_at(masker *m, int dirfd, const char *base, const char *rel)
+{
+	_cleanup_close_ int fd = open_store(dirfd, *rel ? rel : ".", O_PATH);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening %s/%s", base, rel);
+	if ((m->src >= 0 && st.st_dev == m->src_dev) || devino_has(&m->keep, &st) ||
+	    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) /* HISTFILE=/dev/null */
+		return 0;
+	int r = cover(m, fd, S_ISDIR(st.st_mode));
+	if (r < 0)
+		return txbox_fail_errno(m->err, r, "secrets: masking %s/%s", base, rel);
 	return 0;
 }
 
-/* "~" and "~/x" against home; other paths as given. */
-static char *expand_home(const char *path, const char *home)
+/* Hide what rel matches under at. The first lit bytes of rel are a name
+ * already matched (taken literally, whatever characters it holds). */
+static int mask_glob(masker *m, int at, const char *base, const char *rel, size_t lit)
 {
-	if (path[0] == '~' && (path[1] == '\0' || path[1] == '/')) {
-		if (!home || home[0] != '/')
-			return NULL;
-		char *s = NULL;
-		if (asprintf(&s, "%s%s", home, path + 1) < 0)
-			return NULL;
-		return s;
+	const char *meta = strpbrk(rel + lit, "*?[");
+	if (!meta)
+		return mask_at(m, at, base, rel);
+	const char *cs = meta, *ce = strchrnul(meta, '/');
+	while (cs > rel && cs[-1] != '/')
+		cs--;
+	char dir[PATH_MAX], comp[NAME_MAX + 1], sub[PATH_MAX], sbase[PATH_MAX];
+	if ((size_t)(ce - cs) > NAME_MAX || (size_t)(cs - rel) >= sizeof dir)
+		return txbox_fail(m->err, -ENAMETOOLONG, "secrets: pattern too long: %s", rel);
+	snprintf(dir, sizeof dir, "%.*s", cs > rel ? (int)(cs - rel - 1) : 1, cs > rel ? rel : ".");
+	snprintf(comp, sizeof comp, "%.*s", (int)(ce - cs), cs);
+
+	int dfd = open_store(at, dir, O_RDONLY | O_DIRECTORY);
+	if (dfd < 0)
+		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening %s/%s", base, dir);
+	_cleanup_closedir_ DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return txbox_fail_errno(m->err, -errno, "secrets: listing %s/%s", base, dir);
 	}
-	return strdup(path);
+	if (snprintf(sbase, sizeof sbase, "%s/%s", base, dir) >= (int)sizeof sbase)
+		sbase[0] = '\0'; /* only names things in errors */
+	/* The component as a name of its own: a path given literally. */
+	snprintf(sub, sizeof sub, "%s%s", comp, ce);
+	int r = mask_glob(m, dirfd(d), sbase, sub, strlen(comp));
+	for (struct dirent *de; r == 0 && (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, comp) ||
+		    fnmatch(comp, de->d_name, FNM_PERIOD) != 0)
+			continue;
+		if (snprintf(sub, sizeof sub, "%s%s", de->d_name, ce) >= (int)sizeof sub)
+			continue;
+		r = mask_glob(m, dirfd(d), sbase, sub, strlen(de->d_name));
+	}
+	return r;
 }
 
-int secrets_mask_paths(const char *const *paths, const char *home, txbox_error *err)
+/* ---- whose homes -------------------------------------------------------- */
+
+/* Trees of the system that some accounts use as their home (daemon: /usr/sbin,
+ * sys: /dev, systemd-network: /): never covered as a home. */
+static bool system_tree(const char *p)
 {
-	int empty_mnt = -1; /* built on first use */
-	_cleanup_close_ int empty_guard = -1;
-	bool new_api = HAVE_NEW_MOUNT_API;
+	static const char *const under[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+					    "/usr", "/etc", "/dev", "/proc", "/sys", "/boot",
+					    "/run", "/var/run", "/tmp", "/var/tmp",
+					    "/opt" /* service accounts living in their software */};
+	static const char *const exact[] = {"/var", "/var/lib", "/var/cache", "/var/spool", "/var/log",
+					    "/var/local", "/var/opt", "/home", "/srv",
+					    "/mnt", "/media", "/snap"};
+	/* only plain absolute paths: no "//", "/./", "/../", trailing "/" */
+	if (p[0] != '/' || strstr(p, "//") || strstr(p, "/./") || strstr(p, "/../") ||
+	    p[strlen(p) - 1] == '/' || p[strlen(p) - 1] == '.')
+		return true;
+	for (size_t i = 0; i < ARRAY_SIZE(under); i++) {
+		size_t n = strlen(under[i]);
+		if (!strncmp(p, under[i], n) && (p[n] == '\0' || p[n] == '/'))
+			return true;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(exact); i++)
+		if (!strcmp(p, exact[i]))
+			return true;
+	return false;
+}
 
-	for (const char *const *p = paths; p && *p; p++) {
-		if (!**p)
+static int home_add(masker *m, const char *path, const struct stat *st)
+{
+	for (size_t i = 0; i < m->nhomes; i++)
+		if (m->homes[i].id.dev == st->st_dev && m->homes[i].id.ino == st->st_ino)
+			return 0;
+	if (m->nhomes == m->homes_cap) {
+		size_t cap = m->homes_cap ? 2 * m->homes_cap : 4;
+		home_dir *v = realloc(m->homes, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		m->homes = v, m->homes_cap = cap;
+	}
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	m->homes[m->nhomes++] = (home_dir){copy, {st->st_dev, st->st_ino}};
+	return 0;
+}
+
+/* One of the caller's homes: its stores are hidden; it and its ancestors
+ * are never covered. A home that does not exist is skipped. */
+static int own_home(masker *m, const char *path)
+{
+	if (!path || path[0] != '/')
+		return 0;
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening the home %s", path);
+	int r = fstat(fd, &st) < 0 ? -errno : home_add(m, path, &st);
+	if (r < 0) {
+		close(fd);
+		return txbox_fail_errno(m->err, r, "secrets: the home %s", path);
+	}
+	r = keep_with_ancestors(m, fd);
+	return r < 0 ? txbox_fail_errno(m->err, r, "secrets: the directories above %s", path) : 0;
+}
+
+/* Somebody else's home: covered whole, unless it contains the workspace
+ * (then only its stores are hidden) or is a system tree. */
+static int other_home(masker *m, const char *path)
+{
+	if (system_tree(path) || unmasked(m, "", path))
+		return 0;
+	_cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening the home %s", path);
+	if (m->src >= 0 && st.st_dev == m->src_dev)
+		return 0;
+	if (devino_has(&m->keep, &st))
+		return home_add(m, path, &st) < 0 ? txbox_fail(m->err, -ENOMEM, "secrets: out of memory") : 0;
+	int r = cover(m, fd, true);
+	return r < 0 ? txbox_fail_errno(m->err, r, "secrets: hiding the home %s", path) : 0;
+}
+
+/* The homes of the password database (files: reading it must not depend
+ * on a network or a daemon) and the real uid's, which comes first. */
+typedef struct strv_buf {
+	char **v;
+	size_t n;
+} strv_buf;
+
+static void strv_buf_free(strv_buf *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->v[i]);
+	free(b->v);
+}
+
+static int read_passwd_homes(uid_t uid, char **own, strv_buf *others)
+{
+	_cleanup_fclose_ FILE *f = fopen("/etc/passwd", "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	char buf[16384];
+	struct passwd pw, *res;
+	while (others->n < MAX_OTHER_HOMES && fgetpwent_r(f, &pw, buf, sizeof buf, &res) == 0) {
+		if (!pw.pw_dir || pw.pw_dir[0] != '/')
 			continue;
-		if ((*p)[0] == '~' && (!home || home[0] != '/'))
-			continue; /* no home to expand against: nothing to hide there */
-		_cleanup_free_ char *expanded = expand_home(*p, home);
-		if (!expanded)
-			return txbox_fail(err, -ENOMEM, "secrets: out of memory");
-		if (expanded[0] != '/')
-			return txbox_fail(err, -EINVAL, "secrets: %s: not an absolute path", *p);
-
-		_cleanup_free_ char *real = realpath(expanded, NULL);
-		if (!real) {
-			if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
-				continue; /* missing (or dangling): nothing to hide */
-			return txbox_fail_errno(err, -errno, "secrets: resolving %s", expanded);
+		char *d = strdup(pw.pw_dir);
+		if (!d)
+			return -ENOMEM;
+		if (pw.pw_uid == uid && !*own) {
+			*own = d;
+			continue;
 		}
-		if (strcmp(real, "/") == 0)
-			return txbox_fail(err, -EINVAL,
-					  "secrets: %s resolves to / and cannot be masked", expanded);
-		struct stat st;
-		if (stat(real, &st) < 0) {
-			if (errno == ENOENT)
-				continue;
-			return txbox_fail_errno(err, -errno, "secrets: stat %s", real);
+		char **v = realloc(others->v, (others->n + 1) * sizeof(*v));
+		if (!v) {
+			free(d);
+			return -ENOMEM;
 		}
+		others->v = v;
+		others->v[others->n++] = d;
+	}
+	return 0;
+}
 
-		int r;
-		if (S_ISDIR(st.st_mode)) {
-			r = mask_dir(real);
-		} else {
-			r = -ENOSYS;
-#if HAVE_NEW_MOUNT_API
-			if (new_api && empty_mnt < 0) {
-				empty_mnt = make_empty_file_mount();
-				if (empty_mnt == -ENOSYS || empty_mnt == -EPERM) {
-					new_api = false;
-					empty_mnt = -1;
-				} else if (empty_mnt < 0) {
-					return txbox_fail_errno(err, empty_mnt,
-								"secrets: making the empty file for %s", real);
-				} else {
-					empty_guard = empty_mnt;
-				}
+/* Not in /etc/passwd (a directory service): ask NSS. */
+static char *nss_home(uid_t uid)
+{
+	char buf[4096];
+	struct passwd pw, *res = NULL;
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res || !pw.pw_dir)
+		return NULL;
+	return strdup(pw.pw_dir);
+}
+
+static int cover_home_dir_entries(masker *m)
+{
+	_cleanup_closedir_ DIR *d = opendir("/home");
+	if (!d)
+		return 0;
+	int r = 0;
+	for (struct dirent *de; r == 0 && (de = readdir(d));) {
+		if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+			continue;
+		char p[PATH_MAX];
+		if (snprintf(p, sizeof p, "/home/%s", de->d_name) < (int)sizeof p)
+			r = other_home(m, p);
+	}
+	return r;
+}
+
+/* The caller's homes first (they decide what is never covered), then
+ * everybody else's. */
+static int find_homes(masker *m, const char *env_home, const char *workspace)
+{
+	_cleanup_free_ char *own = NULL;
+	_cleanup_(strv_buf_free) strv_buf others = {0};
+	uid_t uid = getuid();
+	int r = read_passwd_homes(uid, &own, &others);
+	if (r < 0)
+		return txbox_fail_errno(m->err, r, "secrets: reading /etc/passwd");
+	if (!own)
+		own = nss_home(uid);
+	if ((r = own_home(m, env_home)) < 0 || (r = own_home(m, own)) < 0)
+		return r;
+	if (workspace) {
+		int fd = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return txbox_fail_errno(m->err, -errno, "secrets: opening the workspace %s", workspace);
+		if ((r = keep_with_ancestors(m, fd)) < 0)
+			return txbox_fail_errno(m->err, r, "secrets: the directories above %s", workspace);
+	}
+	if (uid != 0 && (r = other_home(m, "/root")) < 0)
+		return r;
+	for (size_t i = 0; i < others.n; i++)
+		if ((r = other_home(m, others.v[i])) < 0)
+			return r;
+	return cover_home_dir_entries(m);
+}
+
+/* ---- what to hide -------------------------------------------------------- */
+
+/* Built-in patterns under dirfd ("/x" is "x" relative to "/"), but those
+ * the policy keeps visible: "!" + prefix + pattern. */
+static int mask_builtin(masker *m, int dirfd, const char *base, const char *prefix,
+			const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (unmasked(m, prefix, list[i]))
+			continue;
+		int r = mask_glob(m, dirfd, base, list[i] + (list[i][0] == '/'), 0);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static bool listed(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, list[i]))
+			return true;
+	return false;
+}
+
+/* The policy's paths: "~" and "~/x" in every home, the others from "/". */
+static int mask_policy_paths(masker *m, int rootfd, const char *const *paths)
+{
+	for (const char *const *p = paths; p && *p; p++) {
+		const char *s = *p;
+		int r = 0;
+		if (!*s || s[0] == '!')
+			continue; /* "!X": X stays visible (see unmasked) */
+		if ((!strncmp(s, "~/", 2) && listed(s + 2, home_stores, ARRAY_SIZE(home_stores))) ||
+		    listed(s, system_secrets, ARRAY_SIZE(system_secrets)))
+			continue; /* done already */
+		if (s[0] == '~' && (s[1] == '\0' || s[1] == '/')) {
+			for (size_t i = 0; r == 0 && i < m->nhomes; i++) {
+				_cleanup_close_ int h = open(m->homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+				if (h >= 0)
+					r = mask_glob(m, h, m->homes[i].path, s[1] ? s + 2 : "", 0);
 			}
-			if (new_api)
-				r = bind_empty_file(empty_mnt, real);
-#endif
-			if (r == -ENOSYS)
-				r = bind_dev_null(real);
+		} else if (s[0] == '/') {
+			r = mask_glob(m, rootfd, "", s + 1, 0);
+		} else {
+			r = txbox_fail(m->err, -EINVAL, "secrets: %s: not an absolute path", s);
 		}
 		if (r < 0)
-			return txbox_fail_errno(err, r, "secrets: masking %s", real);
+			return r;
 	}
 	return 0;
+}
+
+static const char *env_value(const char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *const *e = envp; e && *e; e++)
+		if (!strncmp(*e, name, n) && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+/* Stores the caller's environment moved out of the home. */
+static int mask_env_stores(masker *m, int rootfd, const char *const *envp)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_vars); i++) {
+		const char *v = env_value(envp, env_store_vars[i]);
+		for (const char *p = v; r == 0 && p && *p; p += strcspn(p, ":"), p += *p == ':') {
+			char one[PATH_MAX];
+			size_t n = strcspn(p, ":");
+			if (p[0] == '/' && n > 1 && n < sizeof one) {
+				snprintf(one, sizeof one, "%.*s", (int)(n - 1), p + 1);
+				r = mask_at(m, rootfd, "", one); /* a path, taken literally */
+			}
+		}
+	}
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_dirs); i++) {
+		const char *dir = env_value(envp, env_store_dirs[i].var);
+		size_t n = strlen(env_store_dirs[i].home_rel);
+		_cleanup_close_ int d = dir && dir[0] == '/' ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+		for (size_t j = 0; r == 0 && d >= 0 && j < ARRAY_SIZE(home_stores); j++)
+			if (!strncmp(home_stores[j], env_store_dirs[i].home_rel, n) &&
+			    !unmasked(m, "~/", home_stores[j]))
+				r = mask_glob(m, d, dir, home_stores[j] + n, 0);
+	}
+	return r;
+}
+
+int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
+		       const char *const *envp, txbox_error *err)
+{
+	_cleanup_(masker_done) masker m;
+	int r = masker_init(&m, paths, err);
+	if (r < 0 || (r = find_homes(&m, home, workspace)) < 0)
+		return r;
+	for (size_t i = 0; i < m.nhomes; i++) {
+		_cleanup_close_ int h = open(m.homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (h >= 0 && (r = mask_builtin(&m, h, m.homes[i].path, "~/", home_stores,
+						ARRAY_SIZE(home_stores))) < 0)
+			return r;
+	}
+	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return txbox_fail_errno(err, -errno, "secrets: opening /");
+	if ((r = mask_builtin(&m, rootfd, "", "", system_secrets, ARRAY_SIZE(system_secrets))) < 0 ||
+	    (r = mask_env_stores(&m, rootfd, envp)) < 0)
+		return r;
+	return mask_policy_paths(&m, rootfd, paths);
 }
 
 /* ---- environment ------------------------------------------------------- */
 
-static bool name_denied(const char *entry, size_t namelen, const char *const *deny)
+/* Names that carry credentials whatever their value (globs, matched
+ * case-insensitively). The policy's env_deny adds to them. */
+static const char *const secret_names[] = {
+	"*TOKEN", "*TOKEN_*", "*SECRET*", "*_KEY", "*_KEY_*", "*PASSWORD*", "*PASSWD*", "*_PASS",
+	"*PASSPHRASE*", "*_PWD", "*_PW", "*CREDENTIAL*", "*API_KEY*", "*APIKEY*", "*PRIVATE_KEY*",
+	"*ACCESS_KEY*", "*_PAT", "*_AUTH", "*_AUTH_*", "AUTH_*", "*AUTHTOKEN*", "*AUTHORIZATION*",
+	"*OAUTH*", "*SESSION*", "*COOKIE*", "*_DSN", "*CONNECTION_STRING*", "*CONNSTR*", "*WEBHOOK*",
+	"AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS", "GPG_AGENT_INFO",
+};
+
+/* Ordinary variables a name above would catch (their values are still
+ * looked at). */
+static const char *const ordinary_names[] = {
+	"XDG_SESSION_*", "DESKTOP_SESSION", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER",
+};
+
+/* Well-known token prefixes: a prefix at the start of a word, followed by
+ * at least min characters of [A-Za-z0-9_.-] of which one is a digit. */
+static const struct {
+	const char *prefix;
+	unsigned min;
+} token_prefixes[] = {
+	{"ghp_", 30},     {"gho_", 30},     {"ghu_", 30},     {"ghs_", 30},      {"ghr_", 30},
+	{"github_pat_", 30}, {"glpat-", 16}, {"gldt-", 16},   {"glrt-", 16},     {"glptt-", 16},
+	{"xoxb-", 10},    {"xoxp-", 10},    {"xoxa-", 10},    {"xoxr-", 10},     {"xoxs-", 10},
+	{"xoxe-", 10},    {"xapp-", 10},    {"sk-", 20},      {"AKIA", 16},      {"ASIA", 16},
+	{"AIza", 30},     {"ya29.", 20},    {"npm_", 30},     {"pypi-", 40},     {"hf_", 30},
+	{"sk_live_", 16}, {"rk_live_", 16}, {"sk_test_", 16}, {"rk_test_", 16},  {"whsec_", 16},
+	{"SG.", 40},      {"dop_v1_", 40},  {"doo_v1_", 40},  {"dor_v1_", 40},   {"shpat_", 20},
+	{"shpss_", 20},   {"glsa_", 20},    {"glc_", 20},     {"hvs.", 20},      {"hvb.", 20},
+	{"dckr_pat_", 20}, {"gsk_", 30},    {"xai-", 30},     {"AGE-SECRET-KEY-1", 20},
+	{"ATATT", 20},    {"lin_api_", 20}, {"figd_", 20},    {"rubygems_", 20}, {"pul-", 30},
+	{"atlasv1.", 30},
+};
+
+/* Parameters of connection strings and query strings that carry a secret
+ * (password=..., Pwd=..., AccountKey=..., sig=...). */
+static const char *const secret_params[] = {
+	"password", "passwd", "pwd", "pass", "secret", "token", "apikey", "key", "accountkey",
+	"sharedaccesskey", "sig", "authtoken", /* not "auth": MAKEFLAGS=--jobserver-auth=3,4 */
+};
+
+/* Secrets in a URL path. */
+static const char *const secret_url_parts[] = {
+	"hooks.slack.com/services/", "discord.com/api/webhooks/", "discordapp.com/api/webhooks/",
+};
+
+static bool word_start(const char *v, const char *p)
 {
-	char name[256];
-	char *heap = NULL;
-	char *n = name;
-	if (namelen >= sizeof(name)) {
-		heap = malloc(namelen + 1);
-		if (!heap)
-			return true; /* fail closed */
-		n = heap;
+	return p == v || !isalnum((unsigned char)p[-1]);
+}
+
+static bool token_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.';
+}
+
+static bool has_token_prefix(const char *v)
+{
+	for (const char *p = v; *p; p++) {
+		if (!word_start(v, p))
+			continue;
+		for (size_t i = 0; i < ARRAY_SIZE(token_prefixes); i++) {
+			size_t n = strlen(token_prefixes[i].prefix);
+			if (strncmp(p, token_prefixes[i].prefix, n) != 0)
+				continue;
+			size_t len = 0;
+			bool digit = false;
+			for (const char *t = p + n; token_char(*t); t++, len++)
+				digit |= isdigit((unsigned char)*t) != 0;
+			if (len >= token_prefixes[i].min && digit)
+				return true;
+		}
 	}
-	memcpy(n, entry, namelen);
-	n[namelen] = '\0';
-	bool denied = false;
-	for (const char *const *g = deny; g && *g && !denied; g++)
-		denied = fnmatch(*g, n, FNM_CASEFOLD) == 0; /* github_token is GITHUB_TOKEN */
-	free(heap);
-	return denied;
+	return false;
+}
+
+/* scheme://user:password@host */
+static bool url_has_password(const char *v)
+{
+	for (const char *p = strstr(v, "://"); p; p = strstr(p + 3, "://")) {
+		const char *auth = p + 3;
+		size_t n = strcspn(auth, "/?# \t\n");
+		const char *at = memrchr(auth, '@', n);
+		if (!at)
+			continue;
+		const char *colon = memchr(auth, ':', (size_t)(at - auth));
+		if (colon && colon + 1 < at)
+			return true;
+	}
+	return false;
+}
+
+static bool has_secret_param(const char *v)
+{
+	for (const char *p = v; *p; p++) {
+		if (!word_start(v, p) || !isalpha((unsigned char)*p))
+			continue;
+		for (size_t i = 0; i < ARRAY_SIZE(secret_params); i++) {
+			size_t n = strlen(secret_params[i]);
+			if (!strncasecmp(p, secret_params[i], n) && p[n] == '=' && p[n + 1] &&
+			    !strchr(";& \t\n", p[n + 1]))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* header.payload.signature, both first parts base64url JSON ("eyJ"). */
+static bool has_jwt(const char *v)
+{
+	for (const char *p = strstr(v, "eyJ"); p; p = strstr(p + 3, "eyJ")) {
+		if (!word_start(v, p))
+			continue;
+		const char *q = p;
+		size_t seg = 0, dots = 0;
+		for (; isalnum((unsigned char)*q) || *q == '_' || *q == '-' || *q == '.'; q++) {
+			if (*q != '.') {
+				seg++;
+				continue;
+			}
+			if (seg < 8)
+				break;
+			dots++, seg = 0;
+		}
+		if (dots >= 2)
+			return true;
+	}
+	return false;
+}
+
+static bool value_secret(const char *v)
+{
+	if (strstr(v, "-----BEGIN") && strstr(v, "PRIVATE KEY"))
+		return true;
+	for (size_t i = 0; i < ARRAY_SIZE(secret_url_parts); i++)
+		if (strstr(v, secret_url_parts[i]))
+			return true;
+	return url_has_password(v) || has_secret_param(v) || has_token_prefix(v) || has_jwt(v);
+}
+
+static bool name_matches(const char *name, const char *const *globs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fnmatch(globs[i], name, FNM_CASEFOLD) == 0) /* github_token is GITHUB_TOKEN */
+			return true;
+	return false;
+}
+
+/* The policy's env_deny on a name: 1 drop (a glob matches), -1 keep (only
+ * a "!glob" matches: kept whatever the built-in rules say), 0 neither. */
+static int policy_env_rule(const char *name, const char *const *deny)
+{
+	int verdict = 0;
+	for (const char *const *g = deny; g && *g; g++) {
+		bool keep = (*g)[0] == '!';
+		if (fnmatch(*g + keep, name, FNM_CASEFOLD) != 0)
+			continue;
+		if (!keep)
+			return 1;
+		verdict = -1;
+	}
+	return verdict;
+}
+
+/* The entry NAME=VALUE carries a secret: by its name (the policy's globs,
+ * the built-in ones) or by its value. */
+static bool entry_secret(const char *entry, size_t namelen, const char *const *deny)
+{
+	_cleanup_free_ char *name = strndup(entry, namelen);
+	if (!name)
+		return true; /* fail closed */
+	int rule = policy_env_rule(name, deny);
+	if (rule)
+		return rule > 0;
+	if (name_matches(name, secret_names, ARRAY_SIZE(secret_names)) &&
+	    !name_matches(name, ordinary_names, ARRAY_SIZE(ordinary_names)))
+		return true;
+	return value_secret(entry + namelen + 1);
 }
 
 void secrets_env_free(char **env)
@@ -263,7 +921,7 @@ char **secrets_filter_env(char *const *envp, const char *const *deny, txbox_erro
 		const char *eq = strchr(*e, '=');
 		if (!eq || eq == *e)
 			continue; /* malformed: no name or no '=' */
-		if (name_denied(*e, (size_t)(eq - *e), deny))
+		if (entry_secret(*e, (size_t)(eq - *e), deny))
 			continue;
 		out[k] = strdup(*e);
 		if (!out[k]) {

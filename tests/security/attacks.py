@@ -2091,3 +2091,287 @@ echo "INFO done"
     check(n == 102400, "%d files committed, not 102400" % n)
     ctx.note("102,400 files: exec %.0f ms, finish %.0f ms" % (
         (res.get("timings_ms") or {}).get("exec", 0), (res.get("timings_ms") or {}).get("finish", 0)))
+# Secrets, continued: every credential store, whichever home, other users,
+# the system's secrets, secrets in environment values
+
+# A canary per credential store (relative to a home), by family.
+STORE_FAMILIES = {
+    "cloud": [".oci/config", ".config/doctl/config.yaml", ".config/hcloud/cli.toml",
+              ".bluemix/config.json", ".aliyun/config.json", ".config/linode-cli",
+              ".config/scw/config.yaml", ".config/openstack/clouds.yaml", ".fly/config.yml",
+              ".config/gcloud/access_tokens.db", ".azure/msal_token_cache.json"],
+    "packages": [".yarnrc.yml", ".config/pip/pip.conf", ".pip/pip.conf", ".cargo/credentials.toml",
+                 ".cargo/credentials", ".gem/credentials", ".m2/settings.xml", ".m2/settings-security.xml",
+                 ".gradle/gradle.properties", ".nuget/NuGet/NuGet.Config", ".config/composer/auth.json",
+                 ".composer/auth.json", ".config/pypoetry/auth.toml", ".bundle/config"],
+    "forges": [".config/gh/hosts.yml", ".config/glab-cli/config.yml", ".config/hub", ".config/tea/config.yml",
+               ".config/git/credentials", ".gitcookies", ".config/github-copilot/hosts.json"],
+    "containers": [".config/containers/auth.json", ".config/helm/repositories.yaml",
+                   ".minikube/profiles/minikube/client.key", ".kube/cache/token"],
+    "password-managers": [".password-store/bank.gpg", ".local/share/gopass/stores/root/x.gpg",
+                          ".config/Bitwarden CLI/data.json", ".config/op/config",
+                          ".local/share/keyrings/login.keyring", ".gnupg/private-keys-v1.d/A.key"],
+    "browsers": [".mozilla/firefox/abcd1234.default-release/logins.json",
+                 ".mozilla/firefox/abcd1234.default-release/key4.db",
+                 ".config/google-chrome/Default/Login Data", ".config/chromium/Default/Cookies",
+                 ".config/BraveSoftware/Brave-Browser/Default/Login Data"],
+    "histories": [".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
+                  ".node_repl_history", ".sqlite_history", ".local/share/fish/fish_history",
+                  ".ipython/profile_default/history.sqlite"],
+    "db-clients": [".pgpass", ".my.cnf", ".mylogin.cnf"],
+    "infra": [".vault-token", ".terraform.d/credentials.tfrc.json", ".terraformrc", ".config/rclone/rclone.conf",
+              ".s3cfg", ".boto", ".config/sops/age/keys.txt"],
+    "ai-agents": [".claude/.credentials.json", ".claude.json", ".codex/auth.json", ".gemini/oauth_creds.json",
+                  ".cache/huggingface/token"],
+}
+
+_READ_ALL = r"""
+for T in "$@"; do
+  echo "== $T"
+  cat "$T" 2>&1 | head -c 2000
+  ls -la "$(dirname "$T")" 2>&1 | head -20
+done
+echo "== grep"; grep -s TXSECRET "$@" 2>/dev/null | head
+if [ -n "$H" ]; then
+  grep -rs TXSECRET "$H" 2>/dev/null | head
+  echo "== copy"; cp -r "$H/." ./loot 2>/dev/null; rm -rf ./loot
+fi
+"""
+
+
+def _plant(root, rels, secret):
+    """A canary file at each path of rels under root where nothing exists
+    yet. Returns what it created (directories and files), to be removed
+    in reverse order."""
+    made = []
+    for rel in rels:
+        p = os.path.join(root, rel)
+        if os.path.lexists(p):
+            continue
+        missing, d = [], os.path.dirname(p)
+        while not os.path.lexists(d):
+            missing.append(d)
+            d = os.path.dirname(d)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write("credential %s\n" % secret)
+        made += list(reversed(missing)) + [p]
+    return made
+
+
+def _unplant(made):
+    for p in reversed(made):
+        try:
+            os.rmdir(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+        except OSError:
+            pass
+
+
+def _store_attack(ctx, family, rels):
+    home = os.path.join(ctx.vis_root, "home-" + family)
+    rmtree_force(home)
+    os.makedirs(home)
+    _plant(home, rels, ctx.secret)
+    ws = ctx.workspace("stores-" + family)
+    args = " ".join("'%s'" % os.path.join(home, r) for r in rels)
+    res = ctx.run(ws, 'H=%s\nset -- %s\n%s' % (home, args, _READ_ALL), home=home)
+    check("PROBE-DONE" in res.stdout, "the probe did not run to its end: %s" % res.describe())
+    readable = [r for r in rels if ctx.secret in res.stdout.split("== %s" % os.path.join(home, r), 1)[-1]
+                .split("\n== ", 1)[0]]
+    check(not readable, "credential stores readable inside: %s" % ", ".join(readable))
+
+
+def _make_store_attack(family, rels):
+    @attack("secret-stores-" + family)
+    def _fn(ctx):
+        _store_attack(ctx, family, rels)
+    return _fn
+
+
+for _family, _rels in STORE_FAMILIES.items():
+    _make_store_attack(_family, _rels)
+
+
+class _TxboxWrapper:
+    """Runs ctx.txbox through a shell wrapper for the span of a with-block
+    (to unset HOME, or to enter a private mount namespace first)."""
+
+    def __init__(self, ctx, name, text):
+        self.ctx = ctx
+        self.path = os.path.join(ctx.bin, "txbox-" + name)
+        with open(self.path, "w") as f:
+            f.write("#!/bin/sh\nREAL='%s'\n%s\n" % (ctx.txbox, text))
+        os.chmod(self.path, 0o755)
+
+    def __enter__(self):
+        self.saved = self.ctx.txbox
+        self.ctx.txbox = self.path
+        return self
+
+    def __exit__(self, *exc):
+        self.ctx.txbox = self.saved
+
+
+@attack("secret-passwd-home")
+def secret_passwd_home(ctx):
+    """HOME unset, empty, or pointing elsewhere: the password database's home
+    of the caller still has its credential stores hidden."""
+    import pwd
+    home = pwd.getpwuid(os.getuid()).pw_dir
+    rels = [".pgpass", ".vault-token", ".netrc", ".config/gh/hosts.yml"]
+    if not os.path.isdir(home) or not os.access(home, os.W_OK):
+        raise Skip("the passwd home %s is not writable" % home)
+    made = _plant(home, rels, ctx.secret)
+    ctx.on_cleanup(lambda: _unplant(made))
+    files = [p for p in made if not os.path.isdir(p)]
+    if not files:
+        raise Skip("every store already exists in %s" % home)
+    ctx.secret_ok_under.append(home)
+    body = "H=\nset -- %s\n%s" % (" ".join("'%s'" % p for p in files), _READ_ALL)
+    bad = []
+    res = ctx.run(ctx.workspace("passwd-home-elsewhere"), body)  # HOME = the fake home
+    if ctx.secret in res.stdout:
+        bad.append("HOME=%s" % ctx.home)
+    res = ctx.run(ctx.workspace("passwd-home-empty"), body, env={"HOME": ""})
+    if ctx.secret in res.stdout:
+        bad.append("HOME empty")
+    with _TxboxWrapper(ctx, "nohome", 'exec env -u HOME "$REAL" "$@"'):
+        res = ctx.run(ctx.workspace("passwd-home-unset"), body)
+    if ctx.secret in res.stdout:
+        bad.append("HOME unset")
+    check("PROBE-DONE" in res.stdout, "the probe did not run to its end: %s" % res.describe())
+    check(not bad, "stores in the passwd home %s readable with %s" % (home, ", ".join(bad)))
+
+
+@attack("secret-env-values")
+def secret_env_values(ctx):
+    """Credentials under names the filter cannot know: recognised by value.
+    Ordinary variables (proxy without password, CI, git identity) pass."""
+    s = ctx.secret
+    hidden = {
+        "DATABASE_URL": "postgres://app:%s@db:5432/app" % s,
+        "CACHE_ENDPOINT": "redis://:%s@cache:6379/0" % s,
+        "UPSTREAM": "https://bot:%s@git.example.com/o/r.git" % s,
+        "MSSQL": "Server=db;Uid=sa;Pwd=%s;" % s,
+        "STORAGE": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=%s==" % s,
+        "BUILD_NOTE": "ghp_%s0123456789" % s,
+        "GL": "glpat-%s" % s,
+        "CHAT": "xoxb-1234-%s" % s,
+        "MODEL_CFG": "sk-ant-api03-%s0123" % s,
+        "HUB": "hf_%s0123456789" % s,
+        "REGISTRY": "npm_%s0123456789" % s,
+        "ID_CLAIMS": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx%s.c2lnbmF0dXJlMTIz" % s,
+        "DEPLOY": "-----BEGIN OPENSSH PRIVATE KEY-----\n%s\n-----END OPENSSH PRIVATE KEY-----" % s,
+        "PGSESSION": s, "APP_COOKIE": s, "X_AUTH": s, "SENTRY_DSN": "https://%s@o1.ingest.sentry.io/1" % s,
+    }
+    ordinary = {"http_proxy": "http://proxy.corp:3128", "CI": "true", "GIT_AUTHOR_NAME": "Ann",
+                "TOKENIZERS_PARALLELISM": "false", "GITHUB_ACTIONS": "true", "LC_ALL": "C.UTF-8"}
+    env = dict(hidden)
+    env.update(ordinary)
+    res = ctx.run(ctx.workspace("env-values"), r"""
+echo "== env"; env
+echo "== /proc/1/environ"; tr '\0' '\n' < /proc/1/environ 2>&1
+""", env=env)
+    names = set(l.split("=", 1)[0] for l in res.stdout.splitlines() if "=" in l)
+    leaked = sorted(n for n in hidden if n in names)
+    check(not leaked, "secret values under innocent names visible inside: %s" % ", ".join(leaked))
+    check(s not in res.stdout, "a secret environment value is visible inside")
+    lost = sorted(n for n in ordinary if "%s=%s" % (n, ordinary[n]) not in res.stdout)
+    check(not lost, "ordinary variables stripped: %s" % ", ".join(lost))
+
+
+@attack("secret-system-files", root_only=True)
+def secret_system_files(ctx):
+    """/etc/shadow, /etc/gshadow and the SSH host keys are hidden even from
+    root. Canaries go into copies bind-mounted over them in a private mount
+    namespace of the test (the host's files are never touched)."""
+    if not which("unshare"):
+        raise Skip("no unshare(1)")
+    d = os.path.join(ctx.vis_root, "etc-copies")
+    rmtree_force(d)
+    os.makedirs(os.path.join(d, "ssh"))
+    for name in ("shadow", "gshadow"):
+        with open(os.path.join(d, name), "w") as f:
+            f.write("root:$6$%s:19000:0:99999:7:::\n" % ctx.secret)
+    for key in ("ssh_host_ed25519_key", "ssh_host_rsa_key"):
+        with open(os.path.join(d, "ssh", key), "w") as f:
+            f.write("-----BEGIN OPENSSH PRIVATE KEY-----\n%s\n" % ctx.secret)
+    with open(os.path.join(d, "ssh", "ssh_host_ed25519_key.pub"), "w") as f:
+        f.write("ssh-ed25519 AAAA public\n")
+    ctx.secret_ok_under.append(d)
+    wrap = ('exec unshare -m --propagation private /bin/sh -c \'mount --bind "$0/shadow" /etc/shadow && '
+            'mount --bind "$0/gshadow" /etc/gshadow && mount --bind "$0/ssh" /etc/ssh && exec "$@"\' '
+            '\'%s\' "$REAL" "$@"' % d)
+    with _TxboxWrapper(ctx, "etc", wrap):
+        res = ctx.run(ctx.workspace("system-files"), r"""
+echo "== shadow"; cat /etc/shadow /etc/gshadow 2>&1
+echo "== keys"; cat /etc/ssh/ssh_host_*_key 2>&1; ls /etc/ssh 2>&1
+echo "== pub"; cat /etc/ssh/ssh_host_ed25519_key.pub 2>&1
+cp /etc/shadow ./shadow.copy 2>/dev/null
+""")
+    check("PROBE-DONE" in res.stdout, "the probe did not run to its end: %s" % res.describe())
+    check(ctx.secret not in res.stdout, "/etc/shadow or an SSH host key is readable inside")
+    check("ssh-ed25519 AAAA public" in res.stdout, "the public host key is hidden too (the copy was not seen?)")
+
+
+@attack("secret-other-homes", root_only=True)
+def secret_other_homes(ctx):
+    """Other users' homes (entries of /home, homes of the password database)
+    are hidden; a home holding the workspace stays, its stores hidden."""
+    other = os.path.join("/home", "txsec-other-" + ctx.mark)
+    owner = os.path.join("/home", "txsec-owner-" + ctx.mark)
+    ctx.on_cleanup(lambda: (rmtree_force(other), rmtree_force(owner)))
+    os.makedirs(os.path.join(owner, ".ssh"))
+    os.makedirs(os.path.join(owner, "proj"))
+    os.makedirs(other)
+    ctx.secret_ok_under += [other, owner]
+    with open(os.path.join(other, "notes.txt"), "w") as f:
+        f.write("other %s\n" % ctx.secret)
+    with open(os.path.join(owner, ".ssh", "id_rsa"), "w") as f:
+        f.write("key %s\n" % ctx.secret)
+    import pwd
+    homes = [p.pw_dir for p in pwd.getpwall() if p.pw_dir.startswith("/home/") and p.pw_uid != 0]
+    planted = []
+    for h in homes:
+        if os.path.isdir(h):
+            p = os.path.join(h, "txsec-canary-" + ctx.mark)
+            with open(p, "w") as f:
+                f.write("passwd home %s\n" % ctx.secret)
+            planted.append(p)
+            ctx.on_cleanup(lambda p=p: os.unlink(p))
+    ws = os.path.join(owner, "proj")
+    with open(os.path.join(ws, "main.c"), "w") as f:
+        f.write("int main(void) { return 0; }\n")
+    ctx.workspaces.append(ws)
+    res = ctx.run(ws, r"""
+echo "== other"; ls -la %s 2>&1; cat %s/notes.txt 2>&1
+echo "== owner"; cat %s/.ssh/id_rsa 2>&1
+echo "== passwd homes"; cat %s 2>&1
+echo "== ws"; cat main.c
+""" % (other, other, owner, " ".join(planted) or "/dev/null"), home="/nonexistent")
+    check("PROBE-DONE" in res.stdout, "the probe did not run to its end: %s" % res.describe())
+    check(ctx.secret not in res.stdout, "another user's home is readable inside: %s" % short(res.stdout, 300))
+    check("int main" in res.stdout, "the workspace inside a user's home is hidden")
+
+
+@attack("secret-env-relocated-stores")
+def secret_env_relocated_stores(ctx):
+    """Stores the caller's environment moves out of the home
+    (XDG_CONFIG_HOME, CARGO_HOME, KUBECONFIG, GOOGLE_APPLICATION_CREDENTIALS,
+    ...) are hidden where they are; HISTFILE=/dev/null leaves /dev/null be."""
+    base = os.path.join(ctx.vis_root, "relocated")
+    rmtree_force(base)
+    files = {"xdg/gh/hosts.yml": None, "cargo/credentials.toml": None, "kube/a": None, "kube/b": None,
+             "gcp/sa.json": None, "docker/config.json": None}
+    _plant(base, list(files), ctx.secret)
+    j = lambda rel: os.path.join(base, rel)  # noqa: E731
+    env = {"XDG_CONFIG_HOME": j("xdg"), "CARGO_HOME": j("cargo"),
+           "KUBECONFIG": "%s:%s" % (j("kube/a"), j("kube/b")),
+           "GOOGLE_APPLICATION_CREDENTIALS": j("gcp/sa.json"), "DOCKER_CONFIG": j("docker"),
+           "HISTFILE": "/dev/null"}
+    res = ctx.run(ctx.workspace("relocated"), "set -- %s\nH=\n%s\necho x > /dev/null && echo DEVNULL-OK\n"
+                  % (" ".join("'%s'" % j(f) for f in files), _READ_ALL), env=env)
+    check("PROBE-DONE" in res.stdout, "the probe did not run to its end: %s" % res.describe())
+    readable = [f for f in files if ctx.secret in res.stdout.split("== %s" % j(f), 1)[-1].split("\n== ", 1)[0]]
+    check(not readable, "stores named by the environment readable inside: %s" % ", ".join(readable))
+    check("DEVNULL-OK" in res.stdout, "/dev/null is not writable (HISTFILE=/dev/null masked it?)")
