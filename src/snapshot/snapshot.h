@@ -110,6 +110,8 @@ int plan_changes(const plan *p, txbox_change **out, size_t *n, txbox_error *err)
 
 int journal_write(int txfd, const plan *p, txbox_error *err);
 int journal_read(int txfd, plan *out, txbox_error *err);
+/* Parse a journal's bytes (hostile input: validated field by field). */
+int journal_parse(const char *buf, size_t len, plan *out, txbox_error *err);
 
 /* ---- commit ------------------------------------------------------------ */
 

@@ -138,6 +138,7 @@ def load_tests():
     import test_timeout  # noqa: F401
     import test_spare  # noqa: F401
     import test_literal  # noqa: F401
+    import test_commit_trust  # noqa: F401
 
     def key(t):
         name = t[0]
