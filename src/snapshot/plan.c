@@ -279,6 +279,11 @@ typedef struct walk {
 
 static int walk_dir(walk *w, int ufd, int wfd, const char *rel, unsigned depth);
 
+static const char NOTE_SPLIT[] = "the file has hard links outside the workspace (or not all of its links could be "
+				 "found): published as a new inode, the other links keep the old file";
+static const char NOTE_NEW_INODE[] = "published as a new inode: the file's other hard links keep the old file";
+static const char NOTE_ROOT[] = "owner and mode of the workspace root are never changed by a commit: not published";
+
 static int add_op(walk *w, plan_kind k, char *path, bool existed, bool report, txbox_change_kind ch,
 		  const struct stat *ust, const struct stat *wst)
 {
@@ -478,8 +483,12 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 	int same = same_content(w, ufd, wfd, name, &ust, &wst, rel, true);
 	if (same < 0)
 		return same;
-	if (!same)
-		return add_op(w, PLAN_PUT, steal_ptr(path), true, true, TXBOX_CHANGE_MODIFIED, &ust, &wst);
+	if (!same) {
+		r = add_op(w, PLAN_PUT, steal_ptr(path), true, true, TXBOX_CHANGE_MODIFIED, &ust, &wst);
+		if (r == 0 && S_ISREG(wst.st_mode) && wst.st_nlink > 1) /* not known as a copy-up of it */
+			w->p->ops[w->p->n - 1].note = NOTE_NEW_INODE;
+		return r;
+	}
 	if (meta_equal(&ust, &wst) && xattrs_equal(ufd, name, wfd, name, ux) && same_time(ust.st_mtim, wst.st_mtim))
 		return 0; /* copied up, never changed */
 	if (S_ISREG(wst.st_mode) && wst.st_nlink > 1) /* the inode has other names: the census decides */
@@ -548,9 +557,6 @@ static int convert_links(plan *p, txbox_error *err)
 	return 0;
 }
 
-static const char NOTE_SPLIT[] = "the file has hard links outside the workspace (or not all of its links could be "
-				 "found): published as a new inode, the other links keep the old file";
-static const char NOTE_ROOT[] = "owner and mode of the workspace root are never changed by a commit: not published";
 
 static int cmp_str(const void *a, const void *b)
 {
