@@ -115,8 +115,10 @@ static bool path_ok(const char *p, size_t len)
 static int decode_path(const char *hp, size_t hl, plan_kind kind, char **out)
 {
 	if (hl == 1 && hp[0] == '-') { /* the workspace root: only its metadata */
+		if (kind != PLAN_META)
+			return -EINVAL;
 		*out = strdup("");
-		return *out ? (kind == PLAN_META ? 0 : -EINVAL) : -ENOMEM;
+		return *out ? 0 : -ENOMEM;
 	}
 	if (hl % 2 || hl > 2 * JOURNAL_PATH_MAX)
 		return -EINVAL;
@@ -173,7 +175,7 @@ static int parse_op(const char *line, size_t len, plan_op *o)
 		return -EINVAL;
 	/* inode numbers say what is whose: an op that publishes needs its new
 	 * one, an op on an existing entry the old one */
-	if (!type_ok(mode, existed) || (existed && !oi) || (kind != PLAN_DELETE && !ni) ||
+	if (kind == 3 || !type_ok(mode, existed) || (existed && !oi) || (kind != PLAN_DELETE && !ni) ||
 	    ((kind == PLAN_META || kind == PLAN_DELETE) && !existed))
 		return -EINVAL;
 	memset(o, 0, sizeof *o);

@@ -48,7 +48,9 @@ typedef enum plan_kind {
 	PLAN_PUT = 0,   /* move the upper entry to the workspace, displacing what is there */
 	PLAN_DELETE,    /* move the workspace entry aside */
 	PLAN_META,      /* apply mode/owner/times/xattrs of the upper entry in place */
-	PLAN_LINK,      /* hard-link the existing file at link_target to path (displacing what is there) */
+	/* 3: rewriting a file in place — never done any more (a changed
+	 * hard-link group member is a new inode published under each name) */
+	PLAN_LINK = 4,  /* hard-link the existing file at link_target to path (displacing what is there) */
 } plan_kind;
 #define PLAN_KIND_MAX PLAN_LINK
 
