@@ -189,6 +189,12 @@ int tx_rollback(tx_state_dir *s, tx *t, txbox_error *err)
 
 int tx_reverse_journal(tx_state_dir *s, tx *t, txbox_error *err)
 {
+	/* No journal: nothing was applied (it is written before the first
+	 * rename, under the transaction's flock, which we hold) — no need to
+	 * wait for the workspace lock, which another commit may hold. */
+	struct stat jst;
+	if (fstatat(t->fd, "journal", &jst, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+		return tx_remove(s, t, err);
 	_cleanup_close_ int lock = lock_workspace(s, 0, err);
 	if (lock < 0)
 		return lock;

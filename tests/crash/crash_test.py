@@ -143,6 +143,7 @@ def fixture(ws):
         f.seek(64 << 20)
         f.write(b"middle")
         f.truncate(256 << 20)
+    os.link(os.path.join(ws, "sparse"), os.path.join(ws, "d", "sparse-link"))
     os.symlink("f2", os.path.join(ws, "sl"))
     os.setxattr(os.path.join(ws, "f4"), "user.t", b"0")
     t = 1700000000

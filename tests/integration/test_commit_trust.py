@@ -169,3 +169,22 @@ def root_meta(ctx):
     notes = [c for c in res.json.get("changes", []) if c["path"] == "." and c.get("note")]
     check(notes, "the result does not say the root's owner/mode were not published: %r" %
           res.json.get("changes"))
+
+
+@test("timeout/waiting-for-the-workspace-lock-is-bounded")
+def lock_wait(ctx):
+    import fcntl
+    ws = small_ws(ctx)
+    ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
+    fd = os.open(os.path.join(ws, ".txbox", "lock"), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another transaction "committing" forever
+        t0 = time.monotonic()
+        res = ctx.run_json(ws, "echo x > new", extra=["--timeout", "3"], timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        os.close(fd)
+    res.expect(outcome="rolled_back", exit_status=124, rollback_reason="timeout")
+    check(took < 20, "txbox waited %.1f s for the lock with --timeout 3" % took)
+    check(not os.path.exists(os.path.join(ws, "new")), "something was published")
+    check("lock" in (res.json.get("error") or ""), "no message about the lock: %r" % res.json.get("error"))
