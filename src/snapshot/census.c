@@ -7,7 +7,13 @@
  * package store) makes the count fall short, and so does any directory
  * the walk could not read — unknown counts as outside. The walk runs only
  * when the plan has such an inode, stays on the workspace's mount, and is
- * bounded by the transaction's deadline. */
+ * bounded by the transaction's deadline.
+ *
+ * It also finds files by handle: the overlay's origin of a renamed or
+ * linked member of a hard-link group names the workspace file it came
+ * from; the walk compares the handles of hard-linked files with it, so
+ * the commit links only to a file it found inside the workspace, and
+ * never opens anything by handle. */
 #include "snapshot/census.h"
 
 #include "util/cleanup.h"
@@ -41,6 +47,24 @@ int census_want(census *c, ino_t ino, txbox_error *err)
 	return 0;
 }
 
+int census_want_handle(census *c, int type, const unsigned char *data, unsigned bytes, size_t *idx,
+		       txbox_error *err)
+{
+	if (bytes > sizeof c->handles->data)
+		return txbox_fail(err, -EINVAL, "file handle too long");
+	census_handle *n = realloc(c->handles, (c->nh + 1) * sizeof *n);
+	if (!n)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	c->handles = n;
+	census_handle *h = &c->handles[c->nh];
+	memset(h, 0, sizeof *h);
+	h->type = type;
+	h->bytes = bytes;
+	memcpy(h->data, data, bytes);
+	*idx = c->nh++;
+	return 0;
+}
+
 const census_inode *census_find(const census *c, ino_t ino)
 {
 	census_inode key = {.ino = ino};
@@ -61,6 +85,9 @@ void census_free(census *c)
 		free(c->inodes[i].names);
 	}
 	free(c->inodes);
+	for (size_t i = 0; i < c->nh; i++)
+		free(c->handles[i].name);
+	free(c->handles);
 	memset(c, 0, sizeof *c);
 }
 
@@ -72,17 +99,50 @@ typedef struct census_walk {
 	txbox_error *err;
 } census_walk;
 
-static int record(census_walk *w, const struct stat *st, const char *rel, const char *name)
+static char *join_rel(const char *rel, const char *name)
 {
-	census_inode *ci = (census_inode *)census_find(w->c, st->st_ino);
-	if (!ci)
+	char *path = NULL;
+	if (!rel[0])
+		return strdup(name);
+	return asprintf(&path, "%s/%s", rel, name) < 0 ? NULL : path;
+}
+
+/* Is dfd/name the file of a handle looked for? */
+static int match_handles(census_walk *w, int dfd, const struct stat *st, const char *rel, const char *name)
+{
+	union {
+		struct file_handle fh;
+		unsigned char buf[sizeof(struct file_handle) + 128];
+	} h;
+	h.fh.handle_bytes = 128;
+	int mnt;
+	if (!w->c->nh || name_to_handle_at(dfd, name, &h.fh, &mnt, 0) < 0)
 		return 0;
+	for (size_t i = 0; i < w->c->nh; i++) {
+		census_handle *ch = &w->c->handles[i];
+		if (ch->name || ch->type != h.fh.handle_type || ch->bytes != h.fh.handle_bytes ||
+		    memcmp(ch->data, h.fh.f_handle, ch->bytes) != 0)
+			continue;
+		ch->name = join_rel(rel, name);
+		if (!ch->name)
+			return txbox_fail(w->err, -ENOMEM, "out of memory");
+		ch->st = *st;
+	}
+	return 0;
+}
+
+static int record(census_walk *w, int dfd, const struct stat *st, const char *rel, const char *name)
+{
+	int r = match_handles(w, dfd, st, rel, name);
+	census_inode *ci = (census_inode *)census_find(w->c, st->st_ino);
+	if (r < 0 || !ci)
+		return r;
 	char **n = realloc(ci->names, (ci->nnames + 1) * sizeof *n);
 	if (!n)
 		return txbox_fail(w->err, -ENOMEM, "out of memory");
 	ci->names = n;
-	char *path = NULL;
-	if (rel[0] ? asprintf(&path, "%s/%s", rel, name) < 0 : !(path = strdup(name)))
+	char *path = join_rel(rel, name);
+	if (!path)
 		return txbox_fail(w->err, -ENOMEM, "out of memory");
 	ci->names[ci->nnames++] = path;
 	return 0;
@@ -127,12 +187,11 @@ static int walk(census_walk *w, int dfd, const char *rel, unsigned depth)
 		}
 		int r = 0;
 		if (S_ISREG(st.st_mode) && st.st_nlink > 1)
-			r = record(w, &st, rel, de->d_name);
+			r = record(w, dfd, &st, rel, de->d_name);
 		else if (S_ISDIR(st.st_mode)) {
 			_cleanup_close_ int c = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			_cleanup_free_ char *child = NULL;
-			if (c < 0 || !same_mount(w, c) ||
-			    (rel[0] ? asprintf(&child, "%s/%s", rel, de->d_name) < 0 : !(child = strdup(de->d_name)))) {
+			if (c < 0 || !same_mount(w, c) || !(child = join_rel(rel, de->d_name))) {
 				w->c->complete = false; /* a mount inside: its names are not the workspace's */
 				continue;
 			}
@@ -147,9 +206,10 @@ static int walk(census_walk *w, int dfd, const char *rel, unsigned depth)
 int census_run(census *c, int ws_fd, const char *skip_root_name, uint64_t deadline_ns, txbox_error *err)
 {
 	c->complete = true;
-	if (!c->n)
+	if (!c->n && !c->nh)
 		return 0;
-	qsort(c->inodes, c->n, sizeof *c->inodes, cmp_ino);
+	if (c->n)
+		qsort(c->inodes, c->n, sizeof *c->inodes, cmp_ino);
 	struct statx sx;
 	if (statx(ws_fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0 || !(sx.stx_mask & STATX_MNT_ID)) {
 		c->complete = false; /* no way to stay on the workspace's mount: prove nothing */

@@ -235,28 +235,6 @@ static bool origin_is(int ufd, const char *uname, bool userxattr, int wfd, const
 	       memcmp(o.fh.f_handle, w.fh.f_handle, w.fh.handle_bytes) == 0;
 }
 
-/* The file an upper file was copied up from, when that file is a member of
- * a hard-link group (nlink > 1): a read-only fd, or -1. Needs
- * open_by_handle_at (CAP_DAC_READ_SEARCH): as a normal user, -1. The
- * handle may name any inode of the filesystem: the plan links to it only
- * once the census has found it inside the workspace (prove_links). */
-static int origin_group_fd(int ufd, const char *uname, bool userxattr, int ws_fd)
-{
-	origin_handle h;
-	if (!origin_read(ufd, uname, userxattr, &h))
-		return -1;
-	int fd = open_by_handle_at(ws_fd, &h.fh, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st, ws;
-	if (fstat(fd, &st) < 0 || fstat(ws_fd, &ws) < 0 || !S_ISREG(st.st_mode) || st.st_nlink < 2 ||
-	    st.st_dev != ws.st_dev) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static char *join(const char *rel, const char *name)
 {
 	char *s = NULL;
@@ -271,13 +249,22 @@ typedef struct walk {
 	plan *p;
 	const plan_opts *o;
 	txbox_error *err;
-	int ws_root;
+	int ws_root, upper_root;
 	prepare_opts po;
 	bool *group; /* per op: a changed member of an existing hard-link group */
 	size_t group_cap;
+	/* PUT ops of files whose origin (in the overlay's namespace) is another
+	 * workspace file: a renamed or linked member of a hard-link group */
+	struct moved {
+		size_t op;
+		origin_handle h;
+	} *moved;
+	size_t nmoved;
 } walk;
 
 static int walk_dir(walk *w, int ufd, int wfd, const char *rel, unsigned depth);
+static int walk_file(walk *w, int ufd, int wfd, const char *name, char *owned, const struct stat *ust_in,
+		     const struct stat *wst_in, bool group_member);
 
 static const char NOTE_SPLIT[] = "the file has hard links outside the workspace (or not all of its links could be "
 				 "found): published as a new inode, the other links keep the old file";
@@ -355,47 +342,6 @@ static int walk_merged_dir(walk *w, int ufd, int wfd, const char *name, char *pa
 	return add_op(w, PLAN_META, steal_ptr(owned), true, differs, TXBOX_CHANGE_METADATA, ust, wst);
 }
 
-/* A renamed (or linked) member of a workspace hard-link group with its
- * content unchanged: natively the same inode, so a link to it. -1: not one. */
-static int moved_group_fd(walk *w, int ufd, const char *name, const struct stat *ust, const char *rel, int *out)
-{
-	*out = -1;
-	_cleanup_close_ int fd = origin_group_fd(ufd, name, w->o->userxattr, w->ws_root);
-	if (fd < 0)
-		return 0;
-	_cleanup_close_ int uf = openat(ufd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat gst;
-	if (uf < 0 || fstat(fd, &gst) < 0 || gst.st_size != ust->st_size)
-		return 0;
-	int r = fds_equal(uf, fd, gst.st_size, w->o->deadline_ns, rel, w->err);
-	if (r > 0)
-		*out = steal_fd(fd);
-	return r < 0 ? r : 0;
-}
-
-static int add_link_op(walk *w, char *path, bool have_w, const struct stat *ust, const struct stat *wst, int fd)
-{
-	struct stat gst;
-	if (fstat(fd, &gst) < 0) {
-		close(fd);
-		free(path);
-		return txbox_fail_errno(w->err, -errno, "stat of a hard-link group member");
-	}
-	int r = add_op(w, PLAN_LINK, path, have_w, true, have_w ? TXBOX_CHANGE_TYPE_CHANGED : TXBOX_CHANGE_ADDED, ust,
-		       have_w ? wst : NULL);
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	plan_op *lo = &w->p->ops[w->p->n - 1];
-	if (have_w && S_ISREG(wst->st_mode))
-		lo->change = TXBOX_CHANGE_MODIFIED;
-	lo->link_fd = fd;
-	lo->link_upper_ino = ust->st_ino;
-	lo->new_ino = gst.st_ino; /* the published name is the group's inode */
-	return 0;
-}
-
 /* Same content and metadata as the workspace entry? 1 yes, 0 no, <0 error. */
 static int same_content(walk *w, int ufd, int wfd, const char *name, const struct stat *ust, const struct stat *wst,
 			const char *rel, bool need_mtime)
@@ -459,19 +405,35 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 	 * workspace file itself (which is part of a hard-link group)? */
 	bool group_member = S_ISREG(ust.st_mode) && have_w && S_ISREG(wst.st_mode) && wst.st_nlink > 1 &&
 			    origin_is(ufd, name, ux, wfd, name);
-	int moved_fd = -1;
-	if (S_ISREG(ust.st_mode) && !group_member && (r = moved_group_fd(w, ufd, name, &ust, rel, &moved_fd)) < 0)
-		return r;
+	struct moved mv = {.op = w->p->n};
+	bool moved = S_ISREG(ust.st_mode) && !group_member && origin_read(ufd, name, ux, &mv.h);
 	r = prepare_tree(ufd, name, &ust, rel, &w->po, w->err);
 	if (r >= 0 && fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
 		r = txbox_fail_errno(w->err, -errno, "stat of layer entry %s", rel);
-	if (r < 0) {
-		if (moved_fd >= 0)
-			close(moved_fd);
-		return r;
+	if (r == 0)
+		r = walk_file(w, ufd, wfd, name, steal_ptr(path), &ust, have_w ? &wst : NULL, group_member);
+	if (r == 0 && moved && w->p->n == mv.op + 1 && w->p->ops[mv.op].kind == PLAN_PUT) {
+		struct moved *n = realloc(w->moved, (w->nmoved + 1) * sizeof *n);
+		if (!n)
+			return txbox_fail(w->err, -ENOMEM, "out of memory");
+		w->moved = n;
+		w->moved[w->nmoved++] = mv;
 	}
-	if (moved_fd >= 0)
-		return add_link_op(w, steal_ptr(path), have_w, &ust, &wst, moved_fd);
+	return r;
+}
+
+/* A file of the layer (not a whiteout, not a merged directory). */
+static int walk_file(walk *w, int ufd, int wfd, const char *name, char *owned, const struct stat *ust_in,
+		     const struct stat *wst_in, bool group_member)
+{
+	_cleanup_free_ char *path = owned;
+	const char *rel = path;
+	struct stat ust = *ust_in, wst;
+	bool have_w = wst_in != NULL;
+	if (have_w)
+		wst = *wst_in;
+	bool ux = w->o->userxattr;
+	int r;
 	if (!have_w)
 		return add_op(w, PLAN_PUT, steal_ptr(path), false, true, TXBOX_CHANGE_ADDED, &ust, NULL);
 	if ((ust.st_mode & S_IFMT) != (wst.st_mode & S_IFMT))
@@ -650,32 +612,56 @@ static int take_census(walk *w, census *c)
 	for (size_t i = 0; i < w->p->n; i++) {
 		const plan_op *o = &w->p->ops[i];
 		int r = 0;
-		if (o->kind == PLAN_LINK && o->link_fd >= 0)
-			r = census_want(c, o->new_ino, w->err);
-		else if (is_group(w, i))
+		if (is_group(w, i))
 			r = census_want(c, o->old_ino, w->err);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < w->nmoved; i++) {
+		size_t idx;
+		struct moved *m = &w->moved[i];
+		int r = census_want_handle(c, m->h.fh.handle_type, m->h.fh.f_handle, m->h.fh.handle_bytes, &idx,
+					   w->err);
 		if (r < 0)
 			return r;
 	}
 	return census_run(c, w->ws_root, w->o->skip_root_name, w->o->deadline_ns, w->err);
 }
 
-/* A link by handle to an inode the census did not find in the workspace is
- * never made: the layer's copy is published instead. */
-static void prove_links(walk *w, const census *c)
+/* A renamed or linked member of a hard-link group, its content unchanged:
+ * natively the same inode, so a link to the workspace file the census
+ * found with the origin's handle (never one opened by handle). */
+static int link_moved(walk *w, const census_handle *ch, size_t opi)
 {
-	for (size_t i = 0; i < w->p->n; i++) {
-		plan_op *o = &w->p->ops[i];
-		if (o->kind != PLAN_LINK || o->link_fd < 0)
-			continue;
-		const census_inode *ci = census_find(c, o->new_ino);
-		if (ci && ci->nnames > 0)
-			continue;
-		close(o->link_fd);
-		o->link_fd = -1;
-		o->kind = PLAN_PUT;
-		o->new_ino = o->link_upper_ino;
+	plan_op *o = &w->p->ops[opi];
+	if (!ch->name || !S_ISREG(ch->st.st_mode) || ch->st.st_nlink < 2 || !strcmp(ch->name, o->path) ||
+	    ch->st.st_size != o->new_st.st_size)
+		return 0;
+	_cleanup_close_ int uf = fs_open_beneath(w->upper_root, o->path, O_RDONLY, 0);
+	_cleanup_close_ int wf = fs_open_beneath(w->ws_root, ch->name, O_RDONLY, 0);
+	struct stat cur;
+	if (uf < 0 || wf < 0 || fstat(wf, &cur) < 0 || cur.st_ino != ch->st.st_ino || cur.st_dev != ch->st.st_dev)
+		return 0;
+	int r = fds_equal(uf, wf, cur.st_size, w->o->deadline_ns, o->path, w->err);
+	if (r <= 0)
+		return r;
+	o->kind = PLAN_LINK;
+	o->link_fd = steal_fd(wf);
+	o->link_upper_ino = o->new_st.st_ino;
+	o->new_ino = cur.st_ino; /* the published name is the group's inode */
+	o->change = !o->existed ? TXBOX_CHANGE_ADDED
+		    : S_ISREG(o->old_st.st_mode) ? TXBOX_CHANGE_MODIFIED : TXBOX_CHANGE_TYPE_CHANGED;
+	return 0;
+}
+
+static int link_all_moved(walk *w, const census *c)
+{
+	for (size_t i = 0; i < w->nmoved; i++) {
+		int r = link_moved(w, &c->handles[i], w->moved[i].op);
+		if (r < 0)
+			return r;
 	}
+	return 0;
 }
 
 static int group_ops(walk *w, const census *c)
@@ -748,10 +734,10 @@ static int plan_finish(walk *w, int ws_fd, int upper_fd)
 {
 	census c = {0};
 	int r = take_census(w, &c);
-	if (r == 0) {
-		prove_links(w, &c);
+	if (r == 0)
+		r = link_all_moved(w, &c);
+	if (r == 0)
 		r = group_ops(w, &c);
-	}
 	census_free(&c);
 	if (r == 0)
 		r = convert_links(w->p, w->err);
@@ -768,12 +754,13 @@ int plan_build(int ws_fd, int upper_fd, const plan_opts *o, plan *out, txbox_err
 {
 	memset(out, 0, sizeof *out);
 	out->userxattr = o->userxattr;
-	walk w = {.p = out, .o = o, .err = err, .ws_root = ws_fd,
+	walk w = {.p = out, .o = o, .err = err, .ws_root = ws_fd, .upper_root = upper_fd,
 		  .po = {.strip_setuid = o->strip_setuid, .userxattr = o->userxattr, .defer_links = true}};
 	int r = walk_dir(&w, upper_fd, ws_fd, "", 0);
 	if (r == 0)
 		r = plan_finish(&w, ws_fd, upper_fd);
 	free(w.group);
+	free(w.moved);
 	if (r < 0)
 		plan_free(out);
 	return r;
