@@ -48,8 +48,9 @@ typedef enum plan_kind {
 	PLAN_PUT = 0,   /* move the upper entry to the workspace, displacing what is there */
 	PLAN_DELETE,    /* move the workspace entry aside */
 	PLAN_META,      /* apply mode/owner/times/xattrs of the upper entry in place */
-	/* 3: rewriting a file in place — never done any more (a changed
-	 * hard-link group member is a new inode published under each name) */
+	/* 3 is no kind: content is never rewritten in place (a changed
+	 * hard-link group member is a new inode published under each name),
+	 * and a journal naming 3 is refused */
 	PLAN_LINK = 4,  /* hard-link the existing file at link_target to path (displacing what is there) */
 } plan_kind;
 #define PLAN_KIND_MAX PLAN_LINK
@@ -58,7 +59,8 @@ typedef struct plan_op {
 	plan_kind kind;
 	char *path;            /* relative to the workspace root */
 	char *link_target;     /* PLAN_LINK: workspace path of the file to link to, or NULL and… */
-	int link_fd;           /* …an O_PATH fd of it (a hard-link group member renamed in the tx) */
+	int link_fd;           /* …an fd of it (a hard-link group member renamed in the tx, found in
+				* the workspace by the census) */
 	ino_t link_upper_ino;  /* PLAN_LINK by fd: the layer inode it stands for */
 	bool existed;          /* the workspace had an entry at path */
 	bool report;           /* appears in the change list */
