@@ -89,6 +89,7 @@ typedef enum txbox_change_kind {
 typedef struct txbox_change {
 	char *path; /* relative to the workspace; raw bytes (may be invalid UTF-8) */
 	txbox_change_kind kind;
+	const char *note; /* static string or NULL: how the change was published, when not as made */
 } txbox_change;
 
 typedef struct txbox_cmd_verdict {

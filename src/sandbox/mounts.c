@@ -315,8 +315,10 @@ static int mount_overlay(const sandbox_spec *s, const int fds[3], char *msg, siz
 	static const size_t order_root[] = {0, 1, 2, 3}, order_userxattr[] = {2, 3, 0, 1};
 	int e = 0;
 	for (int ux = 0; ux < 2; ux++) {
-		if (ux == 0 && s->use_userns)
-			continue; /* a user namespace needs userxattr */
+		/* A user namespace needs userxattr; otherwise trusted.overlay.*
+		 * only: the layer recorded which one the commit trusts. */
+		if (ux != (int)s->use_userns)
+			continue;
 		for (size_t k = 0; k < ARRAY_SIZE(variants); k++) {
 			size_t i = ux ? order_userxattr[k] : order_root[k];
 			snprintf(opts, sizeof opts,

@@ -7,6 +7,13 @@
  *   PUT into an empty slot       renameat2(RENAME_NOREPLACE)
  *   DELETE                       the original is renamed into displaced/<op>
  *   META                         mode, owner, times and xattrs set in place
+ *                                (the original owner and mode are first kept
+ *                                as those of a real file, displaced/<op>.m)
+ *   LINK                         the entry there is moved to displaced/<op>,
+ *                                then a hard link is made
+ * Content is never rewritten in place: a changed member of a hard-link
+ * group is published as a new inode under each of its names (plan.c), so
+ * every op is reversed by a rename and no copy of a file is ever needed.
  * Parents are opened beneath the workspace without following symlinks or
  * `..` (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS),
  * so nothing is ever written outside it, whatever the layer or the
@@ -49,7 +56,7 @@ int snapshot_open_parent(int root_fd, const char *rel, const char **name, txbox_
 }
 
 /* Make the xattrs of dst (non overlay-private) equal to those of src. */
-static int sync_xattrs(const char *src, const char *dst, txbox_error *err)
+static int sync_xattrs(const char *src, const char *dst, bool ux, txbox_error *err)
 {
 	_cleanup_free_ char *dnames = NULL, *snames = NULL;
 	size_t dn, sn;
@@ -60,13 +67,13 @@ static int sync_xattrs(const char *src, const char *dst, txbox_error *err)
 		return txbox_fail_errno(err, r, "listing xattrs");
 	for (size_t off = 0; off < dn; off += strlen(dnames + off) + 1) {
 		const char *k = dnames + off;
-		if (!fs_xattr_is_overlay_private(k) && lgetxattr(src, k, NULL, 0) < 0 && errno == ENODATA &&
+		if (!snapshot_xattr_private(k, ux) && lgetxattr(src, k, NULL, 0) < 0 && errno == ENODATA &&
 		    lremovexattr(dst, k) < 0 && errno != ENODATA)
 			return txbox_fail_errno(err, -errno, "removing xattr %s", k);
 	}
 	for (size_t off = 0; off < sn; off += strlen(snames + off) + 1) {
 		const char *k = snames + off;
-		if (fs_xattr_is_overlay_private(k))
+		if (snapshot_xattr_private(k, ux))
 			continue;
 		_cleanup_free_ char *val = NULL;
 		ssize_t vl = fs_xattr_get(src, k, &val);
@@ -146,13 +153,14 @@ static int move_entry(int od, const char *on, int nd, const char *nn, unsigned f
 	return r;
 }
 
-/* Set owner, mode and times of dirfd/name (dirfd itself when name is ""). */
-static int set_meta(int dirfd, const char *name, const struct stat *st, txbox_error *err)
+/* Set owner and mode (when owner_mode) and times of dirfd/name (dirfd
+ * itself when name is ""). */
+static int set_meta(int dirfd, const char *name, const struct stat *st, bool owner_mode, txbox_error *err)
 {
 	int flags = name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH;
-	if (fchownat(dirfd, name, st->st_uid, st->st_gid, flags) < 0 && errno != EPERM)
+	if (owner_mode && fchownat(dirfd, name, st->st_uid, st->st_gid, flags) < 0 && errno != EPERM)
 		return txbox_fail_errno(err, -errno, "changing owner of %s", name[0] ? name : ".");
-	if (!S_ISLNK(st->st_mode)) {
+	if (owner_mode && !S_ISLNK(st->st_mode)) {
 		char p[PATH_MAX];
 		if (name[0])
 			prepare_xattr_path(dirfd, name, p, sizeof p);
@@ -168,24 +176,54 @@ static int set_meta(int dirfd, const char *name, const struct stat *st, txbox_er
 	return 0;
 }
 
+/* The original owner and mode of an entry a META op changes, kept as those
+ * of a real, empty file (displaced/<idx>.m), durable before the change. A
+ * reversal restores owner and mode only from there: never to values a
+ * journal merely claims. */
+static int save_owner_mode(int displaced_fd, size_t idx, const struct stat *cur, txbox_error *err)
+{
+	char fn[40];
+	snprintf(fn, sizeof fn, "%zu.m", idx);
+	_cleanup_close_ int fd = openat(displaced_fd, fn, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "saving the owner and mode of op %zu", idx);
+	if ((fchown(fd, cur->st_uid, cur->st_gid) < 0 && errno != EPERM) || fchmod(fd, cur->st_mode & 07777) < 0 ||
+	    fsync(fd) < 0)
+		return txbox_fail_errno(err, -errno, "saving the owner and mode of op %zu", idx);
+	return 0;
+}
+
+/* What save_owner_mode kept: 1 found (*out filled), 0 none, <0 damaged. */
+static int saved_owner_mode(int displaced_fd, size_t idx, struct stat *out, txbox_error *err)
+{
+	char fn[40];
+	snprintf(fn, sizeof fn, "%zu.m", idx);
+	_cleanup_close_ int fd = openat(displaced_fd, fn, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : txbox_fail_errno(err, -errno, "reading the saved owner of op %zu", idx);
+	if (fstat(fd, out) < 0 || !S_ISREG(out->st_mode) || out->st_nlink != 1 || out->st_size != 0)
+		return txbox_fail(err, -EINVAL, "the saved owner and mode of op %zu are damaged", idx);
+	return 1;
+}
+
 /* Does path carry any non-overlay xattr? */
-static bool has_own_xattrs(const char *path)
+static bool has_own_xattrs(const char *path, bool ux)
 {
 	_cleanup_free_ char *names = NULL;
 	size_t n;
 	if (fs_xattr_list(path, &names, &n) < 0)
 		return true; /* unknown: save what can be read */
 	for (size_t off = 0; off < n; off += strlen(names + off) + 1)
-		if (!fs_xattr_is_overlay_private(names + off))
+		if (!snapshot_xattr_private(names + off, ux))
 			return true;
 	return false;
 }
 
 /* Save the xattrs of path as displaced/<idx>.x ([u32 len][name][u32 len][value]…)
  * when it or the layer's entry has any, so a reversal can restore them. */
-static int save_xattrs(const char *path, const char *upath, int displaced_fd, size_t idx, txbox_error *err)
+static int save_xattrs(const char *path, const char *upath, int displaced_fd, size_t idx, bool ux, txbox_error *err)
 {
-	if (!has_own_xattrs(path) && !has_own_xattrs(upath))
+	if (!has_own_xattrs(path, ux) && !has_own_xattrs(upath, ux))
 		return 0;
 	_cleanup_free_ char *names = NULL;
 	size_t n;
@@ -198,7 +236,7 @@ static int save_xattrs(const char *path, const char *upath, int displaced_fd, si
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "saving xattrs");
 	for (size_t off = 0; off < n; off += strlen(names + off) + 1) {
-		if (fs_xattr_is_overlay_private(names + off))
+		if (snapshot_xattr_private(names + off, ux))
 			continue;
 		_cleanup_free_ char *val = NULL;
 		ssize_t vl = fs_xattr_get(path, names + off, &val);
@@ -214,7 +252,7 @@ static int save_xattrs(const char *path, const char *upath, int displaced_fd, si
 	return 0;
 }
 
-static int restore_xattrs(const char *path, int displaced_fd, size_t idx, txbox_error *err)
+static int restore_xattrs(const char *path, int displaced_fd, size_t idx, bool ux, txbox_error *err)
 {
 	char fn[40];
 	snprintf(fn, sizeof fn, "%zu.x", idx);
@@ -229,7 +267,7 @@ static int restore_xattrs(const char *path, int displaced_fd, size_t idx, txbox_
 	size_t n;
 	if (fs_xattr_list(path, &names, &n) == 0)
 		for (size_t off = 0; off < n; off += strlen(names + off) + 1)
-			if (!fs_xattr_is_overlay_private(names + off))
+			if (!snapshot_xattr_private(names + off, ux))
 				lremovexattr(path, names + off);
 	size_t pos = 0;
 	while (pos + 4 <= len) {
@@ -253,7 +291,8 @@ static int restore_xattrs(const char *path, int displaced_fd, size_t idx, txbox_
 	return 0;
 }
 
-static int apply_meta(int ws_fd, int upper_fd, int displaced_fd, size_t idx, const plan_op *o, txbox_error *err)
+static int apply_meta(int ws_fd, int upper_fd, int displaced_fd, size_t idx, const plan_op *o, bool ux,
+		      txbox_error *err)
 {
 	const char *wname, *uname;
 	_cleanup_close_ int wpar = o->path[0] ? snapshot_open_parent(ws_fd, o->path, &wname, err) : -1;
@@ -277,52 +316,17 @@ static int apply_meta(int ws_fd, int upper_fd, int displaced_fd, size_t idx, con
 		snprintf(up, sizeof up, "/proc/self/fd/%d/.", ud); /* "/." : the directory, not the magic link */
 		snprintf(wp, sizeof wp, "/proc/self/fd/%d/.", wd); /* "/." : the directory, not the magic link */
 	}
-	int r = save_xattrs(wp, up, displaced_fd, idx, err);
+	int r = save_xattrs(wp, up, displaced_fd, idx, ux, err);
 	if (r < 0)
 		return r;
-	r = sync_xattrs(up, wp, err);
+	if (o->owner_mode && (r = save_owner_mode(displaced_fd, idx, &cur, err)) < 0)
+		return r;
+	r = sync_xattrs(up, wp, ux, err);
 	if (r < 0)
 		return r;
 	struct stat want = o->new_st;
 	want.st_mode = (cur.st_mode & S_IFMT) | (o->new_st.st_mode & 07777);
-	return set_meta(wd, wname, &want, err);
-}
-
-/* Copy all data of from (from offset 0) to to (truncated first). */
-static int copy_data(int from, int to)
-{
-	if (ftruncate(to, 0) < 0 || lseek(from, 0, SEEK_SET) < 0 || lseek(to, 0, SEEK_SET) < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n = copy_file_range(from, NULL, to, NULL, 1 << 30, 0);
-		if (n == 0)
-			return 0;
-		if (n > 0)
-			continue;
-		if (errno == EINTR)
-			continue;
-		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-			return -errno;
-		break;
-	}
-	char buf[65536];
-	for (;;) {
-		ssize_t n = read(from, buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return 0;
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(to, buf + off, (size_t)(n - off));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return -errno;
-			off += w;
-		}
-	}
+	return set_meta(wd, wname, &want, o->owner_mode, err);
 }
 
 static int displaced_name(size_t idx, char buf[static 32])
@@ -330,31 +334,30 @@ static int displaced_name(size_t idx, char buf[static 32])
 	return snprintf(buf, 32, "%zu", idx);
 }
 
-/* Rewrite an existing (hard-linked) file's content in place, keeping the
- * original content in displaced/<idx> for reversal. */
-static int apply_inplace(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
+/* A link op must not touch its parent's times (a content change, natively,
+ * does not): they are put back after the rename and the link. */
+typedef struct parent_times {
+	int fd;
+	struct timespec ts[2];
+	bool ok;
+} parent_times;
+
+static parent_times parent_times_save(int dirfd)
 {
-	_cleanup_close_ int wf = fs_open_beneath(ws_fd, o->path, O_RDWR, 0);
-	if (wf < 0)
-		return txbox_fail_errno(err, wf, "opening %s", o->path);
-	struct stat cur;
-	if (fstat(wf, &cur) < 0 || cur.st_ino != o->old_ino || !S_ISREG(cur.st_mode))
-		return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
-	_cleanup_close_ int uf = fs_open_beneath(upper_fd, o->path, O_RDONLY, 0);
-	if (uf < 0)
-		return txbox_fail_errno(err, uf, "opening the layer's %s", o->path);
-	char dn[32];
-	displaced_name(idx, dn);
-	_cleanup_close_ int saved = openat(displaced_fd, dn, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (saved < 0)
-		return txbox_fail_errno(err, -errno, "saving the original of %s", o->path);
-	int r = copy_data(wf, saved);
-	if (r < 0 || fsync(saved) < 0)
-		return txbox_fail_errno(err, r < 0 ? r : -errno, "saving the original of %s", o->path);
-	r = copy_data(uf, wf);
-	if (r < 0)
-		return txbox_fail_errno(err, r, "rewriting %s", o->path);
-	return apply_meta(ws_fd, upper_fd, displaced_fd, idx, o, err);
+	struct stat st;
+	parent_times t = {.fd = dirfd};
+	t.ok = fstat(dirfd, &st) == 0;
+	t.ts[0] = st.st_atim;
+	t.ts[1] = st.st_mtim;
+	return t;
+}
+
+static void parent_times_restore(const parent_times *t)
+{
+	char p[32];
+	fs_fd_path(t->fd, p);
+	if (t->ok && utimensat(AT_FDCWD, p, t->ts, 0) < 0) { /* best effort: times only */
+	}
 }
 
 static int apply_link(int ws_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
@@ -371,9 +374,16 @@ static int apply_link(int ws_fd, int displaced_fd, const plan_op *o, size_t idx,
 	} else if (o->link_fd < 0) {
 		return txbox_fail(err, -EINVAL, "linking %s: no target", o->path);
 	}
+	struct stat cur;
+	if (o->link_target && (fstatat(tpar, tname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->new_ino))
+		return txbox_fail(err, -ESTALE, "%s: its link target %s is not the recorded file", o->path,
+				  o->link_target);
+	parent_times pt = parent_times_save(wpar);
 	if (o->existed) {
 		char dn[32];
 		displaced_name(idx, dn);
+		if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->old_ino)
+			return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
 		if (move_entry(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
 			return txbox_fail_errno(err, -errno, "moving %s aside", o->path);
 	}
@@ -385,27 +395,27 @@ static int apply_link(int ws_fd, int displaced_fd, const plan_op *o, size_t idx,
 	if (lr < 0)
 		return txbox_fail_errno(err, -errno, "linking %s to %s", o->path,
 					o->link_target ? o->link_target : "its hard-link group");
+	parent_times_restore(&pt);
 	return 0;
 }
 
-static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
+static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan *p, size_t idx, txbox_error *err)
 {
+	const plan_op *o = &p->ops[idx];
 	if (o->kind == PLAN_META)
-		return apply_meta(ws_fd, upper_fd, displaced_fd, idx, o, err);
-	if (o->kind == PLAN_INPLACE)
-		return apply_inplace(ws_fd, upper_fd, displaced_fd, o, idx, err);
+		return apply_meta(ws_fd, upper_fd, displaced_fd, idx, o, p->userxattr, err);
 	if (o->kind == PLAN_LINK)
 		return apply_link(ws_fd, displaced_fd, o, idx, err);
 	const char *wname, *uname;
 	_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
 	if (wpar < 0)
 		return wpar;
+	struct stat cur;
+	if (o->existed && (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->old_ino))
+		return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
 	if (o->kind == PLAN_DELETE) {
 		char dn[32];
-		snprintf(dn, sizeof dn, "%zu", idx);
-		struct stat cur;
-		if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->old_ino)
-			return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
+		displaced_name(idx, dn);
 		if (move_entry(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
 			return txbox_fail_errno(err, -errno, "moving %s aside", o->path);
 		return 0;
@@ -413,11 +423,6 @@ static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o
 	_cleanup_close_ int upar = snapshot_open_parent(upper_fd, o->path, &uname, err);
 	if (upar < 0)
 		return upar;
-	if (o->existed) {
-		struct stat cur;
-		if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->old_ino)
-			return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
-	}
 	if (move_entry(upar, uname, wpar, wname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0) {
 		if (errno == EEXIST)
 			return txbox_fail(err, -EEXIST, "%s appeared in the workspace during the transaction", o->path);
@@ -426,75 +431,84 @@ static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o
 	return 0;
 }
 
-static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
+/* Move displaced/<idx> back to dirfd/name when it is the op's original
+ * (the inode number the journal recorded). */
+static int restore_displaced(int displaced_fd, size_t idx, int wpar, const char *wname, const plan_op *o,
+			     txbox_error *err)
 {
-	if (o->kind == PLAN_INPLACE) {
-		char dn[32];
-		displaced_name(idx, dn);
-		_cleanup_close_ int saved = openat(displaced_fd, dn, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (saved < 0)
-			return 0; /* never rewritten */
-		_cleanup_close_ int wf = fs_open_beneath(ws_fd, o->path, O_RDWR, 0);
-		struct stat cur;
-		if (wf < 0 || fstat(wf, &cur) < 0 || cur.st_ino != o->old_ino)
-			return 0;
-		int r = copy_data(saved, wf);
-		if (r < 0)
-			return txbox_fail_errno(err, r, "restoring the content of %s", o->path);
-		/* then the metadata, like a META op */
+	char dn[32];
+	displaced_name(idx, dn);
+	struct stat cur;
+	if (fstatat(displaced_fd, dn, &cur, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0; /* never moved */
+	if (cur.st_ino != o->old_ino)
+		return txbox_fail(err, -ESTALE, "the original of %s kept for reversal is not the recorded one", o->path);
+	if (move_entry(displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
+		return txbox_fail_errno(err, -errno, "restoring %s", o->path);
+	return 0;
+}
+
+static int reverse_link(int ws_fd, int displaced_fd, const plan_op *o, size_t idx, txbox_error *err)
+{
+	const char *wname;
+	_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
+	if (wpar < 0)
+		return wpar;
+	parent_times pt = parent_times_save(wpar);
+	struct stat cur;
+	if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) == 0 && cur.st_ino == o->new_ino &&
+	    unlinkat(wpar, wname, 0) < 0)
+		return txbox_fail_errno(err, -errno, "removing the link %s", o->path);
+	int r = o->existed ? restore_displaced(displaced_fd, idx, wpar, wname, o, err) : 0;
+	parent_times_restore(&pt);
+	return r;
+}
+
+static int reverse_meta(int ws_fd, int displaced_fd, const plan *p, size_t idx, txbox_error *err)
+{
+	const plan_op *o = &p->ops[idx];
+	const char *wname = "";
+	_cleanup_close_ int wpar = o->path[0] ? snapshot_open_parent(ws_fd, o->path, &wname, err) : -1;
+	if (o->path[0] && wpar < 0)
+		return wpar;
+	int wd = o->path[0] ? wpar : ws_fd;
+	struct stat cur, saved;
+	if (fstatat(wd, wname, &cur, wname[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH) < 0 || cur.st_ino != o->old_ino)
+		return 0; /* not ours any more */
+	char wp[PATH_MAX];
+	if (wname[0])
+		prepare_xattr_path(wd, wname, wp, sizeof wp);
+	else
+		snprintf(wp, sizeof wp, "/proc/self/fd/%d/.", wd); /* "/." : the directory, not the magic link */
+	int r = restore_xattrs(wp, displaced_fd, idx, p->userxattr, err);
+	if (r < 0)
+		return r;
+	int have = saved_owner_mode(displaced_fd, idx, &saved, err);
+	if (have < 0)
+		return have;
+	struct stat old = o->old_st;
+	old.st_mode = (cur.st_mode & S_IFMT) | (have ? saved.st_mode & 07777 : 0);
+	if (have) {
+		old.st_uid = saved.st_uid;
+		old.st_gid = saved.st_gid;
 	}
-	if (o->kind == PLAN_LINK) {
-		const char *wname;
-		_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
-		if (wpar < 0)
-			return wpar;
-		struct stat cur;
-		if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) == 0 && cur.st_ino == o->new_ino &&
-		    unlinkat(wpar, wname, 0) < 0)
-			return txbox_fail_errno(err, -errno, "removing the link %s", o->path);
-		char dn[32];
-		displaced_name(idx, dn);
-		if (fstatat(displaced_fd, dn, &cur, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    move_entry(displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
-			return txbox_fail_errno(err, -errno, "restoring %s", o->path);
-		return 0;
-	}
-	if (o->kind == PLAN_META || o->kind == PLAN_INPLACE) {
-		const char *wname = "";
-		_cleanup_close_ int wpar = o->path[0] ? snapshot_open_parent(ws_fd, o->path, &wname, err) : -1;
-		if (o->path[0] && wpar < 0)
-			return wpar;
-		int wd = o->path[0] ? wpar : ws_fd;
-		struct stat cur;
-		if (fstatat(wd, wname, &cur, wname[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH) < 0 ||
-		    cur.st_ino != o->old_ino)
-			return 0; /* not ours any more */
-		char wp[PATH_MAX];
-		if (wname[0])
-			prepare_xattr_path(wd, wname, wp, sizeof wp);
-		else
-			snprintf(wp, sizeof wp, "/proc/self/fd/%d/.", wd); /* "/." : the directory, not the magic link */
-		int r = restore_xattrs(wp, displaced_fd, idx, err);
-		if (r < 0)
-			return r;
-		struct stat old = o->old_st;
-		old.st_mode = (cur.st_mode & S_IFMT) | (o->old_st.st_mode & 07777);
-		return set_meta(wd, wname, &old, err);
-	}
+	return set_meta(wd, wname, &old, have, err);
+}
+
+static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan *p, size_t idx, txbox_error *err)
+{
+	const plan_op *o = &p->ops[idx];
+	if (o->kind == PLAN_LINK)
+		return reverse_link(ws_fd, displaced_fd, o, idx, err);
+	if (o->kind == PLAN_META)
+		return reverse_meta(ws_fd, displaced_fd, p, idx, err);
 	const char *wname, *uname;
 	_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
 	if (wpar < 0)
 		return wpar;
+	if (o->kind == PLAN_DELETE)
+		return restore_displaced(displaced_fd, idx, wpar, wname, o, err);
 	struct stat cur;
-	if (o->kind == PLAN_DELETE) {
-		char dn[32];
-		snprintf(dn, sizeof dn, "%zu", idx);
-		if (fstatat(displaced_fd, dn, &cur, AT_SYMLINK_NOFOLLOW) < 0)
-			return 0; /* never moved */
-		if (move_entry(displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
-			return txbox_fail_errno(err, -errno, "restoring %s", o->path);
-		return 0;
-	}
 	if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->new_ino)
 		return 0; /* never published */
 	_cleanup_close_ int upar = snapshot_open_parent(upper_fd, o->path, &uname, err);
@@ -513,14 +527,14 @@ int commit_reverse(int ws_fd, int upper_fd, int displaced_fd, const plan *p, siz
 	for (size_t i = n; i-- > 0;) {
 		if (p->ops[i].kind == PLAN_META)
 			continue;
-		int q = reverse_one(ws_fd, upper_fd, displaced_fd, &p->ops[i], i, err);
+		int q = reverse_one(ws_fd, upper_fd, displaced_fd, p, i, err);
 		if (q < 0)
 			r = q; /* keep going: restore as much as possible */
 	}
 	for (size_t i = p->n; i-- > 0;) { /* all METAs: one may have been half-applied */
 		if (p->ops[i].kind != PLAN_META || i > n)
 			continue;
-		int q = reverse_one(ws_fd, upper_fd, displaced_fd, &p->ops[i], i, err);
+		int q = reverse_one(ws_fd, upper_fd, displaced_fd, p, i, err);
 		if (q < 0)
 			r = q;
 	}
@@ -545,7 +559,7 @@ int commit_apply(int ws_fd, int upper_fd, int displaced_fd, const plan *p, txbox
 	for (size_t i = 0; i < p->n; i++) {
 		if (crash_at >= 0 && (long)i == crash_at)
 			raise(SIGKILL);
-		int r = apply_one(ws_fd, upper_fd, displaced_fd, &p->ops[i], i, err);
+		int r = apply_one(ws_fd, upper_fd, displaced_fd, p, i, err);
 		if (r < 0) {
 			txbox_error rerr = TXBOX_ERROR_INIT;
 			if (commit_reverse(ws_fd, upper_fd, displaced_fd, p, i, &rerr) < 0)

@@ -15,6 +15,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#define LAYER_ROOT_MAX 96
+
 static bool keep_hidden_whiteout(int dirfd, const char *name, void *arg)
 {
 	const char *hide = arg;
@@ -23,7 +25,8 @@ static bool keep_hidden_whiteout(int dirfd, const char *name, void *arg)
 	       S_ISCHR(st.st_mode) && st.st_rdev == 0;
 }
 
-int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, layer *out, txbox_error *err)
+int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, bool userxattr, layer *out,
+		 txbox_error *err)
 {
 	out->upper_fd = out->work_fd = -1;
 	out->state_whiteout = false;
@@ -62,18 +65,43 @@ int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, lay
 	futimens(up, ts);
 	/* What the upper root started as: without privileges the owner copy may
 	 * fail (a group the caller is not in), and the commit must not take
-	 * that for a change the command made (plan.c reads this back). */
+	 * that for a change the command made (plan.c reads this back). The
+	 * xattr namespace the overlay will use is recorded with it: the
+	 * planner must know which overlay.* xattrs are the kernel's. */
 	struct stat ust;
-	char rec[96];
+	char rec[LAYER_ROOT_MAX];
 	if (fstat(up, &ust) < 0)
 		return txbox_fail_errno(err, -errno, "stat of layer %u", index);
-	int rn = snprintf(rec, sizeof rec, "%u %u %o\n", (unsigned)ust.st_uid, (unsigned)ust.st_gid,
-			  (unsigned)(ust.st_mode & 07777));
+	int rn = snprintf(rec, sizeof rec, "%u %u %o %s\n", (unsigned)ust.st_uid, (unsigned)ust.st_gid,
+			  (unsigned)(ust.st_mode & 07777), userxattr ? "userxattr" : "trusted");
 	_cleanup_close_ int rfd = openat(lfd, "root", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (rfd < 0 || write(rfd, rec, (size_t)rn) != rn)
 		return txbox_fail_errno(err, -errno, "recording layer %u", index);
 	out->upper_fd = steal_fd(up);
 	out->work_fd = steal_fd(wk);
+	return 0;
+}
+
+int layer_read_root(int txfd, unsigned index, layer_root *out, txbox_error *err)
+{
+	memset(out, 0, sizeof *out);
+	char rel[64];
+	snprintf(rel, sizeof rel, "layers/%u/root", index);
+	_cleanup_free_ char *rec = NULL;
+	size_t len;
+	int r = fs_read_file_at(txfd, rel, LAYER_ROOT_MAX, &rec, &len, err);
+	if (r < 0)
+		return txbox_error_prefix(err, "reading the record of layer %u", index);
+	unsigned u, g, m;
+	char ns[16];
+	int end = 0;
+	if (sscanf(rec, "%u %u %o %15s%n", &u, &g, &m, ns, &end) != 4 || m > 07777 || (size_t)end + 1 != len ||
+	    rec[end] != '\n' || (strcmp(ns, "userxattr") != 0 && strcmp(ns, "trusted") != 0))
+		return txbox_fail(err, -EINVAL, "the record of layer %u is damaged", index);
+	out->initial.st_uid = u;
+	out->initial.st_gid = g;
+	out->initial.st_mode = m;
+	out->userxattr = strcmp(ns, "userxattr") == 0;
 	return 0;
 }
 

@@ -12,10 +12,22 @@
  *        when it is identical (a copy-up without change)
  *
  * Ops come out in walk order with a directory's META after its children,
- * so its times are set after the renames beneath it. */
+ * so its times are set after the renames beneath it.
+ *
+ * Overlay metadata (whiteout, opaque, origin) is read only in the
+ * namespace the overlay was mounted with (plan_opts.userxattr); the other
+ * namespace is the command's data. A changed file of an existing hard-link
+ * group is published as a new inode under each of its names in the
+ * workspace (PUT + LINKs); its inode is changed in place (META) only when
+ * the census (census.c) proved every name of it is inside the workspace —
+ * otherwise the change is a new inode and the result says so. Holes are
+ * never read, and the deadline is checked on every entry and every chunk
+ * read. */
 #include "snapshot/snapshot.h"
 
+#include "snapshot/census.h"
 #include "snapshot/prepare.h"
+#include "util/clock.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
 
@@ -68,7 +80,7 @@ void plan_free(plan *p)
 /* Every non-overlay xattr of a is on b with the same value (any sizes;
  * the values are the sandboxed command's). An unreadable list counts as
  * different, so the change is published rather than lost. */
-static bool xattrs_subset(const char *a, const char *b)
+static bool xattrs_subset(const char *a, const char *b, bool userxattr)
 {
 	_cleanup_free_ char *names = NULL;
 	size_t n;
@@ -76,7 +88,7 @@ static bool xattrs_subset(const char *a, const char *b)
 		return false;
 	for (size_t off = 0; off < n; off += strlen(names + off) + 1) {
 		const char *k = names + off;
-		if (fs_xattr_is_overlay_private(k))
+		if (snapshot_xattr_private(k, userxattr))
 			continue;
 		_cleanup_free_ char *va = NULL, *vb = NULL;
 		ssize_t la = fs_xattr_get(a, k, &va);
@@ -87,12 +99,12 @@ static bool xattrs_subset(const char *a, const char *b)
 	return true;
 }
 
-static bool xattrs_equal(int d1, const char *n1, int d2, const char *n2)
+static bool xattrs_equal(int d1, const char *n1, int d2, const char *n2, bool userxattr)
 {
 	char a[PATH_MAX], b[PATH_MAX];
 	prepare_xattr_path(d1, n1, a, sizeof a);
 	prepare_xattr_path(d2, n2, b, sizeof b);
-	return xattrs_subset(a, b) && xattrs_subset(b, a);
+	return xattrs_subset(a, b, userxattr) && xattrs_subset(b, a, userxattr);
 }
 
 static bool same_time(struct timespec a, struct timespec b)
@@ -105,37 +117,79 @@ static bool meta_equal(const struct stat *u, const struct stat *w)
 	return (u->st_mode & 07777) == (w->st_mode & 07777) && u->st_uid == w->st_uid && u->st_gid == w->st_gid;
 }
 
-/* Same bytes? Reads both from their current offsets (callers pass fresh fds). */
-static int fds_equal(int a, int b)
+static int past_deadline(uint64_t deadline, txbox_error *err, const char *rel)
 {
-	static char ba[65536], bb[65536];
-	for (;;) {
-		ssize_t x = read(a, ba, sizeof ba);
-		if (x < 0)
-			return 0;
-		size_t got = 0;
-		while (got < (size_t)x) {
-			ssize_t y = read(b, bb + got, (size_t)x - got);
-			if (y <= 0)
-				return 0;
-			got += (size_t)y;
-		}
-		if (x == 0) {
-			char c;
-			return read(b, &c, 1) == 0;
-		}
-		if (memcmp(ba, bb, (size_t)x) != 0)
-			return 0;
-	}
+	if (deadline && clock_now_ns() >= deadline)
+		return txbox_fail(err, -ETIMEDOUT,
+				  "the time limit passed while planning the commit (at %s); nothing was published", rel);
+	return 0;
 }
 
-static int contents_equal(int d1, const char *n1, int d2, const char *n2)
+/* Where the data after off starts (the file size when none), and where it
+ * ends. A filesystem without SEEK_DATA has data everywhere. */
+static off_t data_from(int fd, off_t off, off_t size, off_t *end)
+{
+	off_t d = lseek(fd, off, SEEK_DATA);
+	if (d < 0)
+		d = errno == ENXIO ? size : off;
+	off_t h = d < size ? lseek(fd, d, SEEK_HOLE) : size;
+	*end = h < 0 ? size : h;
+	return d;
+}
+
+/* Same bytes in [from, to)? pread, so the fds' offsets do not matter. */
+static int range_equal(int a, int b, off_t from, off_t to, uint64_t deadline, const char *rel, txbox_error *err)
+{
+	static char ba[1 << 16], bb[1 << 16];
+	while (from < to) {
+		int r = past_deadline(deadline, err, rel);
+		if (r < 0)
+			return r;
+		size_t want = (size_t)(to - from) < sizeof ba ? (size_t)(to - from) : sizeof ba;
+		ssize_t x = pread(a, ba, want, from);
+		ssize_t y = x > 0 ? pread(b, bb, (size_t)x, from) : -1;
+		if (x <= 0 || y != x || memcmp(ba, bb, (size_t)x) != 0)
+			return 0;
+		from += x;
+	}
+	return 1;
+}
+
+/* Same content? Both files have size bytes. Only ranges where either file
+ * has data are read — a hole reads as zeros — so the cost is what was
+ * written, not the apparent size (a 4 TiB sparse file costs nothing).
+ * 1 same, 0 different, <0 error (the deadline). */
+static int fds_equal(int a, int b, off_t size, uint64_t deadline, const char *rel, txbox_error *err)
+{
+	off_t pos = 0;
+	while (pos < size) {
+		off_t ea, eb;
+		off_t da = data_from(a, pos, size, &ea), db = data_from(b, pos, size, &eb);
+		off_t start = da < db ? da : db;
+		if (start >= size)
+			return 1;
+		/* [start, end): data in one or both; the other is a hole up to its next data */
+		off_t end_a = da > start ? da : ea, end_b = db > start ? db : eb;
+		off_t end = end_a < end_b ? end_a : end_b;
+		if (end <= start)
+			end = size;
+		int r = range_equal(a, b, start, end, deadline, rel, err);
+		if (r <= 0)
+			return r;
+		pos = end;
+	}
+	return 1;
+}
+
+static int contents_equal(int d1, const char *n1, int d2, const char *n2, const char *rel, uint64_t deadline,
+			  txbox_error *err)
 {
 	_cleanup_close_ int a = openat(d1, n1, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_close_ int b = openat(d2, n2, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (a < 0 || b < 0)
+	struct stat sa, sb;
+	if (a < 0 || b < 0 || fstat(a, &sa) < 0 || fstat(b, &sb) < 0 || sa.st_size != sb.st_size)
 		return 0; /* unreadable: treat as different (the rename path is always correct) */
-	return fds_equal(a, b);
+	return fds_equal(a, b, sa.st_size, deadline, rel, err);
 }
 
 static bool links_equal(int d1, const char *n1, int d2, const char *n2)
@@ -148,20 +202,17 @@ static bool links_equal(int d1, const char *n1, int d2, const char *n2)
 
 /* overlay.origin of an upper entry, as a file handle of the lower inode.
  * Overlay (with index=on) records: version, magic 0xfb, len, flags, type,
- * uuid[16], then the handle bytes. */
+ * uuid[16], then the handle bytes. Read only in the overlay's namespace:
+ * in the other one it is whatever the command wrote. */
 typedef union origin_handle {
 	struct file_handle fh;
 	unsigned char buf[sizeof(struct file_handle) + 128];
 } origin_handle;
 
-static bool origin_read(int ufd, const char *uname, origin_handle *h)
+static bool origin_read(int ufd, const char *uname, bool userxattr, origin_handle *h)
 {
-	char p[PATH_MAX];
-	prepare_xattr_path(ufd, uname, p, sizeof p);
 	unsigned char fb[256];
-	ssize_t n = lgetxattr(p, "trusted.overlay.origin", fb, sizeof fb);
-	if (n < 0)
-		n = lgetxattr(p, "user.overlay.origin", fb, sizeof fb);
+	ssize_t n = prepare_ovl_getxattr(ufd, uname, "origin", userxattr, fb, sizeof fb);
 	if (n < 21 || fb[1] != 0xfb || n - 21 > 128)
 		return false;
 	h->fh.handle_bytes = (unsigned)(n - 21);
@@ -171,10 +222,10 @@ static bool origin_read(int ufd, const char *uname, origin_handle *h)
 }
 
 /* Is the upper file a copy-up of the workspace file itself? */
-static bool origin_is(int ufd, const char *uname, int wfd, const char *wname)
+static bool origin_is(int ufd, const char *uname, bool userxattr, int wfd, const char *wname)
 {
 	origin_handle o, w;
-	if (!origin_read(ufd, uname, &o))
+	if (!origin_read(ufd, uname, userxattr, &o))
 		return false;
 	w.fh.handle_bytes = 128;
 	int mnt;
@@ -182,26 +233,6 @@ static bool origin_is(int ufd, const char *uname, int wfd, const char *wname)
 		return false;
 	return o.fh.handle_type == w.fh.handle_type && o.fh.handle_bytes == w.fh.handle_bytes &&
 	       memcmp(o.fh.f_handle, w.fh.f_handle, w.fh.handle_bytes) == 0;
-}
-
-/* The workspace file an upper file was copied up from, when that file is
- * a member of a hard-link group (nlink > 1): a read-only fd, or -1. Needs
- * open_by_handle_at (CAP_DAC_READ_SEARCH): as a normal user, -1. */
-static int origin_group_fd(int ufd, const char *uname, int ws_fd)
-{
-	origin_handle h;
-	if (!origin_read(ufd, uname, &h))
-		return -1;
-	int fd = open_by_handle_at(ws_fd, &h.fh, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st, ws;
-	if (fstat(fd, &st) < 0 || fstat(ws_fd, &ws) < 0 || !S_ISREG(st.st_mode) || st.st_nlink < 2 ||
-	    st.st_dev != ws.st_dev) {
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 static char *join(const char *rel, const char *name)
@@ -218,11 +249,27 @@ typedef struct walk {
 	plan *p;
 	const plan_opts *o;
 	txbox_error *err;
-	int ws_root;
+	int ws_root, upper_root;
 	prepare_opts po;
+	bool *group; /* per op: a changed member of an existing hard-link group */
+	size_t group_cap;
+	/* PUT ops of files whose origin (in the overlay's namespace) is another
+	 * workspace file: a renamed or linked member of a hard-link group */
+	struct moved {
+		size_t op;
+		origin_handle h;
+	} *moved;
+	size_t nmoved;
 } walk;
 
 static int walk_dir(walk *w, int ufd, int wfd, const char *rel, unsigned depth);
+static int walk_file(walk *w, int ufd, int wfd, const char *name, char *owned, const struct stat *ust_in,
+		     const struct stat *wst_in, bool group_member);
+
+static const char NOTE_SPLIT[] = "the file has hard links outside the workspace (or not all of its links could be "
+				 "found): published as a new inode, the other links keep the old file";
+static const char NOTE_NEW_INODE[] = "published as a new inode: the file's other hard links keep the old file";
+static const char NOTE_ROOT[] = "owner and mode of the workspace root are never changed by a commit: not published";
 
 static int add_op(walk *w, plan_kind k, char *path, bool existed, bool report, txbox_change_kind ch,
 		  const struct stat *ust, const struct stat *wst)
@@ -243,11 +290,98 @@ static int add_op(walk *w, plan_kind k, char *path, bool existed, bool report, t
 		op.old_st = *wst;
 		op.old_ino = wst->st_ino;
 	}
+	if (k == PLAN_META && ust && wst)
+		op.owner_mode = !meta_equal(ust, wst);
 	return plan_push(w->p, &op, w->err);
+}
+
+/* An op on a regular file whose workspace inode has other names: the
+ * census decides how it is published (group_ops). */
+static int add_group_op(walk *w, plan_kind k, char *path, bool report, txbox_change_kind ch, const struct stat *ust,
+			const struct stat *wst)
+{
+	int r = add_op(w, k, path, true, report, ch, ust, wst);
+	if (r < 0)
+		return r;
+	if (w->group_cap < w->p->cap) {
+		bool *g = realloc(w->group, w->p->cap * sizeof *g);
+		if (!g)
+			return txbox_fail(w->err, -ENOMEM, "out of memory");
+		memset(g + w->group_cap, 0, (w->p->cap - w->group_cap) * sizeof *g);
+		w->group = g;
+		w->group_cap = w->p->cap;
+	}
+	w->group[w->p->n - 1] = true;
+	return 0;
+}
+
+static bool is_group(const walk *w, size_t i)
+{
+	return i < w->group_cap && w->group[i];
+}
+
+static int walk_merged_dir(walk *w, int ufd, int wfd, const char *name, char *path, struct stat *ust,
+			   const struct stat *wst, unsigned depth)
+{
+	_cleanup_free_ char *owned = path;
+	_cleanup_close_ int cu = openat(ufd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int cw = openat(wfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (cu < 0 || cw < 0)
+		return txbox_fail_errno(w->err, -errno, "opening directory %s", path);
+	int r = walk_dir(w, cu, cw, path, depth + 1);
+	if (r < 0)
+		return r;
+	r = prepare_entry(ufd, name, ust, path, &w->po, w->err);
+	if (r < 0)
+		return r;
+	if (fstatat(ufd, name, ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
+		return txbox_fail_errno(w->err, -errno, "stat of layer entry %s", path);
+	bool differs = !meta_equal(ust, wst) || !xattrs_equal(ufd, name, wfd, name, w->o->userxattr);
+	/* Times of a merged directory are always carried over (they moved
+	 * with the changes beneath it); only real metadata is reported. */
+	return add_op(w, PLAN_META, steal_ptr(owned), true, differs, TXBOX_CHANGE_METADATA, ust, wst);
+}
+
+/* Same content and metadata as the workspace entry? 1 yes, 0 no, <0 error. */
+static int same_content(walk *w, int ufd, int wfd, const char *name, const struct stat *ust, const struct stat *wst,
+			const char *rel, bool need_mtime)
+{
+	if (S_ISREG(ust->st_mode)) {
+		if (ust->st_size != wst->st_size || (need_mtime && !same_time(ust->st_mtim, wst->st_mtim)))
+			return 0;
+		return contents_equal(ufd, name, wfd, name, rel, w->o->deadline_ns, w->err);
+	}
+	if (S_ISLNK(ust->st_mode))
+		return links_equal(ufd, name, wfd, name);
+	if (S_ISFIFO(ust->st_mode))
+		return same_time(ust->st_mtim, wst->st_mtim);
+	return 0;
+}
+
+/* The file of an existing hard-link group, changed through this name:
+ * natively every name sees the change (group_ops publishes it). */
+static int walk_group_member(walk *w, int ufd, int wfd, const char *name, char *path, const struct stat *ust,
+			     const struct stat *wst)
+{
+	_cleanup_free_ char *owned = path;
+	int same = same_content(w, ufd, wfd, name, ust, wst, path, false);
+	if (same < 0)
+		return same;
+	if (same && meta_equal(ust, wst) && xattrs_equal(ufd, name, wfd, name, w->o->userxattr) &&
+	    same_time(ust->st_mtim, wst->st_mtim))
+		/* unchanged, but names linked to it in the transaction find it here */
+		return ust->st_nlink > 1
+			       ? add_op(w, PLAN_META, steal_ptr(owned), true, false, TXBOX_CHANGE_METADATA, ust, wst)
+			       : 0;
+	return add_group_op(w, same ? PLAN_META : PLAN_PUT, steal_ptr(owned), true,
+			    same ? TXBOX_CHANGE_METADATA : TXBOX_CHANGE_MODIFIED, ust, wst);
 }
 
 static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *rel, unsigned depth)
 {
+	int r = past_deadline(w->o->deadline_ns, w->err, rel);
+	if (r < 0)
+		return r;
 	struct stat ust, wst;
 	if (fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0)
 		return txbox_fail_errno(w->err, -errno, "stat of layer entry %s", rel);
@@ -257,112 +391,71 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 	_cleanup_free_ char *path = strdup(rel);
 	if (!path)
 		return txbox_fail(w->err, -ENOMEM, "out of memory");
+	bool ux = w->o->userxattr;
 
-	if (prepare_is_whiteout(ufd, name, &ust)) {
+	if (prepare_is_whiteout(ufd, name, &ust, ux)) {
 		if (!have_w)
 			return 0;
 		return add_op(w, PLAN_DELETE, steal_ptr(path), true, true, TXBOX_CHANGE_DELETED, &ust, &wst);
 	}
-
-	if (S_ISDIR(ust.st_mode) && have_w && S_ISDIR(wst.st_mode) && !prepare_is_opaque(ufd, name)) {
-		_cleanup_close_ int cu = openat(ufd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		_cleanup_close_ int cw = openat(wfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (cu < 0 || cw < 0)
-			return txbox_fail_errno(w->err, -errno, "opening directory %s", rel);
-		int r = walk_dir(w, cu, cw, rel, depth + 1);
-		if (r < 0)
-			return r;
-		r = prepare_entry(ufd, name, &ust, rel, &w->po, w->err);
-		if (r < 0)
-			return r;
-		if (fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
-			return txbox_fail_errno(w->err, -errno, "stat of layer entry %s", rel);
-		bool differs = !meta_equal(&ust, &wst) || !xattrs_equal(ufd, name, wfd, name);
-		/* Times of a merged directory are always carried over (they moved
-		 * with the changes beneath it); only real metadata is reported. */
-		return add_op(w, PLAN_META, steal_ptr(path), true, differs, TXBOX_CHANGE_METADATA, &ust, &wst);
-	}
+	if (S_ISDIR(ust.st_mode) && have_w && S_ISDIR(wst.st_mode) && !prepare_is_opaque(ufd, name, ux))
+		return walk_merged_dir(w, ufd, wfd, name, steal_ptr(path), &ust, &wst, depth);
 
 	/* Before prepare strips overlay xattrs: is this a copy-up of the
 	 * workspace file itself (which is part of a hard-link group)? */
 	bool group_member = S_ISREG(ust.st_mode) && have_w && S_ISREG(wst.st_mode) && wst.st_nlink > 1 &&
-			    origin_is(ufd, name, wfd, name);
-	/* A member of a group renamed (or linked) to another name: natively
-	 * the same inode; publish a link to it when the content is unchanged. */
-	int moved_fd = -1;
-	if (S_ISREG(ust.st_mode) && !group_member) {
-		moved_fd = origin_group_fd(ufd, name, w->ws_root);
-		if (moved_fd >= 0) {
-			struct stat gst;
-			_cleanup_close_ int uf = openat(ufd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-			bool same = uf >= 0 && fstat(moved_fd, &gst) == 0 && gst.st_size == ust.st_size &&
-				    lseek(moved_fd, 0, SEEK_SET) == 0 && fds_equal(uf, moved_fd);
-			if (!same) {
-				close(moved_fd);
-				moved_fd = -1;
-			}
-		}
+			    origin_is(ufd, name, ux, wfd, name);
+	struct moved mv = {.op = w->p->n};
+	bool moved = S_ISREG(ust.st_mode) && !group_member && origin_read(ufd, name, ux, &mv.h);
+	r = prepare_tree(ufd, name, &ust, rel, &w->po, w->err);
+	if (r >= 0 && fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
+		r = txbox_fail_errno(w->err, -errno, "stat of layer entry %s", rel);
+	if (r == 0)
+		r = walk_file(w, ufd, wfd, name, steal_ptr(path), &ust, have_w ? &wst : NULL, group_member);
+	if (r == 0 && moved && w->p->n == mv.op + 1 && w->p->ops[mv.op].kind == PLAN_PUT) {
+		struct moved *n = realloc(w->moved, (w->nmoved + 1) * sizeof *n);
+		if (!n)
+			return txbox_fail(w->err, -ENOMEM, "out of memory");
+		w->moved = n;
+		w->moved[w->nmoved++] = mv;
 	}
-	int r = prepare_tree(ufd, name, &ust, rel, &w->po, w->err);
-	if (r < 0)
-		return r;
-	if (fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
-		return txbox_fail_errno(w->err, -errno, "stat of layer entry %s", rel);
-	if (moved_fd >= 0) {
-		struct stat gst;
-		fstat(moved_fd, &gst);
-		r = add_op(w, PLAN_LINK, steal_ptr(path), have_w, true,
-			   have_w ? TXBOX_CHANGE_TYPE_CHANGED : TXBOX_CHANGE_ADDED, &ust, have_w ? &wst : NULL);
-		if (r < 0) {
-			close(moved_fd);
-			return r;
-		}
-		plan_op *lo = &w->p->ops[w->p->n - 1];
-		if (have_w && S_ISREG(wst.st_mode))
-			lo->change = TXBOX_CHANGE_MODIFIED;
-		lo->link_fd = moved_fd;
-		lo->link_upper_ino = ust.st_ino;
-		lo->new_ino = gst.st_ino; /* the published name is the group's inode */
-		return 0;
-	}
+	return r;
+}
+
+/* A file of the layer (not a whiteout, not a merged directory). */
+static int walk_file(walk *w, int ufd, int wfd, const char *name, char *owned, const struct stat *ust_in,
+		     const struct stat *wst_in, bool group_member)
+{
+	_cleanup_free_ char *path = owned;
+	const char *rel = path;
+	struct stat ust = *ust_in, wst;
+	bool have_w = wst_in != NULL;
+	if (have_w)
+		wst = *wst_in;
+	bool ux = w->o->userxattr;
+	int r;
 	if (!have_w)
 		return add_op(w, PLAN_PUT, steal_ptr(path), false, true, TXBOX_CHANGE_ADDED, &ust, NULL);
 	if ((ust.st_mode & S_IFMT) != (wst.st_mode & S_IFMT))
 		return add_op(w, PLAN_PUT, steal_ptr(path), true, true, TXBOX_CHANGE_TYPE_CHANGED, &ust, &wst);
-
-	bool same_content = false;
-	if (group_member) {
-		/* The file of an existing hard-link group, changed through this
-		 * name: natively every name sees the change, so change the inode. */
-		same_content = ust.st_size == wst.st_size && contents_equal(ufd, name, wfd, name);
-		if (same_content && meta_equal(&ust, &wst) && xattrs_equal(ufd, name, wfd, name) &&
-		    same_time(ust.st_mtim, wst.st_mtim))
-			/* unchanged, but names linked to it in the transaction find it here */
-			return ust.st_nlink > 1 ? add_op(w, PLAN_META, steal_ptr(path), true, false,
-							 TXBOX_CHANGE_METADATA, &ust, &wst)
-						: 0;
-		return add_op(w, same_content ? PLAN_META : PLAN_INPLACE, steal_ptr(path), true, true,
-			      same_content ? TXBOX_CHANGE_METADATA : TXBOX_CHANGE_MODIFIED, &ust, &wst);
-	}
-	if (S_ISREG(ust.st_mode) && ust.st_nlink > 1) {
-		/* hard-linked inside the transaction: publish the inode itself */
+	if (group_member)
+		return walk_group_member(w, ufd, wfd, name, steal_ptr(path), &ust, &wst);
+	if (S_ISREG(ust.st_mode) && ust.st_nlink > 1) /* hard-linked inside the transaction: publish the inode itself */
 		return add_op(w, PLAN_PUT, steal_ptr(path), true, true, TXBOX_CHANGE_MODIFIED, &ust, &wst);
+	int same = same_content(w, ufd, wfd, name, &ust, &wst, rel, true);
+	if (same < 0)
+		return same;
+	if (!same) {
+		r = add_op(w, PLAN_PUT, steal_ptr(path), true, true, TXBOX_CHANGE_MODIFIED, &ust, &wst);
+		if (r == 0 && S_ISREG(wst.st_mode) && wst.st_nlink > 1) /* not known as a copy-up of it */
+			w->p->ops[w->p->n - 1].note = NOTE_NEW_INODE;
+		return r;
 	}
-	if (S_ISREG(ust.st_mode))
-		same_content = ust.st_size == wst.st_size && same_time(ust.st_mtim, wst.st_mtim) &&
-			       contents_equal(ufd, name, wfd, name);
-	else if (S_ISLNK(ust.st_mode))
-		same_content = links_equal(ufd, name, wfd, name);
-	else if (S_ISFIFO(ust.st_mode))
-		same_content = same_time(ust.st_mtim, wst.st_mtim);
-	if (same_content) {
-		bool meta_same = meta_equal(&ust, &wst) && xattrs_equal(ufd, name, wfd, name) &&
-				 same_time(ust.st_mtim, wst.st_mtim);
-		if (meta_same)
-			return 0; /* copied up, never changed */
-		return add_op(w, PLAN_META, steal_ptr(path), true, true, TXBOX_CHANGE_METADATA, &ust, &wst);
-	}
-	return add_op(w, PLAN_PUT, steal_ptr(path), true, true, TXBOX_CHANGE_MODIFIED, &ust, &wst);
+	if (meta_equal(&ust, &wst) && xattrs_equal(ufd, name, wfd, name, ux) && same_time(ust.st_mtim, wst.st_mtim))
+		return 0; /* copied up, never changed */
+	if (S_ISREG(wst.st_mode) && wst.st_nlink > 1) /* the inode has other names: the census decides */
+		return add_group_op(w, PLAN_META, steal_ptr(path), true, TXBOX_CHANGE_METADATA, &ust, &wst);
+	return add_op(w, PLAN_META, steal_ptr(path), true, true, TXBOX_CHANGE_METADATA, &ust, &wst);
 }
 
 static int walk_dir(walk *w, int ufd, int wfd, const char *rel, unsigned depth)
@@ -394,8 +487,8 @@ static int walk_dir(walk *w, int ufd, int wfd, const char *rel, unsigned depth)
 }
 
 /* A name hard-linked, inside the transaction, to a file that stays in
- * place (META/INPLACE of an existing group) must become a link to that
- * file, not a publication of the layer's copy. */
+ * place (META of an existing group) must become a link to that file, not
+ * a publication of the layer's copy. */
 static int convert_links(plan *p, txbox_error *err)
 {
 	for (size_t i = 0; i < p->n; i++) {
@@ -404,8 +497,8 @@ static int convert_links(plan *p, txbox_error *err)
 			continue;
 		for (size_t j = 0; j < p->n; j++) {
 			plan_op *t = &p->ops[j];
-			if ((t->kind == PLAN_INPLACE || t->kind == PLAN_META) && S_ISREG(t->new_st.st_mode) &&
-			    t->new_ino == o->new_ino && t->new_st.st_dev == o->new_st.st_dev) {
+			if (t->kind == PLAN_META && S_ISREG(t->new_st.st_mode) && t->new_ino == o->new_ino &&
+			    t->new_st.st_dev == o->new_st.st_dev) {
 				o->link_target = strdup(t->path);
 				if (!o->link_target)
 					return txbox_fail(err, -ENOMEM, "out of memory");
@@ -426,161 +519,250 @@ static int convert_links(plan *p, txbox_error *err)
 	return 0;
 }
 
-/* The other names of hard-link groups changed in place: natively every
- * name shows the change, so every name is reported. Found by one walk of
- * the workspace, only when such a change exists, stopping once all the
- * names are found. */
-typedef struct group_target {
-	ino_t ino;
-	const char *path; /* the op's own name */
-	txbox_change_kind kind;
-	nlink_t missing;
-} group_target;
 
-static int find_names(plan *p, int dfd, const char *rel, const plan_opts *o, group_target *t, size_t nt,
-		      size_t *left, unsigned depth, txbox_error *err)
+static int cmp_str(const void *a, const void *b)
 {
-	if (depth > 4096 || !*left)
-		return 0;
-	int dupfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dupfd < 0)
-		return 0;
-	_cleanup_closedir_ DIR *d = fdopendir(dupfd);
-	if (!d) {
-		close(dupfd);
-		return 0;
-	}
-	struct dirent *de;
-	while (*left && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (depth == 0 && o->skip_root_name && !strcmp(de->d_name, o->skip_root_name))
-			continue;
-		struct stat st;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		_cleanup_free_ char *child = join(rel, de->d_name);
-		if (!child)
-			return txbox_fail(err, -ENOMEM, "out of memory");
-		if (S_ISDIR(st.st_mode)) {
-			_cleanup_close_ int c = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (c >= 0) {
-				int r = find_names(p, c, child, o, t, nt, left, depth + 1, err);
-				if (r < 0)
-					return r;
-			}
-			continue;
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Workspace paths the plan decides: every op's own path; for PUT, DELETE
+ * and LINK everything beneath too. A group's other names found there are
+ * left to those ops. */
+typedef struct covered {
+	char **paths; /* sorted */
+	size_t n;
+	const plan *p;
+} covered;
+
+static bool is_covered(const covered *c, const char *name)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(name);
+	if (len >= sizeof buf)
+		return true;
+	memcpy(buf, name, len + 1);
+	for (bool self = true;; self = false) {
+		char *key = buf;
+		char **hit = c->n ? bsearch(&key, c->paths, c->n, sizeof *c->paths, cmp_str) : NULL;
+		if (hit) {
+			if (self)
+				return true;
+			for (size_t i = 0; i < c->p->n; i++)
+				if (c->p->ops[i].path == *hit || !strcmp(c->p->ops[i].path, buf))
+					return c->p->ops[i].kind != PLAN_META;
 		}
-		if (!S_ISREG(st.st_mode) || st.st_nlink < 2)
+		char *slash = strrchr(buf, '/');
+		if (!slash)
+			return false;
+		*slash = '\0';
+	}
+}
+
+static int add_also(plan *p, const char *name, txbox_change_kind kind, txbox_error *err)
+{
+	char **np = realloc(p->also_changed, (p->n_also + 1) * sizeof *np);
+	if (np)
+		p->also_changed = np;
+	txbox_change_kind *nk = realloc(p->also_kind, (p->n_also + 1) * sizeof *nk);
+	if (nk)
+		p->also_kind = nk;
+	char *dup = np && nk ? strdup(name) : NULL;
+	if (!dup)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	p->also_changed[p->n_also] = dup;
+	p->also_kind[p->n_also++] = kind;
+	return 0;
+}
+
+/* A changed group file published as its layer inode: every other name in
+ * the workspace becomes a link to it (the old inode is moved aside, so
+ * reversal is a rename). */
+static int link_other_names(walk *w, size_t idx, const census_inode *ci, const covered *cv)
+{
+	const plan_op base = w->p->ops[idx]; /* a copy: pushing moves the ops */
+	const plan_op *o = &base;
+	for (size_t j = 0; ci && j < ci->nnames; j++) {
+		if (is_covered(cv, ci->names[j]))
 			continue;
-		for (size_t i = 0; i < nt; i++) {
-			if (t[i].ino != st.st_ino || !t[i].missing || !strcmp(t[i].path, child))
-				continue;
-			char **np = realloc(p->also_changed, (p->n_also + 1) * sizeof *np);
-			txbox_change_kind *nk = realloc(p->also_kind, (p->n_also + 1) * sizeof *nk);
-			if (np)
-				p->also_changed = np;
-			if (nk)
-				p->also_kind = nk;
-			if (!np || !nk)
-				return txbox_fail(err, -ENOMEM, "out of memory");
-			p->also_changed[p->n_also] = steal_ptr(child);
-			p->also_kind[p->n_also] = t[i].kind;
-			p->n_also++;
-			t[i].missing--;
-			(*left)--;
-			break;
+		char *path = strdup(ci->names[j]);
+		plan_op op = *o;
+		op.path = path;
+		op.link_target = strdup(o->path);
+		op.link_fd = -1;
+		op.kind = PLAN_LINK;
+		op.owner_mode = false;
+		if (!path || !op.link_target) {
+			free(path);
+			free(op.link_target);
+			return txbox_fail(w->err, -ENOMEM, "out of memory");
+		}
+		int r = plan_push(w->p, &op, w->err);
+		if (r < 0) {
+			free(op.link_target);
+			return r;
 		}
 	}
 	return 0;
 }
 
-static int report_group_names(plan *p, int ws_fd, const plan_opts *o, txbox_error *err)
+/* The census: where are the names of the inodes the plan would link to or
+ * change in place? Only when there are such inodes. */
+static int take_census(walk *w, census *c)
 {
-	size_t nt = 0;
-	for (size_t i = 0; i < p->n; i++) {
-		const plan_op *op = &p->ops[i];
-		nt += (op->kind == PLAN_INPLACE || op->kind == PLAN_META) && op->report && S_ISREG(op->old_st.st_mode) &&
-		      op->old_st.st_nlink > 1;
+	for (size_t i = 0; i < w->p->n; i++) {
+		const plan_op *o = &w->p->ops[i];
+		int r = 0;
+		if (is_group(w, i))
+			r = census_want(c, o->old_ino, w->err);
+		if (r < 0)
+			return r;
 	}
-	if (!nt)
+	for (size_t i = 0; i < w->nmoved; i++) {
+		size_t idx;
+		struct moved *m = &w->moved[i];
+		int r = census_want_handle(c, m->h.fh.handle_type, m->h.fh.f_handle, m->h.fh.handle_bytes, &idx,
+					   w->err);
+		if (r < 0)
+			return r;
+	}
+	return census_run(c, w->ws_root, w->o->skip_root_name, w->o->deadline_ns, w->err);
+}
+
+/* A renamed or linked member of a hard-link group, its content unchanged:
+ * natively the same inode, so a link to the workspace file the census
+ * found with the origin's handle (never one opened by handle). */
+static int link_moved(walk *w, const census_handle *ch, size_t opi)
+{
+	plan_op *o = &w->p->ops[opi];
+	if (!ch->name || !S_ISREG(ch->st.st_mode) || ch->st.st_nlink < 2 || !strcmp(ch->name, o->path) ||
+	    ch->st.st_size != o->new_st.st_size)
 		return 0;
-	_cleanup_free_ group_target *t = calloc(nt, sizeof *t);
-	if (!t)
-		return txbox_fail(err, -ENOMEM, "out of memory");
-	size_t k = 0, left = 0;
-	for (size_t i = 0; i < p->n; i++) {
-		const plan_op *op = &p->ops[i];
-		if (!((op->kind == PLAN_INPLACE || op->kind == PLAN_META) && op->report && S_ISREG(op->old_st.st_mode) &&
-		      op->old_st.st_nlink > 1))
-			continue;
-		bool dup = false;
-		for (size_t j = 0; j < k && !dup; j++)
-			dup = t[j].ino == op->old_ino;
-		if (dup)
-			continue;
-		t[k] = (group_target){.ino = op->old_ino, .path = op->path, .kind = op->change,
-				      .missing = op->old_st.st_nlink - 1};
-		left += t[k].missing;
-		k++;
+	_cleanup_close_ int uf = fs_open_beneath(w->upper_root, o->path, O_RDONLY, 0);
+	_cleanup_close_ int wf = fs_open_beneath(w->ws_root, ch->name, O_RDONLY, 0);
+	struct stat cur;
+	if (uf < 0 || wf < 0 || fstat(wf, &cur) < 0 || cur.st_ino != ch->st.st_ino || cur.st_dev != ch->st.st_dev)
+		return 0;
+	int r = fds_equal(uf, wf, cur.st_size, w->o->deadline_ns, o->path, w->err);
+	if (r <= 0)
+		return r;
+	o->kind = PLAN_LINK;
+	o->link_fd = steal_fd(wf);
+	o->link_upper_ino = o->new_st.st_ino;
+	o->new_ino = cur.st_ino; /* the published name is the group's inode */
+	o->change = !o->existed ? TXBOX_CHANGE_ADDED
+		    : S_ISREG(o->old_st.st_mode) ? TXBOX_CHANGE_MODIFIED : TXBOX_CHANGE_TYPE_CHANGED;
+	return 0;
+}
+
+static int link_all_moved(walk *w, const census *c)
+{
+	for (size_t i = 0; i < w->nmoved; i++) {
+		int r = link_moved(w, &c->handles[i], w->moved[i].op);
+		if (r < 0)
+			return r;
 	}
-	return find_names(p, ws_fd, "", o, t, k, &left, 0, err);
+	return 0;
+}
+
+static int group_ops(walk *w, const census *c)
+{
+	size_t n = w->p->n;
+	covered cv = {.n = n, .p = w->p};
+	cv.paths = calloc(n ? n : 1, sizeof *cv.paths);
+	if (!cv.paths)
+		return txbox_fail(w->err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		cv.paths[i] = w->p->ops[i].path;
+	qsort(cv.paths, n, sizeof *cv.paths, cmp_str);
+	int r = 0;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		plan_op *o = &w->p->ops[i];
+		if (!is_group(w, i))
+			continue;
+		const census_inode *ci = census_find(c, o->old_ino);
+		bool inside = census_all_inside(c, o->old_ino, o->old_st.st_nlink);
+		if (o->kind == PLAN_META && inside) { /* the inode changes: every name shows it */
+			for (size_t j = 0; ci && j < ci->nnames && r >= 0; j++)
+				if (strcmp(ci->names[j], o->path) != 0 && !is_covered(&cv, ci->names[j]))
+					r = add_also(w->p, ci->names[j], o->change, w->err);
+			continue;
+		}
+		o->kind = PLAN_PUT; /* a new inode; the original is kept, untouched */
+		o->owner_mode = false;
+		if (!inside)
+			o->note = NOTE_SPLIT;
+		bool first = true; /* one op per group links the other names */
+		for (size_t j = 0; j < i && first; j++)
+			first = !(is_group(w, j) && w->p->ops[j].old_ino == o->old_ino);
+		if (first)
+			r = link_other_names(w, i, ci, &cv);
+	}
+	free(cv.paths);
+	return r;
+}
+
+/* The workspace root's owner and mode are never published (a command run
+ * as root could hand the workspace to another user): only its xattrs and
+ * times. A change of them is reported with NOTE_ROOT. */
+static int root_op(walk *w, int ws_fd, int upper_fd)
+{
+	struct stat ust, wst;
+	if (fstat(upper_fd, &ust) < 0 || fstat(ws_fd, &wst) < 0)
+		return txbox_fail_errno(w->err, -errno, "stat of the workspace root");
+	const struct stat *init = w->o->root_initial;
+	bool owner_mode = init && (ust.st_uid != init->st_uid || ust.st_gid != init->st_gid ||
+				   (ust.st_mode & 07777) != (init->st_mode & 07777));
+	ust.st_uid = wst.st_uid;
+	ust.st_gid = wst.st_gid;
+	ust.st_mode = wst.st_mode;
+	char a[40], b[40];
+	snprintf(a, sizeof a, "/proc/self/fd/%d/.", upper_fd); /* "/." : the directory, not the magic link */
+	snprintf(b, sizeof b, "/proc/self/fd/%d/.", ws_fd);
+	bool differs = !(xattrs_subset(a, b, w->o->userxattr) && xattrs_subset(b, a, w->o->userxattr));
+	if (!differs && !owner_mode && w->p->n == 0)
+		return 0;
+	char *root = strdup("");
+	if (!root)
+		return txbox_fail(w->err, -ENOMEM, "out of memory");
+	int r = add_op(w, PLAN_META, root, true, differs || owner_mode, TXBOX_CHANGE_METADATA, &ust, &wst);
+	if (r == 0 && owner_mode)
+		w->p->ops[w->p->n - 1].note = NOTE_ROOT;
+	return r;
+}
+
+static int plan_finish(walk *w, int ws_fd, int upper_fd)
+{
+	census c = {0};
+	int r = take_census(w, &c);
+	if (r == 0)
+		r = link_all_moved(w, &c);
+	if (r == 0)
+		r = group_ops(w, &c);
+	census_free(&c);
+	if (r == 0)
+		r = convert_links(w->p, w->err);
+	if (r == 0 && w->po.deferred) { /* every origin has been read: strip what was left */
+		prepare_opts fin = {.strip_setuid = w->o->strip_setuid, .userxattr = w->o->userxattr};
+		r = prepare_children(upper_fd, "", &fin, w->err);
+	}
+	if (r == 0)
+		r = root_op(w, ws_fd, upper_fd);
+	return r;
 }
 
 int plan_build(int ws_fd, int upper_fd, const plan_opts *o, plan *out, txbox_error *err)
 {
 	memset(out, 0, sizeof *out);
-	walk w = {.p = out, .o = o, .err = err, .ws_root = ws_fd,
-		  .po = {.strip_setuid = o->strip_setuid, .defer_links = true}};
+	out->userxattr = o->userxattr;
+	walk w = {.p = out, .o = o, .err = err, .ws_root = ws_fd, .upper_root = upper_fd,
+		  .po = {.strip_setuid = o->strip_setuid, .userxattr = o->userxattr, .defer_links = true}};
 	int r = walk_dir(&w, upper_fd, ws_fd, "", 0);
+	if (r == 0)
+		r = plan_finish(&w, ws_fd, upper_fd);
+	free(w.group);
+	free(w.moved);
 	if (r < 0)
-		goto fail;
-	r = convert_links(out, err);
-	if (r < 0)
-		goto fail;
-	r = report_group_names(out, ws_fd, o, err);
-	if (r < 0)
-		goto fail;
-	if (w.po.deferred) { /* every origin has been read: strip what was left */
-		prepare_opts fin = {.strip_setuid = o->strip_setuid};
-		r = prepare_children(upper_fd, "", &fin, err);
-		if (r < 0)
-			goto fail;
-	}
-	/* The workspace root itself: mode, owner, xattrs and times. */
-	struct stat ust, wst;
-	if (fstat(upper_fd, &ust) < 0 || fstat(ws_fd, &wst) < 0) {
-		r = txbox_fail_errno(err, -errno, "stat of the workspace root");
-		goto fail;
-	}
-	if (o->root_initial) { /* what the command did not change is no change */
-		if (ust.st_uid == o->root_initial->st_uid)
-			ust.st_uid = wst.st_uid;
-		if (ust.st_gid == o->root_initial->st_gid)
-			ust.st_gid = wst.st_gid;
-		if ((ust.st_mode & 07777) == (o->root_initial->st_mode & 07777))
-			ust.st_mode = (ust.st_mode & S_IFMT) | (wst.st_mode & 07777);
-	}
-	bool differs = !meta_equal(&ust, &wst);
-	if (!differs) {
-		char a[40], b[40];
-		snprintf(a, sizeof a, "/proc/self/fd/%d/.", upper_fd); /* "/." : the directory, not the magic link */
-		snprintf(b, sizeof b, "/proc/self/fd/%d/.", ws_fd); /* "/." : the directory, not the magic link */
-		differs = !(xattrs_subset(a, b) && xattrs_subset(b, a));
-	}
-	if (differs || out->n > 0) {
-		char *root = strdup("");
-		if (!root) {
-			r = txbox_fail(err, -ENOMEM, "out of memory");
-			goto fail;
-		}
-		r = add_op(&w, PLAN_META, root, true, differs, TXBOX_CHANGE_METADATA, &ust, &wst);
-		if (r < 0)
-			goto fail;
-	}
-	return 0;
-fail:
-	plan_free(out);
+		plan_free(out);
 	return r;
 }
 
@@ -611,6 +793,7 @@ int plan_changes(const plan *p, txbox_change **out, size_t *n, txbox_error *err)
 		}
 		c[j].path = strdup(path);
 		c[j].kind = kind;
+		c[j].note = i < p->n ? p->ops[i].note : NULL;
 		if (!c[j].path) {
 			for (size_t k = 0; k < j; k++)
 				free(c[k].path);

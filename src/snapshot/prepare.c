@@ -1,12 +1,15 @@
 /* prepare: make entries of the upper layer publishable before they are
  * renamed into the workspace. Everything here touches only the layer
  * (the sandbox is dead by now, so nothing races with us there):
- *   - overlay-private xattrs (trusted.overlay.*, user.overlay.*) removed;
+ *   - overlay-private xattrs removed: trusted.overlay.*, and user.overlay.*
+ *     when the overlay was mounted with userxattr — otherwise those are
+ *     the command's own data (it may set them, as root, like any xattr);
  *   - setuid/setgid bits and security.capability dropped (when asked);
  *   - whiteouts inside a directory that moves as a whole removed (they
  *     would hide nothing once published);
  *   - device nodes and sockets refused. */
 #include "snapshot/prepare.h"
+#include "snapshot/snapshot.h"
 
 #include "util/cleanup.h"
 #include "util/fsutil.h"
@@ -27,30 +30,46 @@ void prepare_xattr_path(int dirfd, const char *name, char *buf, size_t len)
 	snprintf(buf, len, "/proc/self/fd/%d/%s", dirfd, name);
 }
 
-bool prepare_is_whiteout(int dirfd, const char *name, const struct stat *st)
+bool snapshot_xattr_private(const char *name, bool userxattr)
+{
+	return strncmp(name, "trusted.overlay.", 16) == 0 || (userxattr && strncmp(name, "user.overlay.", 13) == 0);
+}
+
+/* The overlay's xattr name for what (e.g. "opaque") in its namespace. */
+static const char *ovl_xattr(const char *what, bool userxattr, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s.overlay.%s", userxattr ? "user" : "trusted", what);
+	return buf;
+}
+
+bool prepare_is_whiteout(int dirfd, const char *name, const struct stat *st, bool userxattr)
 {
 	if (S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0))
 		return true;
 	if (S_ISREG(st->st_mode) && st->st_size == 0) {
-		char p[PATH_MAX];
+		char p[PATH_MAX], k[32];
 		prepare_xattr_path(dirfd, name, p, sizeof p);
 		char v[4];
-		if (lgetxattr(p, "trusted.overlay.whiteout", v, sizeof v) >= 0 ||
-		    lgetxattr(p, "user.overlay.whiteout", v, sizeof v) >= 0)
+		if (lgetxattr(p, ovl_xattr("whiteout", userxattr, k, sizeof k), v, sizeof v) >= 0)
 			return true;
 	}
 	return false;
 }
 
-bool prepare_is_opaque(int dirfd, const char *name)
+bool prepare_is_opaque(int dirfd, const char *name, bool userxattr)
 {
-	char p[PATH_MAX];
+	char p[PATH_MAX], k[32];
 	prepare_xattr_path(dirfd, name, p, sizeof p);
 	char v[4] = {0};
-	ssize_t n = lgetxattr(p, "trusted.overlay.opaque", v, sizeof v - 1);
-	if (n < 0)
-		n = lgetxattr(p, "user.overlay.opaque", v, sizeof v - 1);
+	ssize_t n = lgetxattr(p, ovl_xattr("opaque", userxattr, k, sizeof k), v, sizeof v - 1);
 	return n == 1 && v[0] == 'y';
+}
+
+ssize_t prepare_ovl_getxattr(int dirfd, const char *name, const char *what, bool userxattr, void *buf, size_t len)
+{
+	char p[PATH_MAX], k[32];
+	prepare_xattr_path(dirfd, name, p, sizeof p);
+	return lgetxattr(p, ovl_xattr(what, userxattr, k, sizeof k), buf, len);
 }
 
 int prepare_entry(int dirfd, const char *name, const struct stat *st, const char *relpath, prepare_opts *po,
@@ -74,7 +93,7 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 	}
 	for (size_t off = 0; off < n; off += strlen(list + off) + 1) {
 		const char *k = list + off;
-		if (fs_xattr_is_overlay_private(k) || (strip_setuid && strcmp(k, "security.capability") == 0)) {
+		if (snapshot_xattr_private(k, po->userxattr) || (strip_setuid && strcmp(k, "security.capability") == 0)) {
 			if (lremovexattr(p, k) == 0 || errno == ENODATA)
 				continue;
 			/* Without CAP_FOWNER (rootless), changing xattrs needs write
@@ -124,7 +143,7 @@ static int prepare_dir_children(int dfd, const char *relpath, prepare_opts *po, 
 		_cleanup_free_ char *child = NULL;
 		if (asprintf(&child, "%s/%s", relpath, de->d_name) < 0)
 			return txbox_fail(err, -ENOMEM, "out of memory");
-		if (prepare_is_whiteout(dfd, de->d_name, &st)) {
+		if (prepare_is_whiteout(dfd, de->d_name, &st, po->userxattr)) {
 			if (unlinkat(dfd, de->d_name, 0) < 0)
 				return txbox_fail_errno(err, -errno, "removing whiteout %s", child);
 			continue;

@@ -5,14 +5,20 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <sys/stat.h>
 
 /* "/proc/self/fd/<dirfd>/<name>", for l*xattr calls that must not follow name. */
 void prepare_xattr_path(int dirfd, const char *name, char *buf, size_t len);
-bool prepare_is_whiteout(int dirfd, const char *name, const struct stat *st);
-bool prepare_is_opaque(int dirfd, const char *name);
+/* Overlay metadata is read only in the namespace the mount used
+ * (userxattr: user.overlay.*, else trusted.overlay.*). */
+bool prepare_is_whiteout(int dirfd, const char *name, const struct stat *st, bool userxattr);
+bool prepare_is_opaque(int dirfd, const char *name, bool userxattr);
+/* The overlay xattr <ns>.overlay.<what> of dirfd/name (lgetxattr's result). */
+ssize_t prepare_ovl_getxattr(int dirfd, const char *name, const char *what, bool userxattr, void *buf, size_t len);
 typedef struct prepare_opts {
 	bool strip_setuid;  /* drop setuid/setgid bits and security.capability */
+	bool userxattr;     /* the overlay's namespace (snapshot_xattr_private) */
 	bool defer_links;   /* leave the overlay xattrs of hard-linked files (nlink > 1): another
 			     * name of the same inode may still need its overlay.origin */
 	bool deferred;      /* out: something was left for a final pass */

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -26,28 +27,45 @@ typedef struct layer {
 
 /* Create layers/<index>/{upper,work} in txfd. The upper root takes the
  * workspace root's mode, owner and times (the merged root shows them). When
- * hide_name is set, try to put a whiteout for it in the upper root. */
-int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, layer *out, txbox_error *err);
+ * hide_name is set, try to put a whiteout for it in the upper root.
+ * userxattr: the overlay on it is mounted with userxattr (its private
+ * xattrs are user.overlay.*, else trusted.overlay.*); recorded in
+ * layers/<index>/root for the planner (layer_read_root). */
+int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, bool userxattr, layer *out,
+		 txbox_error *err);
 void layer_close(layer *l);
+
+/* What layer_create recorded: the upper root's initial owner and mode, and
+ * the overlay's xattr namespace. */
+typedef struct layer_root {
+	struct stat initial; /* st_uid, st_gid, st_mode (permission bits) */
+	bool userxattr;
+} layer_root;
+int layer_read_root(int txfd, unsigned index, layer_root *out, txbox_error *err);
 
 
 typedef enum plan_kind {
 	PLAN_PUT = 0,   /* move the upper entry to the workspace, displacing what is there */
 	PLAN_DELETE,    /* move the workspace entry aside */
 	PLAN_META,      /* apply mode/owner/times/xattrs of the upper entry in place */
-	PLAN_INPLACE,   /* rewrite the content of an existing hard-linked file in place (the
-			 * original content is saved in displaced/<op> first), then META */
-	PLAN_LINK,      /* hard-link the existing file at link_target to path (displacing what is there) */
+	/* 3 is no kind: content is never rewritten in place (a changed
+	 * hard-link group member is a new inode published under each name),
+	 * and a journal naming 3 is refused */
+	PLAN_LINK = 4,  /* hard-link the existing file at link_target to path (displacing what is there) */
 } plan_kind;
+#define PLAN_KIND_MAX PLAN_LINK
 
 typedef struct plan_op {
 	plan_kind kind;
 	char *path;            /* relative to the workspace root */
 	char *link_target;     /* PLAN_LINK: workspace path of the file to link to, or NULL and… */
-	int link_fd;           /* …an O_PATH fd of it (a hard-link group member renamed in the tx) */
+	int link_fd;           /* …an fd of it (a hard-link group member renamed in the tx, found in
+				* the workspace by the census) */
 	ino_t link_upper_ino;  /* PLAN_LINK by fd: the layer inode it stands for */
 	bool existed;          /* the workspace had an entry at path */
 	bool report;           /* appears in the change list */
+	bool owner_mode;       /* PLAN_META changes owner or mode (the original is saved first) */
+	const char *note;      /* static: said with the change in the result, or NULL */
 	txbox_change_kind change;
 	ino_t new_ino, old_ino;
 	struct stat new_st, old_st;
@@ -56,6 +74,7 @@ typedef struct plan_op {
 typedef struct plan {
 	plan_op *ops;
 	size_t n, cap;
+	bool userxattr;        /* the overlay's private xattrs are user.overlay.* */
 	/* Names whose content or metadata changed without an op of their own:
 	 * the other names of a hard-link group changed in place. Reported only. */
 	char **also_changed;
@@ -69,13 +88,24 @@ typedef struct plan_opts {
 	/* The upper root's owner and mode when the layer was made (layer.c's
 	 * layers/<n>/root); a value still equal to it is no change. NULL: none. */
 	const struct stat *root_initial;
+	/* The overlay was mounted with userxattr: only user.overlay.* is its
+	 * metadata; otherwise only trusted.overlay.* is, and user.overlay.* is
+	 * the command's data like any other xattr. */
+	bool userxattr;
+	uint64_t deadline_ns; /* CLOCK_MONOTONIC (clock_now_ns); 0: none */
 } plan_opts;
 
 /* Compute the plan and prepare the upper tree for publication. Nothing in
  * the workspace is touched. A device node or socket makes it fail with
- * -EPERM and a message naming the path. */
+ * -EPERM and a message naming the path; the deadline passing, with
+ * -ETIMEDOUT. Its cost is bounded by what the command wrote (holes are
+ * not read) plus, when a changed file has other hard links, one walk of
+ * the workspace. */
 int plan_build(int ws_fd, int upper_fd, const plan_opts *o, plan *out, txbox_error *err);
 void plan_free(plan *p);
+
+/* Is the xattr name overlay metadata of a layer mounted with (or without) userxattr? */
+bool snapshot_xattr_private(const char *name, bool userxattr);
 
 /* Fill a change list from the plan (paths copied). */
 int plan_changes(const plan *p, txbox_change **out, size_t *n, txbox_error *err);
@@ -84,6 +114,8 @@ int plan_changes(const plan *p, txbox_change **out, size_t *n, txbox_error *err)
 
 int journal_write(int txfd, const plan *p, txbox_error *err);
 int journal_read(int txfd, plan *out, txbox_error *err);
+/* Parse a journal's bytes (hostile input: validated field by field). */
+int journal_parse(const char *buf, size_t len, plan *out, txbox_error *err);
 
 /* ---- commit ------------------------------------------------------------ */
 

@@ -16,6 +16,7 @@
 #include "tx/tx.h"
 
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/fsutil.h"
 #include "util/trace.h"
 
@@ -25,21 +26,31 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-static int lock_workspace(tx_state_dir *s, txbox_error *err)
+/* Waiting for another transaction's commit is bounded: by the deadline,
+ * or when there is none by LOCK_WAIT_MAX_NS (a commit's planning is bounded
+ * by what its command wrote, so a holder that long is stuck). */
+#define LOCK_WAIT_MAX_NS (600ull * 1000000000ull)
+
+static int lock_workspace(tx_state_dir *s, uint64_t deadline_ns, txbox_error *err)
 {
-	int fd = openat(s->state_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	_cleanup_close_ int fd = openat(s->state_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "opening the workspace lock");
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			int e = -errno;
-			close(fd);
-			return txbox_fail_errno(err, e, "locking the workspace");
-		}
+	uint64_t until = deadline_ns ? deadline_ns : clock_now_ns() + LOCK_WAIT_MAX_NS;
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return txbox_fail_errno(err, -errno, "locking the workspace");
+		if (clock_now_ns() >= until)
+			return txbox_fail(err, -ETIMEDOUT,
+					  "timed out waiting for the workspace lock (another transaction is "
+					  "committing or recovering)");
+		struct timespec nap = {0, 5 * 1000 * 1000};
+		nanosleep(&nap, NULL);
 	}
-	return fd;
+	return steal_fd(fd);
 }
 
 /* Small plans sync exactly what they touch; large ones sync the filesystem. */
@@ -50,7 +61,7 @@ static int sync_layer_data(tx_state_dir *s, tx *t, const plan *p, txbox_error *e
 	bool whole = p->n > SYNC_PER_FILE_MAX;
 	for (size_t i = 0; i < p->n && !whole; i++) {
 		const plan_op *o = &p->ops[i];
-		if (o->kind != PLAN_PUT && o->kind != PLAN_INPLACE)
+		if (o->kind != PLAN_PUT)
 			continue;
 		if (S_ISDIR(o->new_st.st_mode)) {
 			whole = true; /* a whole tree moves: its files are many and unknown here */
@@ -105,41 +116,39 @@ static int sync_workspace_dirs(tx_state_dir *s, const plan *p, txbox_error *err)
 
 int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, txbox_error *err)
 {
+	return tx_commit_by(s, t, strip_setuid, 0, info, err);
+}
+
+int tx_commit_by(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns, tx_commit_info *info,
+		 txbox_error *err)
+{
 	info->changes = NULL;
 	info->nchanges = 0;
 	info->refused = false;
+	info->timed_out = false;
 	_cleanup_close_ int displaced = -1;
-	_cleanup_close_ int lock = lock_workspace(s, err);
-	if (lock < 0)
+	_cleanup_close_ int lock = lock_workspace(s, deadline_ns, err);
+	if (lock < 0) {
+		info->timed_out = lock == -ETIMEDOUT;
 		return lock;
+	}
 	trace_mark("commit: locked");
 	plan p;
-	/* layers/0/root: the upper root's initial owner and mode (layer.c) */
-	struct stat root_init;
-	bool have_init = false;
-	{
-		_cleanup_free_ char *rec = NULL;
-		size_t rl;
-		txbox_error re = TXBOX_ERROR_INIT;
-		unsigned u, g, m;
-		if (fs_read_file_at(t->fd, "layers/0/root", 96, &rec, &rl, &re) == 0 &&
-		    sscanf(rec, "%u %u %o", &u, &g, &m) == 3) {
-			memset(&root_init, 0, sizeof root_init);
-			root_init.st_uid = u;
-			root_init.st_gid = g;
-			root_init.st_mode = m;
-			have_init = true;
-		}
-		txbox_error_clear(&re);
-	}
+	layer_root lr;
+	int r = layer_read_root(t->fd, 0, &lr, err);
+	if (r < 0)
+		return txbox_error_prefix(err, "planning the commit");
 	plan_opts po = {
-		.root_initial = have_init ? &root_init : NULL,
+		.root_initial = &lr.initial,
 		.skip_root_name = s->state_inside ? TX_STATE_DIR_NAME : NULL,
 		.strip_setuid = strip_setuid,
+		.userxattr = lr.userxattr,
+		.deadline_ns = deadline_ns,
 	};
-	int r = plan_build(s->ws_fd, t->top.upper_fd, &po, &p, err);
+	r = plan_build(s->ws_fd, t->top.upper_fd, &po, &p, err);
 	if (r < 0) {
 		info->refused = (r == -EPERM);
+		info->timed_out = (r == -ETIMEDOUT);
 		return txbox_error_prefix(err, "planning the commit");
 	}
 	trace_mark("commit: planned");
@@ -180,7 +189,13 @@ int tx_rollback(tx_state_dir *s, tx *t, txbox_error *err)
 
 int tx_reverse_journal(tx_state_dir *s, tx *t, txbox_error *err)
 {
-	_cleanup_close_ int lock = lock_workspace(s, err);
+	/* No journal: nothing was applied (it is written before the first
+	 * rename, under the transaction's flock, which we hold) — no need to
+	 * wait for the workspace lock, which another commit may hold. */
+	struct stat jst;
+	if (fstatat(t->fd, "journal", &jst, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+		return tx_remove(s, t, err);
+	_cleanup_close_ int lock = lock_workspace(s, 0, err);
 	if (lock < 0)
 		return lock;
 	plan p;

@@ -162,6 +162,8 @@ char *txbox_result_to_json(const txbox_result *r)
 		json_obj_begin(&w);
 		json_kv_str(&w, "path", r->changes[i].path);
 		json_kv_str(&w, "kind", txbox_change_kind_name(r->changes[i].kind));
+		if (r->changes[i].note)
+			json_kv_str(&w, "note", r->changes[i].note);
 		json_obj_end(&w);
 	}
 	json_arr_end(&w);

@@ -318,7 +318,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		goto fail;
 	}
 	res->tx = strdup(t.id);
-	if (layer_create(t.fd, 0, ws_fd, sd.state_inside ? TX_STATE_DIR_NAME : NULL, &t.top, &e) < 0) {
+	if (layer_create(t.fd, 0, ws_fd, sd.state_inside ? TX_STATE_DIR_NAME : NULL, spec.use_userns, &t.top, &e) <
+	    0) {
 		sandbox_abort(sb);
 		goto fail_tx;
 	}
@@ -396,7 +397,9 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	} else {
 		tx_commit_info ci;
 		/* Init tears its namespaces down on the other CPU meanwhile. */
-		int r = tx_commit(&sd, &t, ps->strip_setuid, &ci, &e);
+		/* --timeout bounds the whole transaction, its commit included */
+		uint64_t deadline = timeout > 0 ? t0 + (uint64_t)(timeout * 1e9) : 0;
+		int r = tx_commit_by(&sd, &t, ps->strip_setuid, deadline, &ci, &e);
 		sandbox_reap(&so); /* deleting while it tears down only slows both */
 		res->changes = ci.changes;
 		res->nchanges = ci.nchanges;
@@ -406,10 +409,10 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 			/* Nothing of it stays: the journal reverses any partial apply. */
 			tx_reverse_journal(&sd, &t, &re);
 			txbox_error_clear(&re);
-			if (refused) {
+			if (refused || ci.timed_out) {
 				res->outcome = TXBOX_ROLLED_BACK;
-				res->rollback_reason = "policy";
-				res->exit_status = 126; /* refused by policy, like a deny */
+				res->rollback_reason = refused ? "policy" : "timeout";
+				res->exit_status = refused ? 126 : 124; /* refused by policy, like a deny */
 				res->error = xstrdup(e.message);
 				txbox_error_clear(&e);
 			} else

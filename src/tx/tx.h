@@ -26,6 +26,7 @@
 #include "util/error.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define TX_STATE_DIR_NAME ".txbox"
@@ -110,8 +111,13 @@ typedef struct tx_commit_info {
 	txbox_change *changes;
 	size_t nchanges;
 	bool refused;  /* the layer holds something that may not be published */
+	bool timed_out; /* the deadline passed (planning, or waiting for the lock): nothing applied */
 } tx_commit_info;
 int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, txbox_error *err);
+/* The same, bounded: deadline_ns (CLOCK_MONOTONIC, clock_now_ns; 0: none)
+ * covers waiting for the workspace lock and planning. */
+int tx_commit_by(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns, tx_commit_info *info,
+		 txbox_error *err);
 int tx_rollback(tx_state_dir *s, tx *t, txbox_error *err);
 /* Reverse an interrupted commit from its journal, then remove the tx. */
 int tx_reverse_journal(tx_state_dir *s, tx *t, txbox_error *err);

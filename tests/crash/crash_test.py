@@ -32,6 +32,10 @@ WORKLOADS = {
              "setfattr -n user.t -v 1 f4; mv f5 f6",
     "replace-types": "rm -r d && echo file > d; rm f1 && mkdir f1; rm sl && mkdir sl; touch -d @1000 f3",
     "hardlinks": "echo more >> h1; ln h1 h3; ln f2 f2b",
+    # a changed member of a hard-link group (large, names in two dirs) is
+    # published as a new inode under each name; a sparse file keeps its holes
+    "group-sparse": "echo more >> g1 && chmod 640 d/g2 && "
+                    "printf y | dd of=sparse bs=1 seek=100000000 conv=notrunc 2>/dev/null && chmod 600 sparse",
     "many": "mkdir -p many sub && " + " && ".join(f"echo {i} > sub/{i}" for i in range(1, 13))
             + " && rm f1 f2 f3 && touch -d @5 f4",
 }
@@ -83,9 +87,14 @@ def manifest(root):
             if os.path.islink(p):
                 entry.append(os.readlink(p))
             elif os.path.isfile(p):
+                h = hashlib.sha256()
                 with open(p, "rb") as f:
-                    entry.append(hashlib.sha256(f.read()).hexdigest())
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        h.update(chunk)
+                entry.append(h.hexdigest())
                 entry.append(st.st_nlink)
+                if name.startswith("sparse"):  # holes kept: no copy ever densifies it
+                    entry.append(st.st_blocks)
             try:
                 xs = sorted((k, os.getxattr(p, k, follow_symlinks=False))
                             for k in os.listxattr(p, follow_symlinks=False) if ".overlay." not in k)
@@ -126,6 +135,15 @@ def fixture(ws):
     with open(os.path.join(ws, "h1"), "w") as f:
         f.write("h\n")
     os.link(os.path.join(ws, "h1"), os.path.join(ws, "h2"))
+    with open(os.path.join(ws, "g1"), "wb") as f:
+        f.write(bytes(range(256)) * 32768)  # 8 MiB
+    os.link(os.path.join(ws, "g1"), os.path.join(ws, "d", "g2"))
+    with open(os.path.join(ws, "sparse"), "wb") as f:
+        f.write(b"head")
+        f.seek(64 << 20)
+        f.write(b"middle")
+        f.truncate(256 << 20)
+    os.link(os.path.join(ws, "sparse"), os.path.join(ws, "d", "sparse-link"))
     os.symlink("f2", os.path.join(ws, "sl"))
     os.setxattr(os.path.join(ws, "f4"), "user.t", b"0")
     t = 1700000000

@@ -120,7 +120,7 @@ w("m/meta-dir-chmod", "chmod 700 sub && chmod 1777 emptydir && chmod 750 dir2 &&
 w("m/meta-dir-touch-xattr", "touch -d @1262401445 sub dir && setfattr -n user.new -v 1 sub && "
                             "setfattr -x user.dirattr xattr_dir", needs=("setfattr",))
 w("m/meta-symlink", "touch -h -d @1262401445.5 link_rel link_dangling linkdir")
-w("m/meta-root", "chmod 0750 . && setfattr -n user.root -v r .", needs=("setfattr",))
+w("m/meta-root", "setfattr -n user.root -v r . && touch .", needs=("setfattr",))  # owner/mode: test_commit_trust
 w("m/meta-chown", "chown 4321:4321 file_small && chown -h 4321:4321 link_rel && "
                   "chown 0:0 owned_other && chown 4321 sub && chown -R 4321:4321 dir_other",
   root_only=True)

@@ -2375,3 +2375,61 @@ def secret_env_relocated_stores(ctx):
     readable = [f for f in files if ctx.secret in res.stdout.split("== %s" % j(f), 1)[-1].split("\n== ", 1)[0]]
     check(not readable, "stores named by the environment readable inside: %s" % ", ".join(readable))
     check("DEVNULL-OK" in res.stdout, "/dev/null is not writable (HISTFILE=/dev/null masked it?)")
+# ---- commit trust (issue 8) -------------------------------------------------
+_FORGE_ORIGIN = r'''
+import ctypes, os, struct, sys
+host, name = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(8 + 128)
+struct.pack_into("II", buf, 0, 128, 0)
+mnt = ctypes.c_int()
+if libc.name_to_handle_at(-100, host.encode(), buf, ctypes.byref(mnt), 0) != 0:
+    sys.exit("name_to_handle_at failed")
+nb, typ = struct.unpack_from("Ii", buf, 0)
+val = bytes([0, 0xfb, 21 + nb, 0, typ & 0xff]) + bytes(16) + buf.raw[8:8 + nb]
+with open(host, "rb") as f:
+    data = f.read()
+with open(name, "wb") as f:
+    f.write(data)
+for k in ("user.overlay.origin", "trusted.overlay.origin"):
+    try:
+        os.setxattr(name, k, val)
+    except OSError:
+        pass
+print("PROBE-DONE")
+'''
+
+
+@attack("forged-overlay-metadata", needs=("python3",))
+def forged_overlay_metadata(ctx):
+    """overlay.* xattrs the command sets are its data: a forged origin never
+    makes the commit link a host file into the workspace (so a later
+    transaction cannot write through it), a forged opaque/whiteout never
+    deletes committed files."""
+    ws = ctx.workspace("forged", where="vis")
+    host_dir = os.path.join(ctx.vis_root, "forged-host-" + ctx.mark)
+    os.makedirs(host_dir, exist_ok=True)
+    host = os.path.join(host_dir, "host.conf")
+    with open(host, "w") as f:
+        f.write("host configuration\n")
+    os.chmod(host, 0o644)
+    os.link(host, host + ".second")
+    before = (file_sha(host), os.lstat(host).st_mode, os.lstat(host).st_uid, os.lstat(host).st_nlink)
+    res = ctx.run(ws, argv=["python3", "-c", _FORGE_ORIGIN, host, ctx.pwn])
+    check(res.outcome in ("committed", "rolled_back"), "unexpected outcome: %s" % res.describe())
+    if os.path.lexists(os.path.join(ws, ctx.pwn)):
+        check(os.lstat(os.path.join(ws, ctx.pwn)).st_ino != os.lstat(host).st_ino,
+              "the commit hard-linked the host file into the workspace")
+    # a later transaction writes through whatever the first one committed
+    ctx.run(ws, argv=["/bin/sh", "-c", "echo pwned >> %s; chmod 4777 %s; true" % (ctx.pwn, ctx.pwn)])
+    after = (file_sha(host), os.lstat(host).st_mode, os.lstat(host).st_uid, os.lstat(host).st_nlink)
+    check(after == before, "the host file outside the workspace changed: %r -> %r" % (before, after))
+    # forged opaque / whiteout on committed entries
+    script = ("import os\n"
+              "os.setxattr('src', 'user.overlay.opaque', b'y')\n"
+              "open('README', 'w').close()\n"
+              "os.setxattr('README', 'user.overlay.whiteout', b'y')\n"
+              "print('PROBE-DONE')\n")
+    ctx.run(ws, argv=["python3", "-c", script])
+    check(os.path.exists(os.path.join(ws, "src", "main.c")), "a forged opaque xattr deleted src/main.c")
+    check(os.path.lexists(os.path.join(ws, "README")), "a forged whiteout xattr deleted README")

@@ -223,11 +223,31 @@ static void test_refuses_devices(void **state)
 	close(u);
 }
 
+/* Planning past the deadline stops with -ETIMEDOUT, touching nothing. */
+static void test_deadline(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	int u = openat(up, ".", O_RDONLY | O_DIRECTORY);
+	mk(u, "late", "x");
+	plan pl;
+	plan_opts po = {.strip_setuid = true, .deadline_ns = 1};
+	txbox_error e = TXBOX_ERROR_INIT;
+	assert_int_equal(plan_build(ws, u, &po, &pl, &e), -ETIMEDOUT);
+	assert_non_null(strstr(e.message, "time limit"));
+	assert_int_equal(faccessat(ws, "late", F_OK, 0), -1);
+	txbox_error_clear(&e);
+	unlinkat(u, "late", 0);
+	close(u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan_commit_reverse),
 		cmocka_unit_test(test_refuses_devices),
+		cmocka_unit_test(test_deadline),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

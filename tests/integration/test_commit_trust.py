@@ -1,0 +1,190 @@
+"""What a commit may trust (issue 8): overlay metadata only in the namespace
+the overlay used, never a link to an inode outside the workspace, never a
+change to an inode with names outside it, bounded planning, and the
+workspace root's owner and mode left alone."""
+
+import os
+import stat
+import time
+
+from harness import check, small_ws, test
+
+# The command forges an overlay.origin for a host file: the handle of that
+# file (name_to_handle_at), in the layout overlayfs writes, set as
+# user.overlay.origin on a workspace file with the same content.
+FORGE_ORIGIN = r'''
+import ctypes, os, struct, sys
+host, name = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(8 + 128)
+struct.pack_into("II", buf, 0, 128, 0)
+mnt = ctypes.c_int()
+if libc.name_to_handle_at(-100, host.encode(), buf, ctypes.byref(mnt), 0) != 0:
+    sys.exit("name_to_handle_at: %d" % ctypes.get_errno())
+nb, typ = struct.unpack_from("Ii", buf, 0)
+handle = buf.raw[8:8 + nb]
+val = bytes([0, 0xfb, 21 + nb, 0, typ & 0xff]) + bytes(16) + handle
+with open(host, "rb") as f:
+    data = f.read()
+with open(name, "wb") as f:
+    f.write(data)
+os.setxattr(name, "user.overlay.origin", val)
+'''
+
+
+def _outside_pair(ctx, ws, content=b"host secret\n"):
+    """A host file outside the workspace with a second link (same fs)."""
+    out = os.path.join(os.path.dirname(ws), "outside")
+    os.mkdir(out)
+    os.chmod(os.path.dirname(ws), 0o755)
+    os.chmod(out, 0o755)
+    h = os.path.join(out, "host.txt")
+    with open(h, "wb") as f:
+        f.write(content)
+    os.chmod(h, 0o644)
+    os.link(h, os.path.join(out, "host2.txt"))
+    return h
+
+
+@test("trust/forged-user-overlay-origin-never-links-out", root_only=True)
+def forged_origin(ctx):
+    ws = small_ws(ctx)
+    h = _outside_pair(ctx, ws)
+    res = ctx.run_json(ws, ["python3", "-c", FORGE_ORIGIN, h, "x"])
+    res.expect(outcome="committed", exit_status=0)
+    st, hs = os.lstat(os.path.join(ws, "x")), os.lstat(h)
+    check(st.st_ino != hs.st_ino, "the commit hard-linked the host file %s into the workspace" % h)
+    check(hs.st_nlink == 2, "the host file's link count changed to %d" % hs.st_nlink)
+    # as root the overlay uses trusted.overlay.*: this one is the command's data
+    check(os.getxattr(os.path.join(ws, "x"), "user.overlay.origin"),
+          "the user.overlay.origin the command set was not committed as a user xattr")
+
+
+@test("trust/forged-user-overlay-opaque-and-whiteout-delete-nothing")
+def forged_opaque(ctx):
+    ws = small_ws(ctx)
+    with open(os.path.join(ws, "victim.txt"), "w") as f:
+        f.write("committed earlier\n")
+    script = ("import os\n"
+              "os.setxattr('sub', 'user.overlay.opaque', b'y')\n"
+              "open('victim.txt', 'w').close()\n"
+              "os.setxattr('victim.txt', 'user.overlay.whiteout', b'y')\n")
+    res = ctx.run_json(ws, ["python3", "-c", script])
+    if ctx.privileged:
+        res.expect(outcome="committed", exit_status=0)
+    for p in ("sub/inner.txt", "sub/deeper", "victim.txt"):
+        check(os.path.lexists(os.path.join(ws, p)), "%s was deleted by the commit (json: %s)" %
+              (p, res.json.get("changes")))
+    kinds = {c["path"]: c["kind"] for c in res.json.get("changes", [])}
+    check("sub/inner.txt" not in kinds and kinds.get("victim.txt") != "deleted",
+          "the change list reports deletions: %r" % kinds)
+    if ctx.privileged:
+        check(os.getxattr(os.path.join(ws, "sub"), "user.overlay.opaque") == b"y",
+              "user.overlay.opaque was not committed as the command's xattr")
+
+
+def _linked_out(ctx):
+    ws = small_ws(ctx)
+    h = _outside_pair(ctx, ws, b"shared object\n")
+    os.link(h, os.path.join(ws, "obj"))  # like `git clone` of a local repository
+    os.link(h, os.path.join(ws, "obj2"))  # a second name inside
+    return ws, h
+
+
+@test("links/outside-name-content-not-rewritten")
+def outside_content(ctx):
+    ws, h = _linked_out(ctx)
+    res = ctx.run_json(ws, "echo more >> obj")
+    res.expect(outcome="committed", exit_status=0)
+    with open(h, "rb") as f:
+        check(f.read() == b"shared object\n", "the file outside the workspace was rewritten")
+    with open(os.path.join(ws, "obj"), "rb") as f:
+        check(f.read() == b"shared object\nmore\n", "the change is missing in the workspace")
+    check(os.lstat(os.path.join(ws, "obj")).st_ino != os.lstat(h).st_ino, "obj is still the outside inode")
+    notes = [c for c in res.json.get("changes", []) if c["path"] == "obj" and c.get("note")]
+    check(notes, "the result does not say obj was split from its outside links: %r" % res.json.get("changes"))
+
+
+@test("links/outside-name-mode-not-changed")
+def outside_mode(ctx):
+    ws, h = _linked_out(ctx)
+    res = ctx.run_json(ws, "chmod 600 obj")
+    res.expect(outcome="committed", exit_status=0)
+    check(stat.S_IMODE(os.lstat(h).st_mode) == 0o644, "the mode of the file outside the workspace changed to %o"
+          % stat.S_IMODE(os.lstat(h).st_mode))
+    check(stat.S_IMODE(os.lstat(os.path.join(ws, "obj")).st_mode) == 0o600, "chmod not committed")
+
+
+@test("links/inside-group-stays-one-inode")
+def inside_group(ctx):
+    ws = small_ws(ctx)
+    a = os.path.join(ws, "a")
+    with open(a, "w") as f:
+        f.write("one\n")
+    os.link(a, os.path.join(ws, "sub", "b"))
+    res = ctx.run_json(ws, "echo two >> a && chmod 640 a")
+    res.expect(outcome="committed", exit_status=0)
+    sa, sb = os.lstat(a), os.lstat(os.path.join(ws, "sub", "b"))
+    with open(os.path.join(ws, "sub", "b")) as f:
+        got = f.read()
+    if ctx.privileged:  # index=on finds the group; without it a copy-up is a new file (ARCHITECTURE.md)
+        check(sa.st_ino == sb.st_ino and sa.st_nlink == 2, "the hard-link group was split")
+        check(got == "one\ntwo\n", "the other name does not show the change: %r" % got)
+    check(stat.S_IMODE(sa.st_mode) == 0o640, "chmod not committed")
+
+
+@test("timeout/sparse-4tib-chmod-commits-quickly")
+def sparse_chmod(ctx):
+    ws = small_ws(ctx)
+    big = os.path.join(ws, "big")
+    with open(big, "wb") as f:
+        try:
+            f.truncate(4 << 40)
+        except OSError as e:
+            from harness import Skip
+            raise Skip("no 4 TiB sparse file here: %s" % e)
+        f.seek(1 << 30)
+        f.write(b"data in the middle")
+    t0 = time.monotonic()
+    res = ctx.run_json(ws, "chmod 600 big", extra=["--timeout", "60"], timeout=120)
+    took = time.monotonic() - t0
+    res.expect(outcome="committed", exit_status=0)
+    check(stat.S_IMODE(os.lstat(big).st_mode) == 0o600, "chmod not committed")
+    check(took < 30, "committing a chmod of a sparse file took %.1f s" % took)
+
+
+@test("trust/workspace-root-owner-and-mode-not-published")
+def root_meta(ctx):
+    ws = small_ws(ctx)
+    os.chmod(ws, 0o755)
+    before = os.lstat(ws)
+    chown = " && chown 4321:4321 ." if ctx.privileged else ""
+    res = ctx.run_json(ws, "chmod 700 .%s && echo x > new" % chown)
+    res.expect(outcome="committed", exit_status=0)
+    after = os.lstat(ws)
+    check((after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) ==
+          (before.st_uid, before.st_gid, 0o755),
+          "the workspace root became %d:%d %o" % (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)))
+    check(os.path.exists(os.path.join(ws, "new")), "the rest of the commit is missing")
+    notes = [c for c in res.json.get("changes", []) if c["path"] == "." and c.get("note")]
+    check(notes, "the result does not say the root's owner/mode were not published: %r" %
+          res.json.get("changes"))
+
+
+@test("timeout/waiting-for-the-workspace-lock-is-bounded")
+def lock_wait(ctx):
+    import fcntl
+    ws = small_ws(ctx)
+    ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
+    fd = os.open(os.path.join(ws, ".txbox", "lock"), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another transaction "committing" forever
+        t0 = time.monotonic()
+        res = ctx.run_json(ws, "echo x > new", extra=["--timeout", "3"], timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        os.close(fd)
+    res.expect(outcome="rolled_back", exit_status=124, rollback_reason="timeout")
+    check(took < 20, "txbox waited %.1f s for the lock with --timeout 3" % took)
+    check(not os.path.exists(os.path.join(ws, "new")), "something was published")
+    check("lock" in (res.json.get("error") or ""), "no message about the lock: %r" % res.json.get("error"))
