@@ -388,6 +388,11 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 	bool have_w = wfd >= 0 && fstatat(wfd, name, &wst, AT_SYMLINK_NOFOLLOW) == 0;
 	if (wfd >= 0 && !have_w && errno != ENOENT)
 		return txbox_fail_errno(w->err, -errno, "stat of workspace entry %s", rel);
+	if (w->o->reserved_name && !strcmp(name, w->o->reserved_name))
+		return txbox_fail(w->err, -EPERM,
+				  "%s: the command created or changed an entry named %s, the name of txbox's "
+				  "state directory; such entries are never committed",
+				  rel, w->o->reserved_name);
 	_cleanup_free_ char *path = strdup(rel);
 	if (!path)
 		return txbox_fail(w->err, -ENOMEM, "out of memory");
@@ -755,7 +760,10 @@ int plan_build(int ws_fd, int upper_fd, const plan_opts *o, plan *out, txbox_err
 	memset(out, 0, sizeof *out);
 	out->userxattr = o->userxattr;
 	walk w = {.p = out, .o = o, .err = err, .ws_root = ws_fd, .upper_root = upper_fd,
-		  .po = {.strip_setuid = o->strip_setuid, .userxattr = o->userxattr, .defer_links = true}};
+		  .po = {.strip_setuid = o->strip_setuid,
+			 .userxattr = o->userxattr,
+			 .defer_links = true,
+			 .reserved_name = o->reserved_name}};
 	int r = walk_dir(&w, upper_fd, ws_fd, "", 0);
 	if (r == 0)
 		r = plan_finish(&w, ws_fd, upper_fd);

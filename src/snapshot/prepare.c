@@ -80,6 +80,11 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 		return txbox_fail(err, -EPERM, "refusing to commit the device node %s", relpath);
 	if (S_ISSOCK(st->st_mode))
 		return txbox_fail(err, -EPERM, "refusing to commit the socket %s", relpath);
+	if (po->reserved_name && !strcmp(name, po->reserved_name))
+		return txbox_fail(err, -EPERM,
+				  "%s: the command created an entry named %s, the name of txbox's state "
+				  "directory; such entries are never committed",
+				  relpath, po->reserved_name);
 	char p[PATH_MAX];
 	prepare_xattr_path(dirfd, name, p, sizeof p);
 	_cleanup_free_ char *list = NULL;

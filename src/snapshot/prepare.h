@@ -22,6 +22,7 @@ typedef struct prepare_opts {
 	bool defer_links;   /* leave the overlay xattrs of hard-linked files (nlink > 1): another
 			     * name of the same inode may still need its overlay.origin */
 	bool deferred;      /* out: something was left for a final pass */
+	const char *reserved_name; /* refused at any depth (plan_opts.reserved_name) */
 } prepare_opts;
 
 /* One entry: refuse devices/sockets, strip overlay xattrs (and setuid). */

@@ -84,6 +84,10 @@ typedef struct plan {
 
 typedef struct plan_opts {
 	const char *skip_root_name; /* the state dir name at the root, never committed */
+	/* A name no command may create or change at any depth (txbox's state
+	 * dir name): a committed `sub/.txbox` would be read back as a state dir
+	 * by a later txbox run from `sub`, or from a --state-dir workspace. */
+	const char *reserved_name;
 	bool strip_setuid;          /* drop setuid/setgid bits and security.capability */
 	/* The upper root's owner and mode when the layer was made (layer.c's
 	 * layers/<n>/root); a value still equal to it is no change. NULL: none. */

@@ -141,6 +141,7 @@ int tx_commit_by(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns
 	plan_opts po = {
 		.root_initial = &lr.initial,
 		.skip_root_name = s->state_inside ? TX_STATE_DIR_NAME : NULL,
+		.reserved_name = TX_STATE_DIR_NAME,
 		.strip_setuid = strip_setuid,
 		.userxattr = lr.userxattr,
 		.deadline_ns = deadline_ns,

@@ -412,3 +412,31 @@ def ws_nested_cwd(ctx):
           "the changes did not reach the enclosing workspace")
     check(not os.path.lexists(os.path.join(ws, "sub", ".txbox")) and
           not os.path.lexists(os.path.join(sub, ".txbox")), "a nested state dir was made")
+
+
+@test("state/command-never-commits-a-state-dir-name")
+def state_name_never_committed(ctx):
+    """A `.txbox` a command makes anywhere in the workspace would be read back
+    as a state dir by a later run from that directory (or by a run without
+    --state-dir): the commit refuses it, whether it is new, inside a new
+    directory, or inside an existing one, and whatever it holds."""
+    ws = small_ws(ctx)
+    ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
+    os.mkdir(os.path.join(ws, "old"))
+    allow = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "security", "allow-all.yaml")
+    for script in ("mkdir -p new/.txbox/tx && echo 'applying 1' > new/.txbox/tx/state",
+                   "mkdir old/.txbox && echo x > old/.txbox/lock",
+                   "mkdir -p old/a/b && cp -r old/a old/c && mkdir old/c/.txbox"):
+        r = ctx.run_json(ws, script, extra=["--policy", allow])
+        check(r.jget("outcome", None) != "committed", "committed %r" % script)
+        check(".txbox" in (r.jget("error", "") or "") + r.err.decode("utf-8", "replace"),
+              "the refusal does not name .txbox: %r" % r.err[-300:])
+    found = [os.path.join(d, n) for d, dirs, _ in os.walk(ws) for n in dirs
+             if n == ".txbox" and d != ws]
+    check(not found, "a nested state dir was committed: %s" % found)
+    check(not os.path.lexists(os.path.join(ws, "new")), "the refused transaction published new/")
+    # With the state dir elsewhere, a root-level .txbox is the command's too.
+    sd = ctx.mkdtemp("statedir-elsewhere")
+    r = ctx.run_json(ws, "mkdir .txbox2 && mkdir sub2 && mkdir sub2/.txbox",
+                     extra=["--policy", allow, "--state-dir", os.path.join(sd, "st")])
+    check(r.jget("outcome", None) != "committed", "committed sub2/.txbox with --state-dir elsewhere")
