@@ -86,6 +86,18 @@ enum builtin_check {
 	BUILTIN_NON_ASCII_COMMAND = 1u << 1, /* command name with non-ASCII (look-alike) characters */
 };
 
+/* Where a rule's harm lands, for deciding whether a word that cannot be
+ * resolved is a reason to hold (`effect:` of a rule; one string table in
+ * load.c). */
+typedef enum rule_effect {
+	EFFECT_HOST = 0,  /* outside the workspace on this machine: the sandbox contains it */
+	EFFECT_WORKSPACE, /* in the workspace, which is committed */
+	EFFECT_REMOTE,    /* through the network or a host socket */
+	EFFECT_COUNT,
+} rule_effect;
+
+const char *rule_effect_name(rule_effect e);
+
 typedef struct rule_match {
 	strlist command, command_not;
 	strlist *subcommands; /* alternatives, each a word sequence */
@@ -101,6 +113,7 @@ typedef struct rule_match {
 	strlist text; /* globs on the whole command line text (icase applies) */
 	int unresolved; /* -1: not set */
 	unsigned builtins;
+	rule_effect effect;
 } rule_match;
 
 typedef struct rule {
@@ -224,7 +237,8 @@ typedef struct match_ctx {
 
 typedef struct match_result {
 	bool matched;
-	bool unknown_only; /* a path condition held only through unknown paths */
+	bool unknown_only; /* a condition held only through words that cannot be resolved */
+	const char *unknown_word; /* the first such word (in the command view), or NULL */
 	char *detail;      /* malloc'd: the offending word / path, or NULL */
 } match_result;
 

@@ -193,6 +193,28 @@ static int get_decision(lctx *L, const ynode *n, const char *what, bool allow_ok
 	return 0;
 }
 
+static const char *const effect_names[EFFECT_COUNT] = {
+	[EFFECT_HOST] = "host",
+	[EFFECT_WORKSPACE] = "workspace",
+	[EFFECT_REMOTE] = "remote",
+};
+
+const char *rule_effect_name(rule_effect e) { return e < EFFECT_COUNT ? effect_names[e] : "?"; }
+
+static int get_effect(lctx *L, const ynode *n, rule_effect *out)
+{
+	const char *s;
+	int r = get_string(L, n, "effect", &s);
+	if (r < 0)
+		return r;
+	for (size_t e = 0; e < EFFECT_COUNT; e++)
+		if (!strcmp(s, effect_names[e])) {
+			*out = (rule_effect)e;
+			return 0;
+		}
+	return bad(L, n, "effect must be host, workspace or remote, not '%s'", s);
+}
+
 /* ---- lists ----------------------------------------------------------------- */
 
 typedef int (*item_check)(lctx *L, const ynode *n, const char *what, const char *s);
@@ -548,8 +570,10 @@ static int parse_rule(lctx *L, const ynode *n, policy *p, rule *ru)
 		} else if (!strcmp(k->value, "match")) {
 			match = v;
 			r = parse_match(L, v, &ru->m);
+		} else if (!strcmp(k->value, "effect")) {
+			r = get_effect(L, v, &ru->m.effect);
 		} else {
-			r = unknown_key(L, k, "a rule", "id, decision, reason, suggestion, match");
+			r = unknown_key(L, k, "a rule", "id, decision, reason, suggestion, effect, match");
 		}
 	}
 	if (r < 0)

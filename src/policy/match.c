@@ -2,11 +2,15 @@
  * hold (AND); inside one list any item may hold (OR), except `flags` and
  * `*_all` lists, where every item must.
  *
- * Path conditions are fail-closed: a word that cannot be resolved statically
- * is "unknown". For hold/deny rules that name commands, and in conditions
- * that list the class `unknown`, an unknown path satisfies the condition:
- * the rule fires, capped at the policy's `unresolved:` decision. For allow
- * rules it never does, and every path must be in the listed classes. */
+ * A word that cannot be resolved statically is "unknown". It is a reason to
+ * hold only where the effect it could have escapes the sandbox of this run
+ * (the workspace, which is committed; the network when granted; anything
+ * when a host socket is allowed): then, for hold/deny rules that name
+ * commands, an unknown word satisfies the condition and the rule fires
+ * capped at the policy's `unresolved:` decision, reported as unresolved,
+ * never with the rule's own reason. A read-only host, masked secrets and
+ * no network contain every other effect. For allow rules an unknown word
+ * never satisfies a condition, and every path must be in the listed classes. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 
@@ -72,6 +76,35 @@ static bool path_glob_match(const pathcond *pc, const char *resolved, const char
 	return false;
 }
 
+/* Could an effect on an unknown path in condition pc leave the sandbox?
+ * Only through a class this run lets the command change: the workspace (it
+ * is committed), a network socket or any path (`unknown`) when the network
+ * is granted; anything when a daemon behind a host socket acts for it. */
+static bool unknown_path_escapes(const pathcond *pc, const policy_ctx *ctx)
+{
+	unsigned reach = PC_INSIDE | PC_WORKSPACE;
+	if (ctx->host_sockets)
+		return true;
+	if (ctx->network)
+		reach |= PC_NETWORK | PC_UNKNOWN;
+	return (pc->classes & reach) != 0;
+}
+
+/* The same for a rule's content conditions (flags, operands, words). */
+static bool unknown_word_escapes(rule_effect e, const policy_ctx *ctx)
+{
+	switch (e) {
+	case EFFECT_WORKSPACE:
+		return true;
+	case EFFECT_REMOTE:
+		return ctx->network || ctx->host_sockets;
+	case EFFECT_HOST:
+	case EFFECT_COUNT:
+		break;
+	}
+	return ctx->host_sockets;
+}
+
 enum pstate { P_NONE = 0, P_UNKNOWN = 1, P_DEFINITE = 2 };
 
 typedef struct pcheck {
@@ -84,6 +117,7 @@ typedef struct pcheck {
 	bool all_ok;   /* universal (allow): every candidate matched */
 	size_t seen;
 	char *detail;
+	const char *unk_word; /* the unknown word that satisfied it */
 	bool oom;
 } pcheck;
 
@@ -102,6 +136,7 @@ static void pcheck_word(pcheck *pk, const char *word, bool unknown)
 		}
 		if (pk->unknown_ok && pk->state < P_UNKNOWN) {
 			pk->state = P_UNKNOWN;
+			pk->unk_word = word;
 			free(pk->detail);
 			if (asprintf(&pk->detail, "%s: cannot be resolved statically", word) < 0) {
 				pk->detail = NULL;
@@ -140,13 +175,14 @@ static void pcheck_init(pcheck *pk, const pathcond *pc, bool allow, bool unknown
 	memset(pk, 0, sizeof(*pk));
 	pk->pc = pc;
 	pk->allow = allow;
-	pk->unknown_ok = unknown_ok || (pc->classes & PC_UNKNOWN);
+	pk->unknown_ok = (unknown_ok || (pc->classes & PC_UNKNOWN)) && unknown_path_escapes(pc, ctx);
 	pk->ctx = ctx;
 	pk->all_ok = true;
 }
 
 typedef struct mstate {
 	bool unknown_used;
+	const char *unk_word;
 	char *detail;
 	bool oom;
 } mstate;
@@ -161,8 +197,10 @@ static bool take_pcheck(mstate *ms, pcheck *pk)
 		free(pk->detail);
 		return false;
 	}
-	if (st == P_UNKNOWN)
+	if (st == P_UNKNOWN && !ms->unknown_used) {
 		ms->unknown_used = true;
+		ms->unk_word = pk->unk_word;
+	}
 	if (!ms->detail || st == P_DEFINITE) {
 		free(ms->detail);
 		ms->detail = pk->detail;
@@ -222,6 +260,10 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	if (m->via.n && !glob_any(&m->via, cmd->via ? cmd->via : "", 0))
 		return 0;
 
+	/* A dynamic word could be any subcommand, flag or operand: for hold/deny
+	 * rules about specific commands whose effect would escape, it satisfies
+	 * those conditions (the decision is then capped like for unknown paths). */
+	bool unk_content = !allow && m->command.n && unknown_word_escapes(m->effect, mc->ctx);
 	size_t sub = 0;
 	if (m->nsubcommands) {
 		bool ok = false;
@@ -231,7 +273,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 				continue;
 			bool all = true, unk = false;
 			for (size_t k = 0; k < alt->n && all; k++) {
-				if (v->pos_unknown[k] && !allow)
+				if (v->pos_unknown[k] && unk_content)
 					unk = true;
 				else if (v->pos_unknown[k] || !glob_one(alt->v[k], word_at(v, k), 0))
 					all = false;
@@ -239,22 +281,24 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			if (all) {
 				ok = true;
 				sub = alt->n;
-				if (unk)
-					ms.unknown_used = true;
+				for (size_t k = 0; unk && k < alt->n && !ms.unk_word; k++)
+					if (v->pos_unknown[k])
+						ms.unk_word = word_at(v, k);
+				ms.unknown_used = ms.unknown_used || unk;
 			}
 		}
 		if (!ok)
 			return 0;
 	}
 
-	/* A dynamic word could be any flag or operand: for hold/deny rules about
-	 * specific commands it satisfies flag, operand and word conditions (the
-	 * decision is then capped like for unknown paths). */
 	bool unk_words = false, unk_ops = false;
-	if (!allow && m->command.n) {
+	const char *first_unk = NULL;
+	if (unk_content) {
 		for (size_t k = v->start + 1; k < v->nwords; k++)
-			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0)
+			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0) {
 				unk_words = true;
+				first_unk = first_unk ? first_unk : v->words[k];
+			}
 		for (size_t k = sub; k < v->npositional; k++)
 			if (v->pos_unknown[k] && !is_implicit_word(v, k))
 				unk_ops = true;
@@ -265,6 +309,8 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			if (!(unk))              \
 				goto no;         \
 			ms.unknown_used = true;  \
+			if (!ms.unk_word)        \
+				ms.unk_word = first_unk; \
 		}                                \
 	} while (0)
 
@@ -389,6 +435,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		goto oom;
 	res->matched = true;
 	res->unknown_only = ms.unknown_used;
+	res->unknown_word = ms.unk_word;
 	res->detail = ms.detail;
 	return 0;
 no:

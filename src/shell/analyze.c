@@ -125,7 +125,9 @@ int sh_emit(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
 		if (!c->argv[i])
 			goto nomem;
 		c->argc = i + 1;
-		c->word_unresolved[i] = argv[i].unres || argv[i].lookalike;
+		/* a look-alike argument is matched as its folded text (what it
+		 * pretends to be); only the command name's look-alikes are flagged */
+		c->word_unresolved[i] = argv[i].unres || (i == 0 && argv[i].lookalike);
 	}
 	size_t nr = 0;
 	for (size_t i = 0; i < nredirs; i++)
