@@ -161,7 +161,36 @@ oom:
 	return -ENOMEM;
 }
 
+static bool has_one_flag(const cmdview *v, const char *spec, bool abbrev);
+
+bool spelling_next(const char **p, char *buf, size_t size)
+{
+	while (**p) {
+		size_t len = strcspn(*p, "|");
+		bool fits = len < size;
+		if (fits) {
+			memcpy(buf, *p, len);
+			buf[len] = '\0';
+		}
+		*p += len + ((*p)[len] == '|');
+		if (fits)
+			return true;
+	}
+	return false;
+}
+
 bool cmdview_has_flag(const cmdview *v, const char *spec, bool abbrev)
+{
+	char one[256];
+	if (!strchr(spec, '|'))
+		return has_one_flag(v, spec, abbrev);
+	while (spelling_next(&spec, one, sizeof(one)))
+		if (has_one_flag(v, one, abbrev))
+			return true;
+	return false;
+}
+
+static bool has_one_flag(const cmdview *v, const char *spec, bool abbrev)
 {
 	size_t slen = strlen(spec);
 	if (strcmp(spec, "--") == 0)
@@ -181,8 +210,10 @@ bool cmdview_has_flag(const cmdview *v, const char *spec, bool abbrev)
 		size_t wlen = strcspn(wn, "=");
 		if (wlen == nlen && strncmp(wn, name, nlen) == 0)
 			return true;
+		/* an abbreviation, unless it ends where a hyphenated part of the
+		 * name does: --export is an option of its own, not --export-secret-keys */
 		if (abbrev && wlong && spec[1] == '-' && wlen >= 1 && wlen < nlen &&
-		    strncmp(wn, name, wlen) == 0)
+		    strncmp(wn, name, wlen) == 0 && name[wlen] != '-')
 			return true;
 	}
 	return false;

@@ -211,10 +211,13 @@ struct cmdview {
 
 int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd);
 void cmdview_free(cmdview *v);
-/* Is the flag spec present: "-x" (short, any grouping), "--long" (exact,
+/* Is the flag spec (or one of its spellings) present: "-x" (short, any grouping), "--long" (exact,
  * `--long=`, or an abbreviation if abbrev), "-word" (find/terraform style: exact,
  * `-word=`, `--word`), "--" (end of options). */
 bool cmdview_has_flag(const cmdview *v, const char *spec, bool abbrev);
+/* Spellings of one flag or option separated by '|' ("-f|--force"): copies
+ * the next one at *p into buf and moves *p on; false at the end. */
+bool spelling_next(const char **p, char *buf, size_t size);
 /* Value of option key in the command: `key=VAL` (dd style), `--long=VAL`,
  * `--long VAL`, `-xVAL`, `-x VAL`. Iterates with *pos (start at 1). */
 const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos, bool *unknown);

@@ -244,13 +244,20 @@ static int check_glob(lctx *L, const ynode *n, const char *what, const char *s)
 	return 0;
 }
 
+/* A flag, or spellings of one flag separated by '|' ("-f|--force"). */
 static int check_flag(lctx *L, const ynode *n, const char *what, const char *s)
 {
-	if (s[0] != '-' || !s[1] || strpbrk(s, " \t\n=") || (s[1] == '-' && s[2] == '-'))
-		return bad(L, n,
-			   "%s: bad flag '%s' (expected -x, --long, -word or --, without '=' or spaces)",
-			   what, s);
-	return 0;
+	for (const char *p = s;; p++) {
+		size_t len = strcspn(p, "|");
+		if (p[0] != '-' || len < 2 || strcspn(p, " \t\n=") < len || (p[1] == '-' && p[2] == '-'))
+			return bad(L, n,
+				   "%s: bad flag '%s' (expected -x, --long, -word or --, without '=' "
+				   "or spaces; spellings of one flag separated by '|')",
+				   what, s);
+		p += len;
+		if (!*p)
+			return 0;
+	}
 }
 
 static int check_name(lctx *L, const ynode *n, const char *what, const char *s)
@@ -437,8 +444,10 @@ static int parse_options(lctx *L, const ynode *n, rule_match *m)
 		return oom(L);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
 		const ynode *k = n->items[i];
+		size_t kl = strlen(k->value);
 		if (!*k->value || strpbrk(k->value, " \t=") || !strcmp(k->value, "-") ||
-		    !strcmp(k->value, "--"))
+		    !strcmp(k->value, "--") || strstr(k->value, "||") || k->value[0] == '|' ||
+		    k->value[kl - 1] == '|')
 			return bad(L, k, "match.options: bad option name '%s'", k->value);
 		optpath *o = &m->options[m->noptions++];
 		o->key = arena_strdup(L->mem, k->value);

@@ -237,6 +237,19 @@ static void implicit_operands(pcheck *pk, const cmdview *v)
 	pk->contents = false;
 }
 
+/* Values of an option given as spellings separated by '|' ("-o|--output"). */
+static void option_values(pcheck *pk, const cmdview *v, const char *keys)
+{
+	char key[256];
+	while (spelling_next(&keys, key, sizeof(key))) {
+		size_t pos = 0;
+		bool unk = false;
+		const char *val;
+		while ((val = cmdview_option_value(v, key, &pos, &unk)))
+			pcheck_word(pk, val, unk);
+	}
+}
+
 int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 {
 	const cmdview *v = &mc->views[mc->self];
@@ -403,14 +416,14 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		if (!take_pcheck(&ms, &pk))
 			goto no;
 	}
-	for (size_t o = 0; o < m->noptions; o++) {
-		pcheck_init(&pk, &m->options[o].cond, allow, unk_paths, mc->ctx);
-		size_t pos = 0;
-		bool unk = false;
-		const char *val;
-		while ((val = cmdview_option_value(v, m->options[o].key, &pos, &unk)))
-			pcheck_word(&pk, val, unk);
-		if (!take_pcheck(&ms, &pk))
+	if (m->noptions) { /* any option (of its spellings) with a value in its classes */
+		bool any = false;
+		for (size_t o = 0; o < m->noptions; o++) {
+			pcheck_init(&pk, &m->options[o].cond, allow, unk_paths, mc->ctx);
+			option_values(&pk, v, m->options[o].key);
+			any = take_pcheck(&ms, &pk) || any;
+		}
+		if (!any)
 			goto no;
 	}
 	if (m->redirects.set || m->reads.set) {

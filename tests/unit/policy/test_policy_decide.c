@@ -90,6 +90,38 @@ static void test_flags_grouping(void **state)
 	policy_free(p);
 }
 
+/* A flag or option written once with its spellings ('|') matches every
+ * spelling, grouping and abbreviation; of several options any may hold. */
+static void test_spellings(void **state)
+{
+	(void)state;
+	static const char t[] =
+		"version: 1\nrules:\n"
+		"  - {id: br, decision: hold, reason: force-deletes, match: {command: git, subcommand: branch,\n"
+		"     flags: [\"-d|--delete\", \"-f|--force\"]}}\n"
+		"  - {id: gpg, decision: deny, reason: exports keys, match: {command: gpg, flags_any: [--export-secret-keys]}}\n"
+		"  - {id: cp-t, decision: deny, reason: into system, match: {command: cp,\n"
+		"     options: {\"-t|--target-directory\": [system], of: [system]}}}\n";
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	if (policy_load_buffer("t", t, strlen(t), &p, &err) < 0)
+		fail_msg("%s", err.message);
+	const char *held[] = {"git branch -df x", "git branch -fd x", "git branch -d -f x",
+			      "git branch --delete --force x", "git branch --del --forc x",
+			      "git branch -d --force x"};
+	for (size_t i = 0; i < sizeof(held) / sizeof(*held); i++)
+		EXPECT(p, held[i], POLICY_HOLD, "br");
+	EXPECT(p, "git branch -d x", POLICY_ALLOW, "default");
+	EXPECT(p, "git branch -f x HEAD", POLICY_ALLOW, "default");
+	EXPECT(p, "gpg --export-sec KEY", POLICY_DENY, "gpg");
+	/* --export is an option of its own, not an abbreviation */
+	EXPECT(p, "gpg --export KEY", POLICY_ALLOW, "default");
+	EXPECT(p, "cp -t /etc x", POLICY_DENY, "cp-t");
+	EXPECT(p, "cp --target-directory=/etc x", POLICY_DENY, "cp-t");
+	EXPECT(p, "cp -t sub x", POLICY_ALLOW, "default");
+	policy_free(p);
+}
+
 static void test_paths(void **state)
 {
 	(void)state;
@@ -277,6 +309,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flags_grouping),
+		cmocka_unit_test(test_spellings),
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_combining),
 		cmocka_unit_test(test_lookalikes_and_defaults),
