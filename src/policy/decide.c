@@ -243,7 +243,10 @@ static int offer_unknown(line_state *ls, const policy *p, const policy_ctx *ctx,
 			 const shell_cmd *cmd, const rule *hit, const match_result *res)
 {
 	_cleanup_free_ char *shown = show_cmd(cmd);
-	_cleanup_free_ char *word = show_text(res->unknown_word ? res->unknown_word : "a word");
+	const char *w = res->unknown_word ? res->unknown_word : "a word";
+	if (strcmp(w, "\u2026") == 0 || strstr(w, "{}"))
+		w = "what it is fed (xargs, find -exec)";
+	_cleanup_free_ char *word = show_text(w);
 	char *reason = NULL;
 	if (!shown || !word ||
 	    asprintf(&reason,

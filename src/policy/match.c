@@ -250,6 +250,20 @@ static void option_values(pcheck *pk, const cmdview *v, const char *keys)
 	}
 }
 
+/* Does some operand match one of globs: its own, or for operands fed by
+ * xargs / find -exec, the start paths of the find that feeds them. */
+static bool operand_glob(const cmdview *v, size_t sub, const strlist *globs, int fl)
+{
+	for (size_t k = sub; k < v->npositional; k++)
+		if (!v->pos_unknown[k] && glob_any(globs, word_at(v, k), fl))
+			return true;
+	const cmdview *src = v->implicit_unknown_operand ? v->operand_source : NULL;
+	for (size_t k = 0; src && k < src->npositional; k++)
+		if (!src->pos_unknown[k] && glob_any(globs, word_at(src, k), fl))
+			return true;
+	return false;
+}
+
 int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 {
 	const cmdview *v = &mc->views[mc->self];
@@ -315,6 +329,12 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		for (size_t k = sub; k < v->npositional; k++)
 			if (v->pos_unknown[k] && !is_implicit_word(v, k))
 				unk_ops = true;
+		/* what xargs reads could be any operand or flag */
+		const cmdview *src = v->operand_source;
+		if (v->implicit_unknown_operand && (!src || src->npositional == 0)) {
+			unk_ops = unk_words = true;
+			first_unk = first_unk ? first_unk : "\u2026";
+		}
 	}
 #define NEED(cond, unk)                          \
 	do {                                     \
@@ -345,17 +365,12 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	if (m->nargs_max >= 0 && nops > (size_t)m->nargs_max)
 		goto no;
 
-	if (m->args.n) {
-		bool any = false;
-		for (size_t k = sub; k < v->npositional && !any; k++)
-			any = !v->pos_unknown[k] && glob_any(&m->args, word_at(v, k), fl);
-		NEED(any, unk_ops);
-	}
+	if (m->args.n)
+		NEED(operand_glob(v, sub, &m->args, fl), unk_ops);
 	for (size_t i = 0; i < m->args_all.n; i++) {
-		bool any = false;
-		for (size_t k = sub; k < v->npositional && !any; k++)
-			any = !v->pos_unknown[k] && fnmatch(m->args_all.v[i], word_at(v, k), fl) == 0;
-		NEED(any, unk_ops);
+		char *one[] = {m->args_all.v[i], NULL};
+		strlist l = {one, 1, 1};
+		NEED(operand_glob(v, sub, &l, fl), unk_ops);
 	}
 	if (m->words.n) {
 		bool any = false;

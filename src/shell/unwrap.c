@@ -782,6 +782,142 @@ static bool git_runs_shell(const char *key)
 	       (n > 4 && strcmp(key + n - 4, ".cmd") == 0);
 }
 
+/* A git setting KEY=VAL (from -c or `git config KEY VAL`) whose value runs:
+ * an alias (`!cmd` is shell text, anything else a git command line), or a
+ * key naming a command. key is lower case. */
+static int git_setting(struct uw *u, const char *key, const struct sh_field *val, const char *via)
+{
+	bool alias = starts_with(key, "alias.");
+	if (!alias && !git_runs_shell(key))
+		return 0;
+	if (val->unres || val->lookalike) {
+		markf(u, "%s %s: value is not static", via, key);
+		return 0;
+	}
+	const char *v = val->text;
+	if (v[0] == '!' || !alias)
+		return reparse(u, v[0] == '!' ? v + 1 : v, via);
+	struct sbuf b = {0};
+	sbuf_puts(&b, "git ");
+	sbuf_puts(&b, v);
+	int rc = b.oom ? txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory") : reparse(u, b.s, via);
+	sbuf_free(&b);
+	return rc;
+}
+
+static void lower_key(char *key, size_t size, const char *s, size_t len)
+{
+	if (len >= size)
+		len = size - 1;
+	for (size_t k = 0; k < len; k++)
+		key[k] = (char)(s[k] >= 'A' && s[k] <= 'Z' ? s[k] + 32 : s[k]);
+	key[len] = '\0';
+}
+
+/* `git config [options] KEY VALUE` (also `config set`). */
+static int git_config(struct uw *u, size_t i)
+{
+	size_t k = i + 1, ops[3], nops = 0;
+	for (; k < u->n && nops < 3; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres && nops == 0) {
+			mark(u, "git config: the key is not static");
+			return 0;
+		}
+		if (!f->unres && f->text[0] == '-') {
+			if (fis(f, "-f") || fis(f, "--file") || fis(f, "--blob") || fis(f, "--type") ||
+			    fis(f, "--default") || fis(f, "--comment") || fis(f, "--value"))
+				k++;
+			continue;
+		}
+		if (nops == 0 && (fis(f, "set") || fis(f, "add")))
+			continue;
+		ops[nops++] = k;
+	}
+	if (nops < 2)
+		return 0;
+	char key[128];
+	lower_key(key, sizeof(key), u->v[ops[0]].text, strlen(u->v[ops[0]].text));
+	return git_setting(u, key, &u->v[ops[1]], "git config");
+}
+
+/* git difftool -x CMD runs CMD with the two files of each difference
+ * appended: the command is analysed with those operands ("$LOCAL" "$REMOTE",
+ * which git also exports), so rules see what it does to them. */
+static int difftool_cmd(struct uw *u, size_t k)
+{
+	const struct sh_field *f = &u->v[k];
+	const char *t = NULL;
+	bool unres = false;
+	if ((fis(f, "-x") || fis(f, "--extcmd")) && k + 1 < u->n) {
+		t = u->v[k + 1].text;
+		unres = u->v[k + 1].unres || u->v[k + 1].lookalike;
+	} else if (starts_with(f->text, "--extcmd=")) {
+		t = f->text + 9;
+	} else if (f->text[1] == 'x') {
+		t = f->text + 2;
+	}
+	if (!t)
+		return 0;
+	if (unres) {
+		mark(u, "git difftool -x: command is not static");
+		return 0;
+	}
+	struct sbuf b = {0};
+	sbuf_puts(&b, t);
+	sbuf_puts(&b, " \"$LOCAL\" \"$REMOTE\"");
+	int rc = b.oom ? txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory")
+		       : reparse(u, b.s, "git difftool -x");
+	sbuf_free(&b);
+	return rc;
+}
+
+/* Options of git subcommands whose value is shell text. */
+static int git_command_options(struct uw *u, size_t i)
+{
+	static const struct {
+		const char *sub, *s, *l;
+	} opts[] = {
+		{"rebase", "-x", "--exec"},       {"mergetool", NULL, "--tool-cmd"}, {"send-email", NULL, "--sendmail-cmd"},
+		{"filter-branch", NULL, "--tree-filter"}, {"filter-branch", NULL, "--index-filter"},
+		{"filter-branch", NULL, "--msg-filter"}, {"filter-branch", NULL, "--commit-filter"},
+		{"filter-branch", NULL, "--env-filter"}, {"filter-branch", NULL, "--parent-filter"},
+		{"am", NULL, "--exec"},
+	};
+	const char *sub = u->v[i].text;
+	int rc = 0;
+	for (size_t k = i + 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres)
+			continue;
+		if (strcmp(sub, "difftool") == 0 && (fis(f, "-x") || fis(f, "--extcmd") ||
+						     starts_with(f->text, "--extcmd=") ||
+						     (starts_with(f->text, "-x") && f->text[2]))) {
+			rc = difftool_cmd(u, k);
+			continue;
+		}
+		for (size_t o = 0; o < ARRAY_SIZE(opts) && rc == 0; o++) {
+			if (strcmp(opts[o].sub, sub) != 0)
+				continue;
+			size_t ll = strlen(opts[o].l);
+			char via[64];
+			snprintf(via, sizeof(via), "git %s %s", sub, opts[o].l);
+			if (((opts[o].s && fis(f, opts[o].s)) || fis(f, opts[o].l)) && k + 1 < u->n) {
+				rc = shell_text(u, &u->v[k + 1], via);
+			} else if (strncmp(f->text, opts[o].l, ll) == 0 && f->text[ll] == '=') {
+				struct sh_field g = *f;
+				g.text = f->text + ll + 1;
+				rc = shell_text(u, &g, via);
+			} else if (opts[o].s && strncmp(f->text, opts[o].s, 2) == 0 && f->text[2]) {
+				struct sh_field g = *f; /* -xCMD */
+				g.text = f->text + 2;
+				rc = shell_text(u, &g, via);
+			}
+		}
+	}
+	return rc;
+}
+
 static int do_git(struct uw *u)
 {
 	size_t i = 1;
@@ -802,25 +938,15 @@ static int do_git(struct uw *u)
 				mark(u, "git -c: value is not static");
 			} else if (eq) {
 				char key[128];
-				size_t kl = (size_t)(eq - kv->text);
-				if (kl >= sizeof(key))
-					kl = sizeof(key) - 1;
-				for (size_t k = 0; k < kl; k++)
-					key[k] = (char)((kv->text[k] >= 'A' && kv->text[k] <= 'Z')
-								? kv->text[k] + 32
-								: kv->text[k]);
-				key[kl] = '\0';
-				const char *val = eq + 1;
-				if (starts_with(key, "alias.")) {
-					if (val[0] == '!')
-						rc = reparse(u, val + 1, "git alias");
-				} else if (strcmp(key, "core.hookspath") == 0 ||
-					   strcmp(key, "include.path") == 0 ||
-					   starts_with(key, "includeif.")) {
+				lower_key(key, sizeof(key), kv->text, (size_t)(eq - kv->text));
+				struct sh_field val = *kv;
+				val.text = (char *)eq + 1;
+				if (strcmp(key, "core.hookspath") == 0 || strcmp(key, "include.path") == 0 ||
+				    starts_with(key, "includeif."))
 					markf(u, "git -c %s: runs or loads code from elsewhere", key);
-				} else if (git_runs_shell(key)) {
-					rc = reparse(u, val[0] == '!' ? val + 1 : val, "git -c");
-				}
+				else
+					rc = git_setting(u, key, &val,
+							 starts_with(key, "alias.") ? "git alias" : "git -c");
 			}
 			i += 2;
 			continue;
@@ -838,6 +964,10 @@ static int do_git(struct uw *u)
 	const struct sh_field *sub = &u->v[i];
 	if (sub->unres)
 		return 0;
+	if (strcmp(sub->text, "config") == 0)
+		return git_config(u, i);
+	if ((rc = git_command_options(u, i)) < 0)
+		return rc;
 	if (strcmp(sub->text, "submodule") == 0 && i + 1 < u->n && fis(&u->v[i + 1], "foreach")) {
 		size_t k = i + 2;
 		while (k < u->n && !u->v[k].unres && u->v[k].text[0] == '-')
@@ -856,19 +986,6 @@ static int do_git(struct uw *u)
 			}
 			rc = b.s && !b.oom ? reparse(u, b.s, "git submodule foreach") : 0;
 			sbuf_free(&b);
-		}
-		return rc;
-	}
-	if (strcmp(sub->text, "rebase") == 0) {
-		for (size_t k = i + 1; k < u->n && rc == 0; k++) {
-			const struct sh_field *f = &u->v[k];
-			if ((fis(f, "-x") || fis(f, "--exec")) && k + 1 < u->n)
-				rc = shell_text(u, &u->v[++k], "git rebase --exec");
-			else if (!f->unres && starts_with(f->text, "--exec=")) {
-				struct sh_field g = *f;
-				g.text = f->text + 7;
-				rc = shell_text(u, &g, "git rebase --exec");
-			}
 		}
 		return rc;
 	}

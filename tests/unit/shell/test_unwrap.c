@@ -178,6 +178,30 @@ static void test_git(void **state)
 	assert_cmd(a, "make", "git bisect run");
 	assert_false(a.unresolved);
 	shell_analysis_free(&a);
+	/* aliases of any kind run: a plain one is a git command line */
+	a = analyze_ok("git -c alias.x='checkout -- .' x; git config --global alias.co 'reset --hard'; "
+		       "git -c ALIAS.y='!make' y");
+	assert_cmd(a, "git checkout -- .", "git alias");
+	assert_cmd(a, "git reset --hard", "git config");
+	assert_cmd(a, "make", "git alias");
+	shell_analysis_free(&a);
+	/* settings naming a command, set with git config, and options of
+	 * subcommands whose value is a command */
+	a = analyze_ok("git config core.pager 'less -R'; git difftool -y -x 'rm -f' HEAD; "
+		       "git difftool --extcmd=meld; git filter-branch --tree-filter 'rm x' HEAD");
+	assert_cmd(a, "less -R", "git config");
+	assert_cmd(a, "rm -f $LOCAL $REMOTE", "git difftool -x");
+	assert_cmd(a, "meld $LOCAL $REMOTE", "git difftool -x");
+	assert_cmd(a, "rm x", "git filter-branch --tree-filter");
+	shell_analysis_free(&a);
+	/* a dynamic value is unresolved; other settings are plain data */
+	a = analyze_ok("git config alias.x \"$A\"");
+	assert_true(a.cmds[0].unresolved);
+	shell_analysis_free(&a);
+	a = analyze_ok("git config --global --add safe.directory \"$W\"; git config user.name x");
+	assert_false(a.cmds[0].unresolved);
+	assert_int_equal(a.ncmds, 2);
+	shell_analysis_free(&a);
 }
 
 static void test_awk_tar(void **state)
