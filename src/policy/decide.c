@@ -227,6 +227,29 @@ static bool line_has_fork_bomb(const char *text, size_t len, const cmdview *view
 	return false;
 }
 
+/* A command an option moved (env -C DIR, git -C DIR, …) resolves its
+ * relative paths there: under both hypotheses of the line's directory the
+ * moved one is the same when DIR is absolute; else unknown where the line's
+ * is, or DIR is not static. */
+static int cmd_moved_ctx(const shell_cmd *cmd, const policy_ctx *line, policy_ctx *out, char **moved)
+{
+	*moved = NULL;
+	if (!cmd->cwd && !cmd->cwd_unresolved)
+		return 0;
+	out->cwd_alt = NULL;
+	out->cwd = NULL;
+	if (cmd->cwd_unresolved || !cmd->cwd)
+		return 0;
+	bool absolute = cmd->cwd[0] == '/' || cmd->cwd[0] == '~';
+	if (!absolute && (!line->cwd || line->cwd_alt))
+		return 0;
+	*moved = path_resolve(cmd->cwd, absolute ? "/" : line->cwd, line->home);
+	if (!*moved && (cmd->cwd[0] != '~' || line->home))
+		return -ENOMEM;
+	out->cwd = *moved;
+	return 0;
+}
+
 /* What this run lets escape the sandbox, for reasons. */
 static const char *escape_text(const policy_ctx *ctx)
 {
@@ -246,6 +269,8 @@ static int offer_unknown(line_state *ls, const policy *p, const policy_ctx *ctx,
 	const char *w = res->unknown_word ? res->unknown_word : "a word";
 	if (strcmp(w, "\u2026") == 0 || strstr(w, "{}"))
 		w = "what it is fed (xargs, find -exec)";
+	else if (cmd->cwd_unresolved)
+		w = "the directory it runs in (a -C / --chdir option)";
 	_cleanup_free_ char *word = show_text(w);
 	char *reason = NULL;
 	if (!shown || !word ||
@@ -362,7 +387,11 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 
 	for (size_t c = 0; c < a.ncmds; c++) {
 		const shell_cmd *cmd = &a.cmds[c];
-		match_ctx mc = {p, &nctx, &a, views, nviews, c, text, with_count, text_hit};
+		_cleanup_free_ char *moved = NULL;
+		policy_ctx cctx = nctx;
+		if (cmd_moved_ctx(cmd, &nctx, &cctx, &moved) < 0)
+			goto oom;
+		match_ctx mc = {p, &cctx, &a, views, nviews, c, text, with_count, text_hit};
 		policy_decision d = POLICY_ALLOW;
 		const rule *hit = NULL;
 		match_result res = {0};

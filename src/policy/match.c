@@ -182,6 +182,7 @@ static void pcheck_init(pcheck *pk, const pathcond *pc, bool allow, bool unknown
 
 typedef struct mstate {
 	bool unknown_used;
+	unsigned unk_conds; /* conditions that held only through unknown words */
 	const char *unk_word;
 	char *detail;
 	bool oom;
@@ -197,9 +198,11 @@ static bool take_pcheck(mstate *ms, pcheck *pk)
 		free(pk->detail);
 		return false;
 	}
-	if (st == P_UNKNOWN && !ms->unknown_used) {
+	if (st == P_UNKNOWN) {
+		ms->unk_conds++;
+		if (!ms->unknown_used)
+			ms->unk_word = pk->unk_word;
 		ms->unknown_used = true;
-		ms->unk_word = pk->unk_word;
 	}
 	if (!ms->detail || st == P_DEFINITE) {
 		free(ms->detail);
@@ -264,6 +267,17 @@ static bool operand_glob(const cmdview *v, size_t sub, const strlist *globs, int
 	return false;
 }
 
+/* Words of the command (and redirection targets) that cannot be resolved. */
+static unsigned unknown_words(const cmdview *v)
+{
+	unsigned n = 0;
+	for (size_t k = v->start + 1; k < v->nwords; k++)
+		n += v->unknown[k];
+	for (size_t i = 0; i < v->cmd->nredirs; i++)
+		n += v->cmd->redirs[i].unresolved;
+	return n;
+}
+
 int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 {
 	const cmdview *v = &mc->views[mc->self];
@@ -312,6 +326,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 					if (v->pos_unknown[k])
 						ms.unk_word = word_at(v, k);
 				ms.unknown_used = ms.unknown_used || unk;
+				ms.unk_conds += unk;
 			}
 		}
 		if (!ok)
@@ -342,6 +357,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			if (!(unk))              \
 				goto no;         \
 			ms.unknown_used = true;  \
+			ms.unk_conds++;          \
 			if (!ms.unk_word)        \
 				ms.unk_word = first_unk; \
 		}                                \
@@ -378,12 +394,15 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			any = !v->unknown[k] && glob_any(&m->words, v->words[k], fl);
 		NEED(any, unk_words);
 	}
+	unsigned before_all = ms.unk_conds; /* one word can hold every words_all glob */
 	for (size_t i = 0; i < m->words_all.n; i++) {
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && fnmatch(m->words_all.v[i], v->words[k], fl) == 0;
 		NEED(any, unk_words);
 	}
+	if (ms.unk_conds > before_all + 1)
+		ms.unk_conds = before_all + 1;
 #undef NEED
 
 	size_t ri = (size_t)(r - mc->p->rules);
@@ -461,6 +480,12 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	}
 	if (ms.oom)
 		goto oom;
+	/* one unknown word stands for one word: `rm -f "$f"` cannot be both
+	 * -r and the workspace (what xargs reads, or an unknown directory, can
+	 * be anything) */
+	if (ms.unk_conds > 1 && !v->implicit_unknown_operand && mc->ctx->cwd &&
+	    ms.unk_conds > unknown_words(v))
+		goto no;
 	res->matched = true;
 	res->unknown_only = ms.unknown_used;
 	res->unknown_word = ms.unk_word;

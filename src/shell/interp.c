@@ -60,12 +60,16 @@ static const struct ipat node_pats[] = {
 	{"exec", IK_SHELL}, {"execFileSync", IK_SPAWN}, {"execFile", IK_SPAWN},
 	{"spawnSync", IK_SPAWN}, {"spawn", IK_SPAWN}, {"rmSync", IK_RMRF}, {"rmdirSync", IK_RMRF},
 	{"fs.rm", IK_RMRF}, {"fs.rmdir", IK_RMRF}, {"unlinkSync", IK_RM}, {"fs.unlink", IK_RM},
-	{"Bun.spawn", IK_ARGV}, {"Deno.Command", IK_SPAWN}, {NULL, 0},
+	{"Bun.spawn", IK_ARGV}, {"Deno.Command", IK_SPAWN}, {"Deno.removeSync", IK_RMRF},
+	{"Deno.remove", IK_RMRF}, {NULL, 0},
 };
 static const struct ipat php_pats[] = {
 	{"system", IK_SHELL}, {"exec", IK_SHELL}, {"shell_exec", IK_SHELL},
 	{"passthru", IK_SHELL}, {"popen", IK_SHELL}, {"proc_open", IK_ARGV},
 	{"pcntl_exec", IK_SPAWN}, {"unlink", IK_RM}, {"rmdir", IK_RMDIR}, {NULL, 0},
+};
+static const struct ipat lua_pats[] = {
+	{"os.execute", IK_SHELL}, {"io.popen", IK_SHELL}, {"os.remove", IK_RM}, {NULL, 0},
 };
 static const struct ipat awk_pats[] = {
 	{"system", IK_SHELL}, {NULL, 0},
@@ -513,6 +517,7 @@ int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_
 				  : strcmp(lang, "ruby") == 0 ? ruby_pats
 				  : strcmp(lang, "node") == 0 ? node_pats
 				  : strcmp(lang, "php") == 0  ? php_pats
+				  : strcmp(lang, "lua") == 0  ? lua_pats
 							      : awk_pats;
 	int rc = 0;
 	size_t *done = NULL, ndone = 0, dcap = 0, matches = 0;

@@ -216,7 +216,8 @@ static const char effect_policy[] =
 	"version: 1\n"
 	"rules:\n"
 	"  - {id: rm-out, decision: deny, reason: deletes outside, match: {command: rm, paths: [system, home, ancestor]}}\n"
-	"  - {id: rm-ws, decision: hold, reason: deletes the workspace, match: {command: rm, flags_any: [-r], paths: [workspace]}}\n"
+	"  - {id: rm-ws, decision: hold, reason: deletes the workspace, effect: workspace,\n"
+	"     match: {command: rm, flags_any: [-r], paths: [workspace]}}\n"
 	"  - {id: flush, decision: deny, reason: flushes a Redis database, effect: remote,\n"
 	"     match: {command: redis-cli, words: [flushall]}}\n"
 	"  - {id: bomb, decision: deny, reason: fork bomb, match: {command: python, words_all: [\"*fork*\", \"*while*\"]}}\n"
@@ -255,6 +256,10 @@ static void test_unknown_needs_escape(void **state)
 	expect_in(p, &sock, "rm \"$X\"", POLICY_HOLD, "unresolved", "$X cannot be resolved", "deletes outside");
 	/* the workspace is committed: always a reason */
 	expect_in(p, &ctx, "rm -r \"$X\"", POLICY_HOLD, "unresolved", "rule rm-ws", "deletes the workspace");
+	/* one unknown word stands for one word: not both -r and the workspace */
+	expect_in(p, &ctx, "rm -f \"$X\"", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "rm $A \"$X\"", POLICY_HOLD, "unresolved", "$A", NULL);
+	expect_in(p, &ctx, "env -C \"$D\" rm -r x", POLICY_HOLD, "unresolved", "the directory it runs in", NULL);
 	/* remote harm: only with the network (or a socket) */
 	expect_in(p, &ctx, "redis-cli -h \"$H\" ping", POLICY_ALLOW, "default", NULL, NULL);
 	expect_in(p, &net, "redis-cli -h \"$H\" ping", POLICY_HOLD, "unresolved", "$H cannot be resolved",

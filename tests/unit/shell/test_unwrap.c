@@ -204,6 +204,81 @@ static void test_git(void **state)
 	shell_analysis_free(&a);
 }
 
+/* Each line runs `rm -rf ~` through a runner's own syntax. */
+static void test_runners(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *via;
+	} t[] = {
+		{"tmux new-session -d 'rm -rf ~'", "tmux"},
+		{"tmux -L x split-window -h rm -rf ~", "tmux"},
+		{"screen -dmS job rm -rf ~", "screen"},
+		{"parallel rm -rf ::: ~", "xargs"},
+		{"expect -c 'spawn rm -rf ~; expect eof'", "expect spawn"},
+		{"vim -c '!rm -rf ~' -c q", "vim !"},
+		{"vi '+silent !rm -rf ~' x", "vim !"},
+		{"man -P 'rm -rf ~' ls", "man -P"},
+		{"rsync -e 'rm -rf ~' a b:", "rsync -e"},
+		{"zip -TT 'rm -rf ~' a.zip x", "zip -TT"},
+		{"make --eval='all:; rm -rf ~'", "make --eval"},
+		{"make -f - <<'EOF'\nall:\n\trm -rf ~\nEOF", "make -f -"},
+		{"ssh host 'rm -rf ~'", "ssh"},
+		{"ssh -o ProxyCommand='rm -rf ~' host", "ssh -o"},
+		{"docker exec -u root c rm -rf ~", "container exec"},
+		{"kubectl exec pod -c app -- rm -rf ~", "kubectl exec"},
+		{"setpriv --reuid=0 rm -rf ~", "setpriv"},
+		{"sg root -c 'rm -rf ~'", "sg"},
+		{"start-stop-daemon --start --exec /bin/rm -- -rf ~", "start-stop-daemon"},
+		{"trap 'rm -rf ~' EXIT", "trap"},
+		{"GIT_EDITOR='rm -rf ~' git commit", "GIT_EDITOR="},
+		{"env VISUAL='rm -rf ~' crontab -e", "VISUAL="},
+		{"export GIT_SSH_COMMAND='rm -rf ~'; git fetch", "GIT_SSH_COMMAND="},
+		{"LESSOPEN='|rm -rf ~ %s' less x", "LESSOPEN="},
+		{"PAGER='rm -rf ~' git log", "PAGER="},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		shell_analysis a = analyze_ok(t[i].text);
+		if (!find_cmd_via(&a, "rm -rf ~", t[i].via) && !find_cmd_via(&a, "rm -rf ~ %s", t[i].via) &&
+		    !find_cmd_via(&a, "/bin/rm -rf ~", t[i].via)) {
+			dump(&a);
+			fail_msg("%s: no rm -rf ~ via %s", t[i].text, t[i].via);
+		}
+		shell_analysis_free(&a);
+	}
+	/* near misses: ordinary uses run nothing else, and stay resolved */
+	static const char *const plain[] = {"tmux new -s dev", "ssh -p 2222 host", "vim -c wq x",
+					    "make -j4 test", "GIT_EDITOR=true git commit",
+					    "docker exec -it c bash", "trap - EXIT"};
+	for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
+		shell_analysis a = analyze_ok(plain[i]);
+		assert_false(a.unresolved);
+		shell_analysis_free(&a);
+	}
+	/* a command-naming variable that is not static */
+	shell_analysis a = analyze_ok("GIT_EDITOR=$E git commit");
+	assert_true(a.cmds[0].unresolved);
+	shell_analysis_free(&a);
+}
+
+/* Options that move where a command (or what it runs) works. */
+static void test_chdir_options(void **state)
+{
+	(void)state;
+	shell_analysis a = analyze_ok("env -C /usr rm -rf lib; sudo -D /etc rm x; git -C .. clean -fdx; "
+				      "tar -xf a.tar --directory=/opt; env -C a env -C b ls; "
+				      "env -C \"$D\" rm y; rm z");
+	assert_string_equal(get_cmd(&a, "rm -rf lib")->cwd, "/usr");
+	assert_string_equal(get_cmd(&a, "rm x")->cwd, "/etc");
+	assert_string_equal(get_cmd(&a, "git -C .. clean -fdx")->cwd, "..");
+	assert_string_equal(get_cmd(&a, "tar -xf a.tar --directory=/opt")->cwd, "/opt");
+	assert_string_equal(get_cmd(&a, "ls")->cwd, "a/b");
+	assert_true(get_cmd(&a, "rm y")->cwd_unresolved);
+	assert_null(get_cmd(&a, "rm z")->cwd);
+	assert_null(get_cmd(&a, "env -C /usr rm -rf lib")->cwd);
+	shell_analysis_free(&a);
+}
+
 static void test_awk_tar(void **state)
 {
 	(void)state;
@@ -320,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_privilege_wrappers), cmocka_unit_test(test_exec_wrappers),
 		cmocka_unit_test(test_find),               cmocka_unit_test(test_shells),
 		cmocka_unit_test(test_eval_source),        cmocka_unit_test(test_git),
+		cmocka_unit_test(test_runners),            cmocka_unit_test(test_chdir_options),
 		cmocka_unit_test(test_awk_tar),            cmocka_unit_test(test_interpreters),
 		cmocka_unit_test(test_argv_api),
 	};
