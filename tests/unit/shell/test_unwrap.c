@@ -302,6 +302,50 @@ static void test_written_then_run(void **state)
 	shell_analysis_free(&a);
 }
 
+/* Interpreter calls beyond commands and deletions, and imports under
+ * another name. */
+static void test_interp_calls(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *cmd;
+	} t[] = {
+		{"python3 -c 'import os; os.kill(-1, 9)'", "kill -9 -1"},
+		{"python3 -c 'import pathlib; pathlib.Path(\"/etc/passwd\").unlink()'", "rm /etc/passwd"},
+		{"python3 -c 'from pathlib import Path; Path(\"/etc/x\").write_text(\"y\")'", "tee /etc/x"},
+		{"python3 -c 'import os; os.rename(\"/etc/passwd\", \"x\")'", "mv /etc/passwd"},
+		{"python3 -c 'import os; os.chmod(\"/usr/bin/sudo\", 0o4777)'", "chmod /usr/bin/sudo"},
+		{"python3 -c 'open(\"/etc/cron.d/x\", \"w\").write(\"y\")'", "tee /etc/cron.d/x"},
+		{"python3 -c 'from shutil import rmtree as r; r(\"/home\")'", "rm -rf /home"},
+		{"python3 -c 'import os as o; o.system(\"id\")'", "id"},
+		{"node -e 'process.kill(-1)'", "kill -9 -1"},
+		{"node -e 'require(\"fs\").writeFileSync(\"/etc/x\", \"y\")'", "tee /etc/x"},
+		{"lua -e 'os.execute(\"id\")'", "id"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		shell_analysis a = analyze_ok(t[i].text);
+		if (!find_cmd(&a, t[i].cmd)) {
+			dump(&a);
+			fail_msg("%s: no command '%s'", t[i].text, t[i].cmd);
+		}
+		shell_analysis_free(&a);
+	}
+	/* reading, computed paths and ordinary aliases stay plain */
+	static const char *const plain[] = {
+		"python3 -c 'print(open(\"/etc/os-release\").read())'",
+		"python3 -c 'import sys, json; json.load(open(sys.argv[1]))' x.json",
+		"python3 -c 'import numpy as np; print(np.zeros(3))'",
+		"python3 -c 'import os; os.rename(src, dst)'", "python3 -c 'p.kill()'"};
+	for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
+		shell_analysis a = analyze_ok(plain[i]);
+		if (a.ncmds != 1 || a.unresolved) {
+			dump(&a);
+			fail_msg("%s: expected one resolved command", plain[i]);
+		}
+		shell_analysis_free(&a);
+	}
+}
+
 static void test_awk_tar(void **state)
 {
 	(void)state;
@@ -419,7 +463,7 @@ int main(void)
 		cmocka_unit_test(test_find),               cmocka_unit_test(test_shells),
 		cmocka_unit_test(test_eval_source),        cmocka_unit_test(test_git),
 		cmocka_unit_test(test_runners),            cmocka_unit_test(test_chdir_options),
-		cmocka_unit_test(test_written_then_run),
+		cmocka_unit_test(test_written_then_run),   cmocka_unit_test(test_interp_calls),
 		cmocka_unit_test(test_awk_tar),            cmocka_unit_test(test_interpreters),
 		cmocka_unit_test(test_argv_api),
 	};
