@@ -194,6 +194,7 @@ struct cmdview {
 	char **words;       /* normalised argv (look-alike dashes folded, zero-width dropped,
 			     * split at Unicode spaces); words[0] is the command as written */
 	bool *unknown;      /* per word */
+	bool *is_value;     /* per word: the value of an option before it (-C DIR) */
 	size_t nwords;
 	const char *name;   /* basename of words[0] */
 	bool name_unknown;

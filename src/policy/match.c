@@ -107,6 +107,16 @@ static bool unknown_word_escapes(rule_effect e, const policy_ctx *ctx)
 
 enum pstate { P_NONE = 0, P_UNKNOWN = 1, P_DEFINITE = 2 };
 
+/* "$DIR/json.hpp~" names a file called json.hpp~: it is neither the
+ * workspace root (unless that is its name) nor one of its ancestors. */
+static bool tail_is_literal(const char *word)
+{
+	const char *sl = strrchr(word, '/');
+	if (!sl || !sl[1] || !strcmp(sl + 1, ".") || !strcmp(sl + 1, ".."))
+		return false;
+	return strpbrk(sl + 1, "$`\"'(){}[]*?\\") == NULL;
+}
+
 typedef struct pcheck {
 	const pathcond *pc;
 	bool allow;
@@ -121,6 +131,19 @@ typedef struct pcheck {
 	bool oom;
 } pcheck;
 
+/* An unknown word with a literal last name cannot reach the classes of
+ * the condition that escape: only the root or its ancestors would. */
+static bool tail_rules_out(const pcheck *pk, const char *word)
+{
+	if (!tail_is_literal(word) || pk->ctx->host_sockets)
+		return false;
+	const char *ws_name = strrchr(pk->ctx->workspace, '/');
+	if (ws_name && strcmp(ws_name + 1, strrchr(word, '/') + 1) == 0)
+		return false;
+	unsigned reach = PC_INSIDE | (pk->ctx->network ? PC_NETWORK | PC_UNKNOWN : 0);
+	return (pk->pc->classes & reach) == 0;
+}
+
 static void pcheck_word(pcheck *pk, const char *word, bool unknown)
 {
 	_cleanup_free_ char *resolved = NULL;
@@ -134,7 +157,7 @@ static void pcheck_word(pcheck *pk, const char *word, bool unknown)
 			pk->all_ok = false;
 			return;
 		}
-		if (pk->unknown_ok && pk->state < P_UNKNOWN) {
+		if (pk->unknown_ok && pk->state < P_UNKNOWN && !tail_rules_out(pk, word)) {
 			pk->state = P_UNKNOWN;
 			pk->unk_word = word;
 			free(pk->detail);
@@ -333,12 +356,13 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			return 0;
 	}
 
-	bool unk_words = false, unk_ops = false;
+	bool unk_words = false, unk_ops = false, unk_flags = false;
 	const char *first_unk = NULL;
 	if (unk_content) {
 		for (size_t k = v->start + 1; k < v->nwords; k++)
 			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0) {
 				unk_words = true;
+				unk_flags = unk_flags || !v->is_value[k]; /* a value is no flag */
 				first_unk = first_unk ? first_unk : v->words[k];
 			}
 		for (size_t k = sub; k < v->npositional; k++)
@@ -347,7 +371,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		/* what xargs reads could be any operand or flag */
 		const cmdview *src = v->operand_source;
 		if (v->implicit_unknown_operand && (!src || src->npositional == 0)) {
-			unk_ops = unk_words = true;
+			unk_ops = unk_words = unk_flags = true;
 			first_unk = first_unk ? first_unk : "\u2026";
 		}
 	}
@@ -364,12 +388,12 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	} while (0)
 
 	for (size_t i = 0; i < m->flags.n; i++)
-		NEED(cmdview_has_flag(v, m->flags.v[i], true), unk_words);
+		NEED(cmdview_has_flag(v, m->flags.v[i], true), unk_flags);
 	if (m->flags_any.n) {
 		bool any = false;
 		for (size_t i = 0; i < m->flags_any.n && !any; i++)
 			any = cmdview_has_flag(v, m->flags_any.v[i], true);
-		NEED(any, unk_words);
+		NEED(any, unk_flags);
 	}
 	for (size_t i = 0; i < m->flags_none.n; i++)
 		if (cmdview_has_flag(v, m->flags_none.v[i], false))

@@ -330,5 +330,9 @@ int sh_env_command(struct sh_ctx *ctx, const struct sh_field *assign, unsigned d
  * commands are listed): analyse what runs. */
 int sh_written_then_run(struct sh_ctx *ctx);
 
+/* Not static as a whole, but a path ending in a static file name after a
+ * '/' ("$DIR/tools/build.py"). */
+bool sh_literal_tail(const struct sh_field *f);
+
 /* Basename of a command word. */
 const char *sh_basename(const char *s);

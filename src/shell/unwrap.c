@@ -170,6 +170,18 @@ static bool own_chdir(const struct uw *u, struct sh_field *dir)
 	return found;
 }
 
+/* A word that is not static as a whole but ends in a static file name after
+ * a '/' ("$DIR/tools/build.py"): a path whose last component is known. */
+bool sh_literal_tail(const struct sh_field *f)
+{
+	const char *sl = strrchr(f->text, '/');
+	if (!sl || !sl[1] || f->lookalike)
+		return false;
+	if (strcmp(sl + 1, ".") == 0 || strcmp(sl + 1, "..") == 0)
+		return false;
+	return strpbrk(sl + 1, "$`\"'(){}[]*?\\") == NULL;
+}
+
 static int inner(struct uw *u, size_t start, const char *via)
 {
 	if (start >= u->n)
@@ -362,6 +374,8 @@ static int do_shell(struct uw *u)
 	size_t i = 1;
 	while (i < u->n) {
 		const struct sh_field *f = &u->v[i];
+		if (f->unres && sh_literal_tail(f))
+			break; /* the script, "$DIR/run.sh" */
 		if (f->unres) {
 			markf(u, "%s: options are not static", u->name);
 			return 0;
@@ -411,7 +425,7 @@ static int do_shell(struct uw *u)
 			mark(u, buf);
 			return 0;
 		}
-		if (f->unres) {
+		if (f->unres && !sh_literal_tail(f)) { /* "$DIR/run.sh" is a script file */
 			markf(u, "%s: script path is not static", u->name);
 			return 0;
 		}
@@ -422,9 +436,25 @@ static int do_shell(struct uw *u)
 	return stdin_code(u, NULL);
 }
 
+/* A word that is the output of local commands and nothing else ("$(tool
+ * init bash)", <(tool --zsh)): running it is running what those commands
+ * print, no more than running a script file, which needs no resolving;
+ * downloaded or decoded output is another matter (sub_reason). */
+static bool local_program_output(const struct uw *u, const struct sh_field *f)
+{
+	size_t n = strlen(f->text);
+	if (f->lookalike || f->sub_begin >= f->sub_end || n < 3 || sub_reason(u, f, NULL))
+		return false;
+	return ((f->text[0] == '$' || f->text[0] == '<') && f->text[1] == '(' && f->text[n - 1] == ')' &&
+		!strchr(f->text + 2, '$')) ||
+	       (f->text[0] == '`' && f->text[n - 1] == '`' && !strchr(f->text, '$'));
+}
+
 static int do_eval(struct uw *u)
 {
 	struct sbuf b = {0};
+	if (u->n == 2 && local_program_output(u, &u->v[1]))
+		return 0;
 	for (size_t i = 1; i < u->n; i++) {
 		if (u->v[i].unres || u->v[i].lookalike) {
 			sbuf_free(&b);
@@ -452,6 +482,8 @@ static int do_source(struct uw *u)
 	if (u->n < 2)
 		return 0;
 	const struct sh_field *f = &u->v[1];
+	if ((f->procsub && local_program_output(u, f)) || (f->unres && sh_literal_tail(f)))
+		return 0; /* like running a script file */
 	if (f->procsub) {
 		char buf[160];
 		snprintf(buf, sizeof(buf), "%s of a process substitution: %s", u->name,
@@ -1217,6 +1249,8 @@ static int do_interp(struct uw *u, const char *lang, const char *code_opts, cons
 	int rc = 0;
 	while (i < u->n && rc == 0) {
 		const struct sh_field *f = &u->v[i];
+		if (f->unres && sh_literal_tail(f))
+			break; /* the script, "$DIR/tool.py" */
 		if (f->unres) {
 			markf(u, "%s: options are not static", u->name);
 			return 0;
@@ -2009,7 +2043,11 @@ static int unwrap_one(struct uw *up, const struct sh_redir_raw *const *redirs, s
 		return 0;
 	struct uw u = *up;
 	u.idx = idx;
-	if (argv[0].unres) {
+	if (argv[0].unres && sh_literal_tail(&argv[0])) {
+		/* "$DIR/bin/tool": a program named tool; its own name decides */
+		ctx->out->cmds[idx].word_unresolved[0] = false;
+		u.name = sh_basename(argv[0].text);
+	} else if (argv[0].unres) {
 		char buf[160];
 		snprintf(buf, sizeof(buf), "command name is not static (%s)",
 			 sub_reason(&u, &argv[0], "expansion"));
