@@ -80,7 +80,8 @@ static bool word_at(const char *text, size_t len, size_t i, const char *w)
 static bool body_backgrounds(const char *text, size_t len, size_t from)
 {
 	bool bg = false;
-	for (size_t i = from; i < len; i++) {
+	size_t end = len - from > 4096 ? from + 4096 : len; /* bounded: lines may hold many loops */
+	for (size_t i = from; i < end; i++) {
 		if (word_at(text, len, i, "done"))
 			return bg;
 		if (word_at(text, len, i, "break") || word_at(text, len, i, "exit") ||

@@ -286,6 +286,14 @@ const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos,
 				return w + 2;
 			}
 		}
+		/* the option last in a cluster of short flags: -fsSLo VALUE */
+		size_t wl = strlen(w);
+		if (klen == 2 && key[1] != '-' && w[0] == '-' && w[1] != '-' && wl > 2 &&
+		    w[wl - 1] == key[1] && !strchr(w, '=') && i + 1 < v->nwords) {
+			*pos = i + 2;
+			*unknown = v->unknown[i + 1];
+			return v->words[i + 1];
+		}
 	}
 	*pos = v->nwords;
 	return NULL;

@@ -27,7 +27,7 @@
  * same (IK_PATH: pathlib's Path("p").method(), IK_OPEN: open(p, mode) only
  * when mode writes); IK_KILL: kill(pid, …) with a literal number. */
 enum ik { IK_SHELL, IK_ARGV, IK_SPAWN, IK_RMRF, IK_RM, IK_RMDIR, IK_MV, IK_CHMOD, IK_WRITE,
-	  IK_OPEN, IK_PATH, IK_KILL };
+	  IK_OPEN, IK_PATH, IK_KILL, IK_KILL2 /* kill(SIGNAL, PID) */ };
 
 struct ipat {
 	const char *name;
@@ -52,7 +52,7 @@ static const struct ipat py_pats[] = {
 	{NULL, 0},
 };
 static const struct ipat perl_pats[] = {
-	{"system", IK_ARGV}, {"exec", IK_ARGV}, {"rmtree", IK_RMRF}, {"remove_tree", IK_RMRF},
+	{"kill", IK_KILL2}, {"system", IK_ARGV}, {"exec", IK_ARGV}, {"rmtree", IK_RMRF}, {"remove_tree", IK_RMRF},
 	{"unlink", IK_RM}, {"rmdir", IK_RMDIR}, {NULL, 0},
 };
 static const struct ipat ruby_pats[] = {
@@ -62,7 +62,7 @@ static const struct ipat ruby_pats[] = {
 	{"FileUtils.remove_dir", IK_RMRF}, {"FileUtils.remove_entry", IK_RMRF},
 	{"FileUtils.rm", IK_RM}, {"File.delete", IK_RM}, {"File.unlink", IK_RM},
 	{"Dir.rmdir", IK_RMDIR}, {"File.rename", IK_MV}, {"FileUtils.mv", IK_MV},
-	{"File.write", IK_WRITE}, {NULL, 0},
+	{"File.write", IK_WRITE}, {"Process.kill", IK_KILL2}, {NULL, 0},
 };
 static const struct ipat node_pats[] = {
 	{"execSync", IK_SHELL}, {"child_process.exec", IK_SHELL}, {"cp.exec", IK_SHELL},
@@ -372,11 +372,20 @@ static const char *path_command(const struct scan *sc, const struct ipat *pt, si
 static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 {
 	skip_ws(sc, &i);
-	if (pt->kind == IK_KILL) {
-		if (i >= sc->n || sc->s[i] != '(')
+	if (pt->kind == IK_KILL || pt->kind == IK_KILL2) {
+		bool paren = i < sc->n && sc->s[i] == '(';
+		if (!paren && !lang_is(sc, "perl"))
 			return 0;
-		i++;
+		i += paren;
 		skip_ws(sc, &i);
+		if (pt->kind == IK_KILL2) { /* the pid list follows the signal */
+			while (i < sc->n && sc->s[i] != ',' && sc->s[i] != ')' && sc->s[i] != ';')
+				i++;
+			if (i >= sc->n || sc->s[i] != ',')
+				return 0;
+			i++;
+			skip_ws(sc, &i);
+		}
 		int r = kill_call(sc, i);
 		return r == -ENOMEM ? txbox_fail(sc->ctx->err, -ENOMEM, "shell: out of memory") : r;
 	}

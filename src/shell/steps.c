@@ -1,5 +1,6 @@
-/* Two steps in one line: a file written (or a program copied) and then
- * executed in the same line, e.g.
+/* Two steps in one line: an alias defined and then used, or a file
+ * written (or a program copied) and then executed in the same line, e.g.
+ *   alias g=git; g clean -fdx               → git clean -fdx
  *   echo 'rm -rf ~' > x.sh && sh x.sh       → the text is analysed as shell code
  *   cp /bin/rm ./r && ./r -rf ~             → analysed as rm -rf ~
  *   curl -o x.sh URL; bash x.sh             → unresolved (content unknown)
@@ -13,6 +14,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define MAX_NOTED 256 /* files written and aliases tracked per line */
 
 struct written {
 	const char *name; /* as written, without a leading "./" */
@@ -78,6 +81,12 @@ static const char *download_target(const shell_cmd *c)
 
 static int note(struct written **w, size_t *n, const char *name, char *text, const char *copy_of)
 {
+	if (*n >= MAX_NOTED) { /* the last entry stands for every further write */
+		free((*w)[MAX_NOTED - 1].text);
+		(*w)[MAX_NOTED - 1] = (struct written){"", NULL, NULL};
+		free(text);
+		return 0;
+	}
 	struct written *v = realloc(*w, (*n + 1) * sizeof(**w));
 	if (!v) {
 		free(text);
@@ -118,6 +127,8 @@ static int collect(const shell_cmd *c, struct written **w, size_t *n)
 static const struct written *find(const struct written *w, size_t n, const char *name)
 {
 	name = plain_name(name);
+	if (n >= MAX_NOTED) /* too many to tell: any may be this one */
+		return &w[MAX_NOTED - 1];
 	for (size_t i = n; i > 0; i--)
 		if (!strcmp(w[i - 1].name, name))
 			return &w[i - 1];
@@ -178,21 +189,77 @@ static int run_written(struct sh_ctx *ctx, size_t idx, const struct written *f, 
 	return 0;
 }
 
+/* `alias NAME=VALUE` (static): later commands named NAME run VALUE with
+ * their arguments. (Shells expand an alias only in lines read after its
+ * definition; treating every later command as expanded errs towards
+ * reporting more.) */
+static const char *alias_value(const shell_cmd *c, const char *name)
+{
+	if (c->argc < 2 || c->word_unresolved[0] || strcmp(sh_basename(c->argv[0]), "alias"))
+		return NULL;
+	size_t nl = strlen(name);
+	for (size_t k = 1; k < c->argc; k++)
+		if (!c->word_unresolved[k] && strncmp(c->argv[k], name, nl) == 0 && c->argv[k][nl] == '=')
+			return c->argv[k] + nl + 1;
+	return NULL;
+}
+
+static int run_alias(struct sh_ctx *ctx, size_t idx, const size_t *defs, size_t ndefs)
+{
+	const shell_cmd *c = &ctx->out->cmds[idx];
+	if (c->argc == 0 || c->word_unresolved[0] || strchr(c->argv[0], '/'))
+		return 0;
+	const char *val = NULL;
+	for (size_t i = ndefs; i > 0 && !val; i--)
+		val = alias_value(&ctx->out->cmds[defs[i - 1]], c->argv[0]);
+	if (!val)
+		return 0;
+	struct sbuf b = {0};
+	sbuf_puts(&b, val);
+	for (size_t k = 1; k < c->argc; k++) {
+		if (c->word_unresolved[k]) {
+			sbuf_free(&b);
+			sh_mark_unresolved(ctx, (int)idx, "alias used with arguments that are not static");
+			return 0;
+		}
+		sbuf_putc(&b, ' ');
+		sbuf_puts(&b, c->argv[k]); /* words as expanded: quoting is not kept */
+	}
+	if (b.oom) {
+		sbuf_free(&b);
+		return -ENOMEM;
+	}
+	int rc = sh_reparse(ctx, b.s, b.len, "alias", c->depth + 1, (int)idx, NULL);
+	sbuf_free(&b);
+	return rc;
+}
+
 int sh_written_then_run(struct sh_ctx *ctx)
 {
 	struct written *w = NULL;
-	size_t nw = 0, ncmds = ctx->out->ncmds;
+	size_t nw = 0, ncmds = ctx->out->ncmds, defs[64], ndefs = 0;
 	int rc = 0;
 	for (size_t i = 0; i < ncmds && rc == 0; i++) {
 		size_t args = 1;
 		bool as_shell = false;
-		const struct written *f = nw ? runs(&ctx->out->cmds[i], w, nw, &args, &as_shell) : NULL;
+		const shell_cmd *c = &ctx->out->cmds[i];
+		const struct written *f = nw ? runs(c, w, nw, &args, &as_shell) : NULL;
 		if (f)
 			rc = run_written(ctx, i, f, args, as_shell);
+		if (rc == 0 && ndefs)
+			rc = run_alias(ctx, i, defs, ndefs);
+		c = &ctx->out->cmds[i]; /* the list may have grown */
+		if (rc == 0 && c->argc > 1 && !c->word_unresolved[0] &&
+		    strcmp(sh_basename(c->argv[0]), "alias") == 0) {
+			if (ndefs == 64)
+				sh_mark_unresolved(ctx, (int)i, "too many aliases in one line");
+			else
+				defs[ndefs++] = i;
+		}
 		if (rc == 0)
 			rc = collect(&ctx->out->cmds[i], &w, &nw);
 	}
-	for (size_t i = 0; i < nw; i++)
+	for (size_t i = 0; i < nw && i < MAX_NOTED; i++)
 		free(w[i].text);
 	free(w);
 	return rc == -ENOMEM ? txbox_fail(ctx->err, -ENOMEM, "shell: out of memory") : rc;

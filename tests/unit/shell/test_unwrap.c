@@ -300,6 +300,11 @@ static void test_written_then_run(void **state)
 	shell_analysis_free(&a);
 	a = analyze_ok("> ~/.profile; echo > y");
 	shell_analysis_free(&a);
+	/* an alias defined and then used */
+	a = analyze_ok("alias g=git; g clean -fdx; alias ll='ls -l'; ll src");
+	assert_cmd(a, "git clean -fdx", "alias");
+	assert_cmd(a, "ls -l src", "alias");
+	shell_analysis_free(&a);
 }
 
 /* Interpreter calls beyond commands and deletions, and imports under
