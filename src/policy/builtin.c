@@ -67,9 +67,56 @@ static bool check_definition(const char *text, size_t len, size_t body_at, const
 	return body_forks_itself(text + start, i - start, name, nlen);
 }
 
+static bool word_at(const char *text, size_t len, size_t i, const char *w)
+{
+	size_t n = strlen(w);
+	return len - i >= n && memcmp(text + i, w, n) == 0 &&
+	       (i == 0 || !name_char((unsigned char)text[i - 1])) &&
+	       (i + n == len || !name_char((unsigned char)text[i + n]));
+}
+
+/* Does body (up to `done`) start a background job (a lone `&`) and never
+ * leave or wait (break, exit, return, wait)? */
+static bool body_backgrounds(const char *text, size_t len, size_t from)
+{
+	bool bg = false;
+	size_t end = len - from > 4096 ? from + 4096 : len; /* bounded: lines may hold many loops */
+	for (size_t i = from; i < end; i++) {
+		if (word_at(text, len, i, "done"))
+			return bg;
+		if (word_at(text, len, i, "break") || word_at(text, len, i, "exit") ||
+		    word_at(text, len, i, "return") || word_at(text, len, i, "wait"))
+			return false;
+		if (text[i] == '&' && (i + 1 >= len || (text[i + 1] != '&' && text[i + 1] != '>')) &&
+		    (i == 0 || (text[i - 1] != '&' && text[i - 1] != '>' && text[i - 1] != '<')))
+			bg = true;
+	}
+	return false;
+}
+
+/* An endless loop (while true / while : / until false / for ((;;))) whose
+ * body starts background jobs: processes pile up like a fork bomb. */
+static bool endless_background_loop(const char *text, size_t len)
+{
+	static const char *const forever[] = {"while true", "while :", "while [ 1 ]", "while ((1))",
+					      "while (( 1 ))", "while 1", "until false", "for ((;;))",
+					      "for (( ; ; ))"};
+	for (size_t i = 0; i < len; i++)
+		for (size_t k = 0; k < sizeof(forever) / sizeof(*forever); k++) {
+			size_t n = strlen(forever[k]);
+			if (len - i >= n && memcmp(text + i, forever[k], n) == 0 &&
+			    (i == 0 || !name_char((unsigned char)text[i - 1])) &&
+			    body_backgrounds(text, len, i + n))
+				return true;
+		}
+	return false;
+}
+
 bool builtin_fork_bomb(const char *text, size_t len)
 {
 	unsigned defs = 0;
+	if (endless_background_loop(text, len))
+		return true;
 	for (size_t i = 0; i < len && defs < 256; i++) {
 		if (text[i] == '(') {
 			/* NAME ( ) */

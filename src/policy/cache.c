@@ -115,6 +115,7 @@ static void put_match(wbuf *w, const rule_match *m)
 	put_u64(w, (uint64_t)m->nargs_max);
 	put_u64(w, (uint64_t)(int64_t)m->unresolved);
 	put_u64(w, m->builtins);
+	put_u64(w, m->effect);
 }
 
 static void put_policy(wbuf *w, const policy *p)
@@ -371,6 +372,11 @@ static void get_match(rbuf *r, rule_match *m)
 	m->nargs_max = (long)(int64_t)get_u64(r);
 	m->unresolved = (int)(int64_t)get_u64(r);
 	m->builtins = (unsigned)get_u64(r);
+	uint64_t e = get_u64(r);
+	if (e >= EFFECT_COUNT)
+		r->bad = true;
+	else
+		m->effect = (rule_effect)e;
 }
 
 static bool decision_ok(uint64_t d) { return d == POLICY_ALLOW || d == POLICY_HOLD || d == POLICY_DENY; }

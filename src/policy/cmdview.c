@@ -41,6 +41,7 @@ void cmdview_free(cmdview *v)
 	free(v->unknown);
 	free(v->positional);
 	free(v->pos_unknown);
+	free(v->is_value);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -53,6 +54,35 @@ static const char *base_name(const char *w)
 		return w;
 	}
 	return w;
+}
+
+/* sed 's/a/b/' FILE, grep PATTERN FILE, awk PROGRAM FILE: the first
+ * operand is a program or pattern, not a file (unless given by option). */
+static void drop_program_operand(cmdview *v)
+{
+	static const struct {
+		const char *name, *by_option;
+	} t[] = {
+		{"sed", "-e|--expression|-f|--file"}, {"gsed", "-e|--expression|-f|--file"},
+		{"grep", "-e|--regexp|-f|--file"},    {"egrep", "-e|--regexp|-f|--file"},
+		{"fgrep", "-e|--regexp|-f|--file"},   {"rg", "-e|--regexp|-f|--file"},
+		{"awk", "-f|--file"},                 {"gawk", "-f|--file"},
+		{"mawk", "-f"},                       {"jq", "-f|--from-file"},
+		{"yq", "--from-file"},
+	};
+	if (v->name_unknown || v->npositional == 0)
+		return;
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		if (strcmp(v->name, t[i].name) != 0)
+			continue;
+		if (cmdview_has_flag(v, t[i].by_option, false))
+			return;
+		v->is_value[v->positional[0]] = true;
+		memmove(v->positional, v->positional + 1, (v->npositional - 1) * sizeof(*v->positional));
+		memmove(v->pos_unknown, v->pos_unknown + 1, (v->npositional - 1) * sizeof(*v->pos_unknown));
+		v->npositional--;
+		return;
+	}
 }
 
 int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
@@ -115,7 +145,8 @@ int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
 	const cmd_hint *h = find_hint(p, v->name);
 	v->positional = calloc(v->nwords + 1, sizeof(*v->positional));
 	v->pos_unknown = calloc(v->nwords + 1, sizeof(*v->pos_unknown));
-	if (!v->positional || !v->pos_unknown)
+	v->is_value = calloc(v->nwords + 1, sizeof(*v->is_value));
+	if (!v->positional || !v->pos_unknown || !v->is_value)
 		goto oom;
 	v->dashdash_at = v->nwords;
 	for (size_t i = start + 1; i < v->nwords; i++) {
@@ -134,13 +165,13 @@ int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
 		}
 		if (w[1] == '-') { /* --long[=value] */
 			if (!strchr(w, '=') && takes_value(h, w, strlen(w)))
-				i++;
+				v->is_value[++i] = true;
 			continue;
 		}
 		if (takes_value(h, w, strlen(w))) { /* -name VALUE (find style) or -x VALUE */
 			if (w[2] == '\0')
 				v->short_flags[(unsigned char)w[1]] = true;
-			i++;
+			v->is_value[++i] = true;
 			continue;
 		}
 		for (size_t j = 1; w[j]; j++) {
@@ -148,12 +179,13 @@ int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
 			v->short_flags[(unsigned char)w[j]] = true;
 			if (takes_value(h, opt, 2)) {
 				if (w[j + 1] == '\0')
-					i++; /* value is the next word */
+					v->is_value[++i] = true; /* value is the next word */
 				break;       /* else the rest of the word is the value */
 			}
 		}
 	}
 	v->start = start;
+	drop_program_operand(v);
 	return 0;
 oom:
 	free(unk);
@@ -161,7 +193,36 @@ oom:
 	return -ENOMEM;
 }
 
+static bool has_one_flag(const cmdview *v, const char *spec, bool abbrev);
+
+bool spelling_next(const char **p, char *buf, size_t size)
+{
+	while (**p) {
+		size_t len = strcspn(*p, "|");
+		bool fits = len < size;
+		if (fits) {
+			memcpy(buf, *p, len);
+			buf[len] = '\0';
+		}
+		*p += len + ((*p)[len] == '|');
+		if (fits)
+			return true;
+	}
+	return false;
+}
+
 bool cmdview_has_flag(const cmdview *v, const char *spec, bool abbrev)
+{
+	char one[256];
+	if (!strchr(spec, '|'))
+		return has_one_flag(v, spec, abbrev);
+	while (spelling_next(&spec, one, sizeof(one)))
+		if (has_one_flag(v, one, abbrev))
+			return true;
+	return false;
+}
+
+static bool has_one_flag(const cmdview *v, const char *spec, bool abbrev)
 {
 	size_t slen = strlen(spec);
 	if (strcmp(spec, "--") == 0)
@@ -181,8 +242,10 @@ bool cmdview_has_flag(const cmdview *v, const char *spec, bool abbrev)
 		size_t wlen = strcspn(wn, "=");
 		if (wlen == nlen && strncmp(wn, name, nlen) == 0)
 			return true;
+		/* an abbreviation, unless it ends where a hyphenated part of the
+		 * name does: --export is an option of its own, not --export-secret-keys */
 		if (abbrev && wlong && spec[1] == '-' && wlen >= 1 && wlen < nlen &&
-		    strncmp(wn, name, wlen) == 0)
+		    strncmp(wn, name, wlen) == 0 && name[wlen] != '-')
 			return true;
 	}
 	return false;
@@ -222,6 +285,14 @@ const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos,
 				*unknown = v->unknown[i];
 				return w + 2;
 			}
+		}
+		/* the option last in a cluster of short flags: -fsSLo VALUE */
+		size_t wl = strlen(w);
+		if (klen == 2 && key[1] != '-' && w[0] == '-' && w[1] != '-' && wl > 2 &&
+		    w[wl - 1] == key[1] && !strchr(w, '=') && i + 1 < v->nwords) {
+			*pos = i + 2;
+			*unknown = v->unknown[i + 1];
+			return v->words[i + 1];
 		}
 	}
 	*pos = v->nwords;

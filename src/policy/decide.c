@@ -227,6 +227,63 @@ static bool line_has_fork_bomb(const char *text, size_t len, const cmdview *view
 	return false;
 }
 
+/* A command an option moved (env -C DIR, git -C DIR, …) resolves its
+ * relative paths there: under both hypotheses of the line's directory the
+ * moved one is the same when DIR is absolute; else unknown where the line's
+ * is, or DIR is not static. */
+static int cmd_moved_ctx(const shell_cmd *cmd, const policy_ctx *line, policy_ctx *out, char **moved)
+{
+	*moved = NULL;
+	if (!cmd->cwd && !cmd->cwd_unresolved)
+		return 0;
+	out->cwd_alt = NULL;
+	out->cwd = NULL;
+	if (cmd->cwd_unresolved || !cmd->cwd)
+		return 0;
+	bool absolute = cmd->cwd[0] == '/' || cmd->cwd[0] == '~';
+	if (!absolute && (!line->cwd || line->cwd_alt))
+		return 0;
+	*moved = path_resolve(cmd->cwd, absolute ? "/" : line->cwd, line->home);
+	if (!*moved && (cmd->cwd[0] != '~' || line->home))
+		return -ENOMEM;
+	out->cwd = *moved;
+	return 0;
+}
+
+/* What this run lets escape the sandbox, for reasons. */
+static const char *escape_text(const policy_ctx *ctx)
+{
+	if (ctx->host_sockets)
+		return "the workspace is committed and a host socket is reachable";
+	if (ctx->network)
+		return "the workspace is committed and the network is granted";
+	return "the workspace is committed";
+}
+
+/* A rule matched only through words that cannot be resolved: the reason
+ * says what was found (that word), never the rule's own label. */
+static int offer_unknown(line_state *ls, const policy *p, const policy_ctx *ctx,
+			 const shell_cmd *cmd, const rule *hit, const match_result *res)
+{
+	_cleanup_free_ char *shown = show_cmd(cmd);
+	const char *w = res->unknown_word ? res->unknown_word : "a word";
+	if (strcmp(w, "\u2026") == 0 || strstr(w, "{}"))
+		w = "what it is fed (xargs, find -exec)";
+	else if (cmd->cwd_unresolved)
+		w = "the directory it runs in (a -C / --chdir option)";
+	_cleanup_free_ char *word = show_text(w);
+	char *reason = NULL;
+	if (!shown || !word ||
+	    asprintf(&reason,
+		     "%s: %s cannot be resolved statically, and some values of it would make "
+		     "rule %s apply, whose effect the sandbox would not contain (%s)",
+		     shown, word, hit->id, escape_text(ctx)) < 0)
+		return -ENOMEM;
+	policy_decision d = hit->decision < p->unresolved ? hit->decision : p->unresolved;
+	line_offer(ls, d, "unresolved", reason, unresolved_suggestion);
+	return 0;
+}
+
 static void analysisp(shell_analysis *a) { shell_analysis_free(a); }
 static void errorp(txbox_error *e) { txbox_error_clear(e); }
 
@@ -257,7 +314,9 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 		home = path_resolve(ctx->home, "/", NULL);
 	if (!ws || !cwd || (ctx->home && ctx->home[0] == '/' && !home))
 		goto oom;
-	policy_ctx nctx = {ws, cwd, home, NULL};
+	const char *const *socks = (const char *const *)p->sandbox.allowed_sockets;
+	policy_ctx nctx = {ws, cwd, home, NULL, ctx->network || p->sandbox.network,
+			   ctx->host_sockets || (socks && socks[0])};
 
 	const char *text = argv[0];
 	/* CDPATH changes where a relative `cd` goes (txbox removes it from the
@@ -328,7 +387,11 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 
 	for (size_t c = 0; c < a.ncmds; c++) {
 		const shell_cmd *cmd = &a.cmds[c];
-		match_ctx mc = {p, &nctx, &a, views, nviews, c, text, with_count, text_hit};
+		_cleanup_free_ char *moved = NULL;
+		policy_ctx cctx = nctx;
+		if (cmd_moved_ctx(cmd, &nctx, &cctx, &moved) < 0)
+			goto oom;
+		match_ctx mc = {p, &cctx, &a, views, nviews, c, text, with_count, text_hit};
 		policy_decision d = POLICY_ALLOW;
 		const rule *hit = NULL;
 		match_result res = {0};
@@ -345,6 +408,13 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 		}
 		_cleanup_free_ char *detail = res.detail;
 		const char *rid = hit ? hit->id : "default";
+		if (hit && res.unknown_only) {
+			if (offer_unknown(&ls, p, &nctx, cmd, hit, &res) < 0)
+				goto oom;
+			rid = "unresolved";
+			out->unresolved = true;
+			hit = NULL;
+		}
 		bool unresolved = cmd->unresolved || views[c].name_unknown;
 		_cleanup_free_ char *shown = NULL;
 		if ((hit || unresolved) && !(shown = show_cmd(cmd)))

@@ -86,6 +86,18 @@ enum builtin_check {
 	BUILTIN_NON_ASCII_COMMAND = 1u << 1, /* command name with non-ASCII (look-alike) characters */
 };
 
+/* Where a rule's harm lands, for deciding whether a word that cannot be
+ * resolved is a reason to hold (`effect:` of a rule; one string table in
+ * load.c). */
+typedef enum rule_effect {
+	EFFECT_HOST = 0,  /* outside the workspace on this machine: the sandbox contains it */
+	EFFECT_WORKSPACE, /* in the workspace, which is committed */
+	EFFECT_REMOTE,    /* through the network or a host socket */
+	EFFECT_COUNT,
+} rule_effect;
+
+const char *rule_effect_name(rule_effect e);
+
 typedef struct rule_match {
 	strlist command, command_not;
 	strlist *subcommands; /* alternatives, each a word sequence */
@@ -101,6 +113,7 @@ typedef struct rule_match {
 	strlist text; /* globs on the whole command line text (icase applies) */
 	int unresolved; /* -1: not set */
 	unsigned builtins;
+	rule_effect effect;
 } rule_match;
 
 typedef struct rule {
@@ -181,6 +194,7 @@ struct cmdview {
 	char **words;       /* normalised argv (look-alike dashes folded, zero-width dropped,
 			     * split at Unicode spaces); words[0] is the command as written */
 	bool *unknown;      /* per word */
+	bool *is_value;     /* per word: the value of an option before it (-C DIR) */
 	size_t nwords;
 	const char *name;   /* basename of words[0] */
 	bool name_unknown;
@@ -198,10 +212,13 @@ struct cmdview {
 
 int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd);
 void cmdview_free(cmdview *v);
-/* Is the flag spec present: "-x" (short, any grouping), "--long" (exact,
+/* Is the flag spec (or one of its spellings) present: "-x" (short, any grouping), "--long" (exact,
  * `--long=`, or an abbreviation if abbrev), "-word" (find/terraform style: exact,
  * `-word=`, `--word`), "--" (end of options). */
 bool cmdview_has_flag(const cmdview *v, const char *spec, bool abbrev);
+/* Spellings of one flag or option separated by '|' ("-f|--force"): copies
+ * the next one at *p into buf and moves *p on; false at the end. */
+bool spelling_next(const char **p, char *buf, size_t size);
 /* Value of option key in the command: `key=VAL` (dd style), `--long=VAL`,
  * `--long VAL`, `-xVAL`, `-x VAL`. Iterates with *pos (start at 1). */
 const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos, bool *unknown);
@@ -224,7 +241,8 @@ typedef struct match_ctx {
 
 typedef struct match_result {
 	bool matched;
-	bool unknown_only; /* a path condition held only through unknown paths */
+	bool unknown_only; /* a condition held only through words that cannot be resolved */
+	const char *unknown_word; /* the first such word (in the command view), or NULL */
 	char *detail;      /* malloc'd: the offending word / path, or NULL */
 } match_result;
 

@@ -193,6 +193,28 @@ static int get_decision(lctx *L, const ynode *n, const char *what, bool allow_ok
 	return 0;
 }
 
+static const char *const effect_names[EFFECT_COUNT] = {
+	[EFFECT_HOST] = "host",
+	[EFFECT_WORKSPACE] = "workspace",
+	[EFFECT_REMOTE] = "remote",
+};
+
+const char *rule_effect_name(rule_effect e) { return e < EFFECT_COUNT ? effect_names[e] : "?"; }
+
+static int get_effect(lctx *L, const ynode *n, rule_effect *out)
+{
+	const char *s;
+	int r = get_string(L, n, "effect", &s);
+	if (r < 0)
+		return r;
+	for (size_t e = 0; e < EFFECT_COUNT; e++)
+		if (!strcmp(s, effect_names[e])) {
+			*out = (rule_effect)e;
+			return 0;
+		}
+	return bad(L, n, "effect must be host, workspace or remote, not '%s'", s);
+}
+
 /* ---- lists ----------------------------------------------------------------- */
 
 typedef int (*item_check)(lctx *L, const ynode *n, const char *what, const char *s);
@@ -222,13 +244,20 @@ static int check_glob(lctx *L, const ynode *n, const char *what, const char *s)
 	return 0;
 }
 
+/* A flag, or spellings of one flag separated by '|' ("-f|--force"). */
 static int check_flag(lctx *L, const ynode *n, const char *what, const char *s)
 {
-	if (s[0] != '-' || !s[1] || strpbrk(s, " \t\n=") || (s[1] == '-' && s[2] == '-'))
-		return bad(L, n,
-			   "%s: bad flag '%s' (expected -x, --long, -word or --, without '=' or spaces)",
-			   what, s);
-	return 0;
+	for (const char *p = s;; p++) {
+		size_t len = strcspn(p, "|");
+		if (p[0] != '-' || len < 2 || strcspn(p, " \t\n=") < len || (p[1] == '-' && p[2] == '-'))
+			return bad(L, n,
+				   "%s: bad flag '%s' (expected -x, --long, -word or --, without '=' "
+				   "or spaces; spellings of one flag separated by '|')",
+				   what, s);
+		p += len;
+		if (!*p)
+			return 0;
+	}
 }
 
 static int check_name(lctx *L, const ynode *n, const char *what, const char *s)
@@ -421,8 +450,10 @@ static int parse_options(lctx *L, const ynode *n, rule_match *m)
 		return oom(L);
 	for (size_t i = 0; i + 1 < n->n; i += 2) {
 		const ynode *k = n->items[i];
+		size_t kl = strlen(k->value);
 		if (!*k->value || strpbrk(k->value, " \t=") || !strcmp(k->value, "-") ||
-		    !strcmp(k->value, "--"))
+		    !strcmp(k->value, "--") || strstr(k->value, "||") || k->value[0] == '|' ||
+		    k->value[kl - 1] == '|')
 			return bad(L, k, "match.options: bad option name '%s'", k->value);
 		optpath *o = &m->options[m->noptions++];
 		o->key = arena_strdup(L->mem, k->value);
@@ -554,8 +585,10 @@ static int parse_rule(lctx *L, const ynode *n, policy *p, rule *ru)
 		} else if (!strcmp(k->value, "match")) {
 			match = v;
 			r = parse_match(L, v, &ru->m);
+		} else if (!strcmp(k->value, "effect")) {
+			r = get_effect(L, v, &ru->m.effect);
 		} else {
-			r = unknown_key(L, k, "a rule", "id, decision, reason, suggestion, match");
+			r = unknown_key(L, k, "a rule", "id, decision, reason, suggestion, effect, match");
 		}
 	}
 	if (r < 0)

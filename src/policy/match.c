@@ -2,11 +2,15 @@
  * hold (AND); inside one list any item may hold (OR), except `flags` and
  * `*_all` lists, where every item must.
  *
- * Path conditions are fail-closed: a word that cannot be resolved statically
- * is "unknown". For hold/deny rules that name commands, and in conditions
- * that list the class `unknown`, an unknown path satisfies the condition:
- * the rule fires, capped at the policy's `unresolved:` decision. For allow
- * rules it never does, and every path must be in the listed classes. */
+ * A word that cannot be resolved statically is "unknown". It is a reason to
+ * hold only where the effect it could have escapes the sandbox of this run
+ * (the workspace, which is committed; the network when granted; anything
+ * when a host socket is allowed): then, for hold/deny rules that name
+ * commands, an unknown word satisfies the condition and the rule fires
+ * capped at the policy's `unresolved:` decision, reported as unresolved,
+ * never with the rule's own reason. A read-only host, masked secrets and
+ * no network contain every other effect. For allow rules an unknown word
+ * never satisfies a condition, and every path must be in the listed classes. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 
@@ -72,7 +76,46 @@ static bool path_glob_match(const pathcond *pc, const char *resolved, const char
 	return false;
 }
 
+/* Could an effect on an unknown path in condition pc leave the sandbox?
+ * Only through a class this run lets the command change: the workspace (it
+ * is committed), a network socket or any path (`unknown`) when the network
+ * is granted; anything when a daemon behind a host socket acts for it. */
+static bool unknown_path_escapes(const pathcond *pc, const policy_ctx *ctx)
+{
+	unsigned reach = PC_INSIDE | PC_WORKSPACE;
+	if (ctx->host_sockets)
+		return true;
+	if (ctx->network)
+		reach |= PC_NETWORK | PC_UNKNOWN;
+	return (pc->classes & reach) != 0;
+}
+
+/* The same for a rule's content conditions (flags, operands, words). */
+static bool unknown_word_escapes(rule_effect e, const policy_ctx *ctx)
+{
+	switch (e) {
+	case EFFECT_WORKSPACE:
+		return true;
+	case EFFECT_REMOTE:
+		return ctx->network || ctx->host_sockets;
+	case EFFECT_HOST:
+	case EFFECT_COUNT:
+		break;
+	}
+	return ctx->host_sockets;
+}
+
 enum pstate { P_NONE = 0, P_UNKNOWN = 1, P_DEFINITE = 2 };
+
+/* "$DIR/json.hpp~" names a file called json.hpp~: it is neither the
+ * workspace root (unless that is its name) nor one of its ancestors. */
+static bool tail_is_literal(const char *word)
+{
+	const char *sl = strrchr(word, '/');
+	if (!sl || !sl[1] || !strcmp(sl + 1, ".") || !strcmp(sl + 1, ".."))
+		return false;
+	return strpbrk(sl + 1, "$`\"'(){}[]*?\\") == NULL;
+}
 
 typedef struct pcheck {
 	const pathcond *pc;
@@ -84,8 +127,22 @@ typedef struct pcheck {
 	bool all_ok;   /* universal (allow): every candidate matched */
 	size_t seen;
 	char *detail;
+	const char *unk_word; /* the unknown word that satisfied it */
 	bool oom;
 } pcheck;
+
+/* An unknown word with a literal last name cannot reach the classes of
+ * the condition that escape: only the root or its ancestors would. */
+static bool tail_rules_out(const pcheck *pk, const char *word)
+{
+	if (!tail_is_literal(word) || pk->ctx->host_sockets)
+		return false;
+	const char *ws_name = strrchr(pk->ctx->workspace, '/');
+	if (ws_name && strcmp(ws_name + 1, strrchr(word, '/') + 1) == 0)
+		return false;
+	unsigned reach = PC_INSIDE | (pk->ctx->network ? PC_NETWORK | PC_UNKNOWN : 0);
+	return (pk->pc->classes & reach) == 0;
+}
 
 static void pcheck_word(pcheck *pk, const char *word, bool unknown)
 {
@@ -100,8 +157,9 @@ static void pcheck_word(pcheck *pk, const char *word, bool unknown)
 			pk->all_ok = false;
 			return;
 		}
-		if (pk->unknown_ok && pk->state < P_UNKNOWN) {
+		if (pk->unknown_ok && pk->state < P_UNKNOWN && !tail_rules_out(pk, word)) {
 			pk->state = P_UNKNOWN;
+			pk->unk_word = word;
 			free(pk->detail);
 			if (asprintf(&pk->detail, "%s: cannot be resolved statically", word) < 0) {
 				pk->detail = NULL;
@@ -140,13 +198,15 @@ static void pcheck_init(pcheck *pk, const pathcond *pc, bool allow, bool unknown
 	memset(pk, 0, sizeof(*pk));
 	pk->pc = pc;
 	pk->allow = allow;
-	pk->unknown_ok = unknown_ok || (pc->classes & PC_UNKNOWN);
+	pk->unknown_ok = (unknown_ok || (pc->classes & PC_UNKNOWN)) && unknown_path_escapes(pc, ctx);
 	pk->ctx = ctx;
 	pk->all_ok = true;
 }
 
 typedef struct mstate {
 	bool unknown_used;
+	unsigned unk_conds; /* conditions that held only through unknown words */
+	const char *unk_word;
 	char *detail;
 	bool oom;
 } mstate;
@@ -161,8 +221,12 @@ static bool take_pcheck(mstate *ms, pcheck *pk)
 		free(pk->detail);
 		return false;
 	}
-	if (st == P_UNKNOWN)
+	if (st == P_UNKNOWN) {
+		ms->unk_conds++;
+		if (!ms->unknown_used)
+			ms->unk_word = pk->unk_word;
 		ms->unknown_used = true;
+	}
 	if (!ms->detail || st == P_DEFINITE) {
 		free(ms->detail);
 		ms->detail = pk->detail;
@@ -199,6 +263,44 @@ static void implicit_operands(pcheck *pk, const cmdview *v)
 	pk->contents = false;
 }
 
+/* Values of an option given as spellings separated by '|' ("-o|--output"). */
+static void option_values(pcheck *pk, const cmdview *v, const char *keys)
+{
+	char key[256];
+	while (spelling_next(&keys, key, sizeof(key))) {
+		size_t pos = 0;
+		bool unk = false;
+		const char *val;
+		while ((val = cmdview_option_value(v, key, &pos, &unk)))
+			pcheck_word(pk, val, unk);
+	}
+}
+
+/* Does some operand match one of globs: its own, or for operands fed by
+ * xargs / find -exec, the start paths of the find that feeds them. */
+static bool operand_glob(const cmdview *v, size_t sub, const strlist *globs, int fl)
+{
+	for (size_t k = sub; k < v->npositional; k++)
+		if (!v->pos_unknown[k] && glob_any(globs, word_at(v, k), fl))
+			return true;
+	const cmdview *src = v->implicit_unknown_operand ? v->operand_source : NULL;
+	for (size_t k = 0; src && k < src->npositional; k++)
+		if (!src->pos_unknown[k] && glob_any(globs, word_at(src, k), fl))
+			return true;
+	return false;
+}
+
+/* Words of the command (and redirection targets) that cannot be resolved. */
+static unsigned unknown_words(const cmdview *v)
+{
+	unsigned n = 0;
+	for (size_t k = v->start + 1; k < v->nwords; k++)
+		n += v->unknown[k];
+	for (size_t i = 0; i < v->cmd->nredirs; i++)
+		n += v->cmd->redirs[i].unresolved;
+	return n;
+}
+
 int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 {
 	const cmdview *v = &mc->views[mc->self];
@@ -222,6 +324,10 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	if (m->via.n && !glob_any(&m->via, cmd->via ? cmd->via : "", 0))
 		return 0;
 
+	/* A dynamic word could be any subcommand, flag or operand: for hold/deny
+	 * rules about specific commands whose effect would escape, it satisfies
+	 * those conditions (the decision is then capped like for unknown paths). */
+	bool unk_content = !allow && m->command.n && unknown_word_escapes(m->effect, mc->ctx);
 	size_t sub = 0;
 	if (m->nsubcommands) {
 		bool ok = false;
@@ -231,7 +337,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 				continue;
 			bool all = true, unk = false;
 			for (size_t k = 0; k < alt->n && all; k++) {
-				if (v->pos_unknown[k] && !allow)
+				if (v->pos_unknown[k] && unk_content)
 					unk = true;
 				else if (v->pos_unknown[k] || !glob_one(alt->v[k], word_at(v, k), 0))
 					all = false;
@@ -239,25 +345,35 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			if (all) {
 				ok = true;
 				sub = alt->n;
-				if (unk)
-					ms.unknown_used = true;
+				for (size_t k = 0; unk && k < alt->n && !ms.unk_word; k++)
+					if (v->pos_unknown[k])
+						ms.unk_word = word_at(v, k);
+				ms.unknown_used = ms.unknown_used || unk;
+				ms.unk_conds += unk;
 			}
 		}
 		if (!ok)
 			return 0;
 	}
 
-	/* A dynamic word could be any flag or operand: for hold/deny rules about
-	 * specific commands it satisfies flag, operand and word conditions (the
-	 * decision is then capped like for unknown paths). */
-	bool unk_words = false, unk_ops = false;
-	if (!allow && m->command.n) {
+	bool unk_words = false, unk_ops = false, unk_flags = false;
+	const char *first_unk = NULL;
+	if (unk_content) {
 		for (size_t k = v->start + 1; k < v->nwords; k++)
-			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0)
+			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0) {
 				unk_words = true;
+				unk_flags = unk_flags || !v->is_value[k]; /* a value is no flag */
+				first_unk = first_unk ? first_unk : v->words[k];
+			}
 		for (size_t k = sub; k < v->npositional; k++)
 			if (v->pos_unknown[k] && !is_implicit_word(v, k))
 				unk_ops = true;
+		/* what xargs reads could be any operand or flag */
+		const cmdview *src = v->operand_source;
+		if (v->implicit_unknown_operand && (!src || src->npositional == 0)) {
+			unk_ops = unk_words = unk_flags = true;
+			first_unk = first_unk ? first_unk : "\u2026";
+		}
 	}
 #define NEED(cond, unk)                          \
 	do {                                     \
@@ -265,16 +381,19 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			if (!(unk))              \
 				goto no;         \
 			ms.unknown_used = true;  \
+			ms.unk_conds++;          \
+			if (!ms.unk_word)        \
+				ms.unk_word = first_unk; \
 		}                                \
 	} while (0)
 
 	for (size_t i = 0; i < m->flags.n; i++)
-		NEED(cmdview_has_flag(v, m->flags.v[i], true), unk_words);
+		NEED(cmdview_has_flag(v, m->flags.v[i], true), unk_flags);
 	if (m->flags_any.n) {
 		bool any = false;
 		for (size_t i = 0; i < m->flags_any.n && !any; i++)
 			any = cmdview_has_flag(v, m->flags_any.v[i], true);
-		NEED(any, unk_words);
+		NEED(any, unk_flags);
 	}
 	for (size_t i = 0; i < m->flags_none.n; i++)
 		if (cmdview_has_flag(v, m->flags_none.v[i], false))
@@ -286,17 +405,12 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	if (m->nargs_max >= 0 && nops > (size_t)m->nargs_max)
 		goto no;
 
-	if (m->args.n) {
-		bool any = false;
-		for (size_t k = sub; k < v->npositional && !any; k++)
-			any = !v->pos_unknown[k] && glob_any(&m->args, word_at(v, k), fl);
-		NEED(any, unk_ops);
-	}
+	if (m->args.n)
+		NEED(operand_glob(v, sub, &m->args, fl), unk_ops);
 	for (size_t i = 0; i < m->args_all.n; i++) {
-		bool any = false;
-		for (size_t k = sub; k < v->npositional && !any; k++)
-			any = !v->pos_unknown[k] && fnmatch(m->args_all.v[i], word_at(v, k), fl) == 0;
-		NEED(any, unk_ops);
+		char *one[] = {m->args_all.v[i], NULL};
+		strlist l = {one, 1, 1};
+		NEED(operand_glob(v, sub, &l, fl), unk_ops);
 	}
 	if (m->words.n) {
 		bool any = false;
@@ -304,12 +418,15 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			any = !v->unknown[k] && glob_any(&m->words, v->words[k], fl);
 		NEED(any, unk_words);
 	}
+	unsigned before_all = ms.unk_conds; /* one word can hold every words_all glob */
 	for (size_t i = 0; i < m->words_all.n; i++) {
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && fnmatch(m->words_all.v[i], v->words[k], fl) == 0;
 		NEED(any, unk_words);
 	}
+	if (ms.unk_conds > before_all + 1)
+		ms.unk_conds = before_all + 1;
 #undef NEED
 
 	size_t ri = (size_t)(r - mc->p->rules);
@@ -357,14 +474,14 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		if (!take_pcheck(&ms, &pk))
 			goto no;
 	}
-	for (size_t o = 0; o < m->noptions; o++) {
-		pcheck_init(&pk, &m->options[o].cond, allow, unk_paths, mc->ctx);
-		size_t pos = 0;
-		bool unk = false;
-		const char *val;
-		while ((val = cmdview_option_value(v, m->options[o].key, &pos, &unk)))
-			pcheck_word(&pk, val, unk);
-		if (!take_pcheck(&ms, &pk))
+	if (m->noptions) { /* any option (of its spellings) with a value in its classes */
+		bool any = false;
+		for (size_t o = 0; o < m->noptions; o++) {
+			pcheck_init(&pk, &m->options[o].cond, allow, unk_paths, mc->ctx);
+			option_values(&pk, v, m->options[o].key);
+			any = take_pcheck(&ms, &pk) || any;
+		}
+		if (!any)
 			goto no;
 	}
 	if (m->redirects.set || m->reads.set) {
@@ -387,8 +504,15 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	}
 	if (ms.oom)
 		goto oom;
+	/* one unknown word stands for one word: `rm -f "$f"` cannot be both
+	 * -r and the workspace (what xargs reads, or an unknown directory, can
+	 * be anything) */
+	if (ms.unk_conds > 1 && !v->implicit_unknown_operand && mc->ctx->cwd &&
+	    ms.unk_conds > unknown_words(v))
+		goto no;
 	res->matched = true;
 	res->unknown_only = ms.unknown_used;
+	res->unknown_word = ms.unk_word;
 	res->detail = ms.detail;
 	return 0;
 no:

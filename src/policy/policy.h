@@ -38,6 +38,11 @@ typedef struct policy_ctx {
 	const char *home;      /* $HOME, may be NULL */
 	const char *cwd_alt;   /* set by policy_decide itself: where relative paths start if
 				* the last `cd` did not take effect (callers leave it NULL) */
+	/* What the sandbox will let this run reach besides the workspace (or'ed
+	 * with the policy's own `sandbox:` grants): a word that cannot be
+	 * resolved is a reason to hold only where its effect could escape. */
+	bool network;      /* host networking granted (--net) */
+	bool host_sockets; /* some host Unix socket is reachable */
 } policy_ctx;
 
 typedef struct policy_cmd_verdict {

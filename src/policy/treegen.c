@@ -157,8 +157,9 @@ static void init_match(FILE *f, const rule_match *m, const match_ids *ids)
 		fprintf(f, "\t\t.subcommands = s%lu, .nsubcommands = %zu,\n", ids->subs, m->nsubcommands);
 	if (m->noptions)
 		fprintf(f, "\t\t.options = o%lu, .noptions = %zu,\n", ids->opts, m->noptions);
-	fprintf(f, "\t\t.icase = %s, .nargs_min = %ld, .nargs_max = %ld, .unresolved = %d, .builtins = %uu,\n\t}",
-		m->icase ? "true" : "false", m->nargs_min, m->nargs_max, m->unresolved, m->builtins);
+	fprintf(f, "\t\t.icase = %s, .nargs_min = %ld, .nargs_max = %ld, .unresolved = %d, .builtins = %uu,\n"
+		   "\t\t.effect = %d,\n\t}",
+		m->icase ? "true" : "false", m->nargs_min, m->nargs_max, m->unresolved, m->builtins, (int)m->effect);
 }
 
 static void emit_policy(FILE *f, const policy *p)

@@ -45,6 +45,7 @@ static void cmd_free(shell_cmd *c)
 		free(c->redirs[i].target);
 	free(c->redirs);
 	free(c->via);
+	free(c->cwd);
 }
 
 void shell_analysis_free(shell_analysis *a)
@@ -118,14 +119,19 @@ int sh_emit(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
 	c->word_unresolved = calloc(argc + 1, sizeof(*c->word_unresolved));
 	if (via)
 		c->via = strdup(via);
-	if (!c->argv || !c->word_unresolved || (via && !c->via))
+	if (ctx->chdir)
+		c->cwd = strdup(ctx->chdir);
+	c->cwd_unresolved = ctx->chdir_unres;
+	if (!c->argv || !c->word_unresolved || (via && !c->via) || (ctx->chdir && !c->cwd))
 		goto nomem;
 	for (size_t i = 0; i < argc; i++) {
 		c->argv[i] = strdup(argv[i].text);
 		if (!c->argv[i])
 			goto nomem;
 		c->argc = i + 1;
-		c->word_unresolved[i] = argv[i].unres || argv[i].lookalike;
+		/* a look-alike argument is matched as its folded text (what it
+		 * pretends to be); only the command name's look-alikes are flagged */
+		c->word_unresolved[i] = argv[i].unres || (i == 0 && argv[i].lookalike);
 	}
 	size_t nr = 0;
 	for (size_t i = 0; i < nredirs; i++)
@@ -242,16 +248,17 @@ static int analyze_nodes(struct sh_ctx *ctx, const struct sh_nodes *ns)
 			pipe_src[n->pipe_id] |= 1;
 		if (known && name_in(n, decoder))
 			pipe_src[n->pipe_id] |= 2;
-		if (n->argc == 0) {
-			bool files = false;
-			for (size_t k = 0; k < n->nredirs; k++)
-				if (redir_kind(n->redirs[k]) >= 0)
-					files = true;
-			if (!files)
-				continue;
-		}
-		rc = sh_unwrap(ctx, n->argv, n->argc, (const struct sh_redir_raw *const *)n->redirs,
-			       n->nredirs, n->via, n->depth, &in, ns);
+		int idx = (int)ctx->out->ncmds; /* the node's own command, if it emits one */
+		bool files = n->argc > 0;
+		for (size_t k = 0; k < n->nredirs; k++)
+			if (redir_kind(n->redirs[k]) >= 0)
+				files = true;
+		if (files)
+			rc = sh_unwrap(ctx, n->argv, n->argc,
+				       (const struct sh_redir_raw *const *)n->redirs, n->nredirs,
+				       n->via, n->depth, &in, ns);
+		for (size_t k = 0; k < n->nenv_cmds && rc == 0; k++)
+			rc = sh_env_command(ctx, &n->env_cmds[k], n->depth, files ? idx : -1);
 	}
 	free(pipe_src);
 	return rc;
@@ -346,6 +353,8 @@ int shell_analyze(const char *text, size_t len, const shell_limits *lim, shell_a
 	int rc = sh_parse_text(&ctx, &ns, text ? text : "", len, NULL, 0, false);
 	if (rc == 0)
 		rc = analyze_nodes(&ctx, &ns);
+	if (rc == 0)
+		rc = sh_written_then_run(&ctx);
 	sh_nodes_free(&ns);
 	if (rc < 0) {
 		shell_analysis_free(out);

@@ -128,6 +128,9 @@ void sh_node_free(struct sh_node *n)
 		free(n->redirs[i]);
 	}
 	free(n->redirs);
+	for (size_t i = 0; i < n->nenv_cmds; i++)
+		sh_field_free(&n->env_cmds[i]);
+	free(n->env_cmds);
 	free(n->via);
 	memset(n, 0, sizeof(*n));
 }

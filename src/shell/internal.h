@@ -90,6 +90,10 @@ struct sh_node {
 	unsigned pipe_id, pipe_idx;
 	bool stdin_piped;
 	bool compound_redirs; /* redirections of a compound command */
+	/* NAME=VALUE prefixes whose variable names a command (PAGER, EDITOR,
+	 * GIT_SSH_COMMAND, …): what the command may run */
+	struct sh_field *env_cmds;
+	size_t nenv_cmds;
 };
 
 struct sh_nodes {
@@ -110,6 +114,8 @@ struct sh_ctx {
 	size_t nodes_used;
 	unsigned pipe_seq;
 	unsigned wrap_nest; /* nested wrapper unwrapping (bounded) */
+	char *chdir;        /* directory commands emitted now run in (env -C …), or NULL */
+	bool chdir_unres;
 	txbox_error *err;
 	shell_analysis *out;
 	size_t out_cap;
@@ -312,6 +318,21 @@ int sh_unwrap(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
  * argument is not a literal. */
 int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_t len,
 		   const char *via, unsigned depth, int cmd_idx);
+
+/* Does NAME (len bytes) name a variable whose value is a command that
+ * programs run (PAGER, EDITOR, GIT_SSH_COMMAND, LESSOPEN, …)? */
+bool sh_env_names_command(const char *name, size_t len);
+/* Analyse the value of such an assignment "NAME=VALUE" as shell text run
+ * on behalf of command cmd_idx (marked unresolved when it is not static). */
+int sh_env_command(struct sh_ctx *ctx, const struct sh_field *assign, unsigned depth, int cmd_idx);
+
+/* steps.c: files written and then run in the same line (after all
+ * commands are listed): analyse what runs. */
+int sh_written_then_run(struct sh_ctx *ctx);
+
+/* Not static as a whole, but a path ending in a static file name after a
+ * '/' ("$DIR/tools/build.py"). */
+bool sh_literal_tail(const struct sh_field *f);
 
 /* Basename of a command word. */
 const char *sh_basename(const char *s);

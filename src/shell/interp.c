@@ -23,7 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum ik { IK_SHELL, IK_ARGV, IK_SPAWN, IK_RMRF, IK_RM, IK_RMDIR };
+/* IK_RMRF and after: a call on one path, reported as the command doing the
+ * same (IK_PATH: pathlib's Path("p").method(), IK_OPEN: open(p, mode) only
+ * when mode writes); IK_KILL: kill(pid, …) with a literal number. */
+enum ik { IK_SHELL, IK_ARGV, IK_SPAWN, IK_RMRF, IK_RM, IK_RMDIR, IK_MV, IK_CHMOD, IK_WRITE,
+	  IK_OPEN, IK_PATH, IK_KILL, IK_KILL2 /* kill(SIGNAL, PID) */ };
 
 struct ipat {
 	const char *name;
@@ -40,11 +44,15 @@ static const struct ipat py_pats[] = {
 	{"os.spawnlp", IK_ARGV}, {"shutil.rmtree", IK_RMRF}, {"os.remove", IK_RM},
 	{"os.unlink", IK_RM}, {"os.rmdir", IK_RMDIR}, {"os.removedirs", IK_RMDIR},
 	{"system", IK_SHELL}, {"rmtree", IK_RMRF}, {"check_output", IK_ARGV},
-	{"check_call", IK_ARGV}, {"getoutput", IK_SHELL},
+	{"check_call", IK_ARGV}, {"getoutput", IK_SHELL}, {"os.rename", IK_MV},
+	{"os.replace", IK_MV}, {"os.renames", IK_MV}, {"shutil.move", IK_MV}, {"os.chmod", IK_CHMOD},
+	{"os.chown", IK_CHMOD}, {"os.lchown", IK_CHMOD}, {"os.truncate", IK_WRITE},
+	{"shutil.copy", IK_MV}, {"open", IK_OPEN}, {"Path", IK_PATH}, {"os.kill", IK_KILL},
+	{"os.killpg", IK_KILL}, {"kill", IK_KILL},
 	{NULL, 0},
 };
 static const struct ipat perl_pats[] = {
-	{"system", IK_ARGV}, {"exec", IK_ARGV}, {"rmtree", IK_RMRF}, {"remove_tree", IK_RMRF},
+	{"kill", IK_KILL2}, {"system", IK_ARGV}, {"exec", IK_ARGV}, {"rmtree", IK_RMRF}, {"remove_tree", IK_RMRF},
 	{"unlink", IK_RM}, {"rmdir", IK_RMDIR}, {NULL, 0},
 };
 static const struct ipat ruby_pats[] = {
@@ -53,19 +61,29 @@ static const struct ipat ruby_pats[] = {
 	{"Open3.popen3", IK_ARGV}, {"FileUtils.rm_rf", IK_RMRF}, {"FileUtils.rm_r", IK_RMRF},
 	{"FileUtils.remove_dir", IK_RMRF}, {"FileUtils.remove_entry", IK_RMRF},
 	{"FileUtils.rm", IK_RM}, {"File.delete", IK_RM}, {"File.unlink", IK_RM},
-	{"Dir.rmdir", IK_RMDIR}, {NULL, 0},
+	{"Dir.rmdir", IK_RMDIR}, {"File.rename", IK_MV}, {"FileUtils.mv", IK_MV},
+	{"File.write", IK_WRITE}, {"Process.kill", IK_KILL2}, {NULL, 0},
 };
 static const struct ipat node_pats[] = {
 	{"execSync", IK_SHELL}, {"child_process.exec", IK_SHELL}, {"cp.exec", IK_SHELL},
 	{"exec", IK_SHELL}, {"execFileSync", IK_SPAWN}, {"execFile", IK_SPAWN},
 	{"spawnSync", IK_SPAWN}, {"spawn", IK_SPAWN}, {"rmSync", IK_RMRF}, {"rmdirSync", IK_RMRF},
 	{"fs.rm", IK_RMRF}, {"fs.rmdir", IK_RMRF}, {"unlinkSync", IK_RM}, {"fs.unlink", IK_RM},
-	{"Bun.spawn", IK_ARGV}, {"Deno.Command", IK_SPAWN}, {NULL, 0},
+	{"Bun.spawn", IK_ARGV}, {"Deno.Command", IK_SPAWN}, {"Deno.removeSync", IK_RMRF},
+	{"Deno.remove", IK_RMRF}, {"renameSync", IK_MV}, {"fs.rename", IK_MV},
+	{"chmodSync", IK_CHMOD}, {"fs.chmod", IK_CHMOD}, {"chownSync", IK_CHMOD},
+	{"writeFileSync", IK_WRITE}, {"fs.writeFile", IK_WRITE}, {"appendFileSync", IK_WRITE},
+	{"process.kill", IK_KILL}, {"Deno.writeTextFileSync", IK_WRITE}, {NULL, 0},
 };
 static const struct ipat php_pats[] = {
 	{"system", IK_SHELL}, {"exec", IK_SHELL}, {"shell_exec", IK_SHELL},
 	{"passthru", IK_SHELL}, {"popen", IK_SHELL}, {"proc_open", IK_ARGV},
-	{"pcntl_exec", IK_SPAWN}, {"unlink", IK_RM}, {"rmdir", IK_RMDIR}, {NULL, 0},
+	{"pcntl_exec", IK_SPAWN}, {"unlink", IK_RM}, {"rmdir", IK_RMDIR}, {"rename", IK_MV},
+	{"file_put_contents", IK_WRITE}, {"posix_kill", IK_KILL}, {NULL, 0},
+};
+static const struct ipat lua_pats[] = {
+	{"os.execute", IK_SHELL}, {"io.popen", IK_SHELL}, {"os.remove", IK_RM},
+	{"os.rename", IK_MV}, {NULL, 0},
 };
 static const struct ipat awk_pats[] = {
 	{"system", IK_SHELL}, {NULL, 0},
@@ -285,9 +303,92 @@ static size_t literal_list(struct scan *sc, size_t *i, char close, char **words,
 
 #define MAXW 64
 
+/* kill(PID, …) with a literal pid: reported as kill -9 PID. */
+static int kill_call(struct scan *sc, size_t i)
+{
+	size_t st = i, en = i;
+	if (en < sc->n && (sc->s[en] == '-' || sc->s[en] == '+'))
+		en++;
+	while (en < sc->n && sc->s[en] >= '0' && sc->s[en] <= '9')
+		en++;
+	if (en == st || (en == st + 1 && !(sc->s[st] >= '0' && sc->s[st] <= '9')))
+		return 0; /* not a literal pid: a variable is the common, harmless case */
+	char *words[3] = {strdup("kill"), strdup("-9"), strndup(sc->s + st, en - st)};
+	bool unres[3] = {false, false, false};
+	if (!words[0] || !words[1] || !words[2]) {
+		for (size_t k = 0; k < 3; k++)
+			free(words[k]);
+		return -ENOMEM;
+	}
+	return emit_argv(sc, words, unres, 3);
+}
+
+/* The command a one-path call amounts to, NULL for none. i: after the
+ * path literal's call (for Path("p").method() and open(p, mode)). */
+static const char *path_command(const struct scan *sc, const struct ipat *pt, size_t i, bool more)
+{
+	static const struct {
+		const char *method, *cmd;
+	} methods[] = {{".unlink(", "rm"}, {".rmdir(", "rmdir"}, {".rename(", "mv"},
+		       {".replace(", "mv"}, {".chmod(", "chmod"}, {".write_text(", "tee"},
+		       {".write_bytes(", "tee"}, {".touch(", "tee"}, {".symlink_to(", "ln"}};
+	switch (pt->kind) {
+	case IK_RMRF:
+	case IK_RM:
+		return "rm";
+	case IK_RMDIR:
+		return "rmdir";
+	case IK_MV:
+		return "mv";
+	case IK_CHMOD:
+		return "chmod";
+	case IK_WRITE:
+		return "tee";
+	case IK_OPEN: {
+		if (!more)
+			return NULL;
+		size_t k = i + 1;
+		skip_ws(sc, &k);
+		if (k >= sc->n || (sc->s[k] != '"' && sc->s[k] != '\''))
+			return NULL;
+		for (size_t m = k + 1; m < sc->n && sc->s[m] != sc->s[k]; m++)
+			if (strchr("wax+", sc->s[m]))
+				return "tee";
+		return NULL;
+	}
+	case IK_PATH:
+		if (i < sc->n && sc->s[i] == ')')
+			i++;
+		for (size_t m = 0; m < sizeof(methods) / sizeof(*methods); m++)
+			if (sc->n - i >= strlen(methods[m].method) &&
+			    strncmp(sc->s + i, methods[m].method, strlen(methods[m].method)) == 0)
+				return methods[m].cmd;
+		return NULL;
+	default:
+		return NULL;
+	}
+}
+
 static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 {
 	skip_ws(sc, &i);
+	if (pt->kind == IK_KILL || pt->kind == IK_KILL2) {
+		bool paren = i < sc->n && sc->s[i] == '(';
+		if (!paren && !lang_is(sc, "perl"))
+			return 0;
+		i += paren;
+		skip_ws(sc, &i);
+		if (pt->kind == IK_KILL2) { /* the pid list follows the signal */
+			while (i < sc->n && sc->s[i] != ',' && sc->s[i] != ')' && sc->s[i] != ';')
+				i++;
+			if (i >= sc->n || sc->s[i] != ',')
+				return 0;
+			i++;
+			skip_ws(sc, &i);
+		}
+		int r = kill_call(sc, i);
+		return r == -ENOMEM ? txbox_fail(sc->ctx->err, -ENOMEM, "shell: out of memory") : r;
+	}
 	bool paren = i < sc->n && sc->s[i] == '(';
 	bool bare_ok = lang_is(sc, "perl") || lang_is(sc, "ruby");
 	if (!paren && !bare_ok)
@@ -325,7 +426,10 @@ static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 	int r = literal(sc, &i, &b);
 	if (r != 1 || !arg_ends(sc, i)) {
 		sbuf_free(&b);
-		unresolved(sc, pt->name);
+		/* a computed path in a rename, chmod or write changes what the
+		 * sandbox lets it change; only commands and deletions hold */
+		if (pt->kind <= IK_RMDIR)
+			unresolved(sc, pt->name);
 		return 0;
 	}
 	skip_ws(sc, &i);
@@ -365,10 +469,11 @@ static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 		rc = emit_argv(sc, words, unres, nw);
 		break;
 	}
-	case IK_RMRF:
-	case IK_RM:
-	case IK_RMDIR: {
-		words[nw] = strdup(pt->kind == IK_RMDIR ? "rmdir" : "rm");
+	default: {
+		const char *cmd = path_command(sc, pt, i, more);
+		if (!cmd)
+			break;
+		words[nw] = strdup(cmd);
 		unres[nw++] = false;
 		if (pt->kind == IK_RMRF) {
 			words[nw] = strdup("-rf");
@@ -498,9 +603,76 @@ static int awk_pipes(struct scan *sc)
 	return rc;
 }
 
+/* Python `import M as A` / `from M import N as A`: the code with every use
+ * of A (an identifier not after '.') spelled as what it names, so the
+ * patterns see os.system and rmtree however they were imported. NULL when
+ * there is no alias (or on allocation failure: the code is scanned as is). */
+static char *python_unalias(const char *code, size_t len, size_t *out_len)
+{
+	struct {
+		const char *name, *alias;
+		size_t nl, al;
+	} al[16];
+	size_t na = 0;
+	for (const char *p = code; na < 16 && (p = memmem(p, len - (size_t)(p - code), " as ", 4));
+	     p += 4) {
+		const char *ne = p, *ns = p;
+		while (ns > code && (ident(ns[-1]) || ns[-1] == '.'))
+			ns--;
+		const char *as = p + 4, *ae = as;
+		while (ae < code + len && ident(*ae))
+			ae++;
+		if (ns == ne || ae == as)
+			continue;
+		al[na].name = ns;
+		al[na].nl = (size_t)(ne - ns);
+		al[na].alias = as;
+		al[na].al = (size_t)(ae - as);
+		na++;
+	}
+	if (na == 0)
+		return NULL;
+	struct sbuf b = {0};
+	for (size_t i = 0; i < len;) {
+		size_t k = 0;
+		if (ident(code[i]) && (i == 0 || (!ident(code[i - 1]) && code[i - 1] != '.'))) {
+			for (; k < na; k++)
+				if (len - i >= al[k].al && memcmp(code + i, al[k].alias, al[k].al) == 0 &&
+				    (i + al[k].al == len || !ident(code[i + al[k].al])) &&
+				    !(i >= 4 && memcmp(code + i - 4, " as ", 4) == 0))
+					break;
+		} else {
+			k = na;
+		}
+		if (k < na) {
+			sbuf_put(&b, al[k].name, al[k].nl);
+			i += al[k].al;
+		} else {
+			sbuf_putc(&b, code[i++]);
+		}
+	}
+	if (b.oom) {
+		sbuf_free(&b);
+		return NULL;
+	}
+	*out_len = b.len;
+	return b.s;
+}
+
 int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_t len,
 		   const char *via, unsigned depth, int cmd_idx)
 {
+	if (strcmp(lang, "python") == 0) {
+		size_t ulen = 0;
+		char *un = python_unalias(code, len, &ulen);
+		if (un) {
+			int rc = sh_interp_scan(ctx, "python-unaliased", un, ulen, via, depth, cmd_idx);
+			free(un);
+			return rc;
+		}
+	}
+	if (strcmp(lang, "python-unaliased") == 0)
+		lang = "python";
 	struct scan sc = {
 		.ctx = ctx, .lang = lang, .s = code, .n = len, .via = via, .depth = depth,
 		.idx = cmd_idx,
@@ -513,6 +685,7 @@ int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_
 				  : strcmp(lang, "ruby") == 0 ? ruby_pats
 				  : strcmp(lang, "node") == 0 ? node_pats
 				  : strcmp(lang, "php") == 0  ? php_pats
+				  : strcmp(lang, "lua") == 0  ? lua_pats
 							      : awk_pats;
 	int rc = 0;
 	size_t *done = NULL, ndone = 0, dcap = 0, matches = 0;

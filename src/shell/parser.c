@@ -309,6 +309,24 @@ static int parse_trailing_redirs(struct sh_parser *p)
 	return rc;
 }
 
+/* Keep NAME=value when NAME names a command the program may run. */
+static int note_env_command(struct sh_node *n, const struct sh_word *w, size_t al)
+{
+	const char *c = w->cells.c;
+	if (!sh_env_names_command(c, al - 1) || c[al - 1] != '=')
+		return 0;
+	struct sh_field *v = realloc(n->env_cmds, (n->nenv_cmds + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	n->env_cmds = v;
+	bool unres = false;
+	char *text = sh_word_text_from(w, 0, &unres);
+	if (!text)
+		return -ENOMEM;
+	n->env_cmds[n->nenv_cmds++] = (struct sh_field){.text = text, .unres = unres || w->unres};
+	return 0;
+}
+
 /* Record an assignment word NAME=value as pending (vars.c). */
 static void note_assignment(struct sh_parser *p, const struct sh_word *w, size_t al, bool array)
 {
@@ -355,6 +373,10 @@ static int parse_simple(struct sh_parser *p)
 				bool array = al == t->w.cells.len && p->pos < p->len &&
 					     p->s[p->pos] == '(' && t->w.end == p->pos;
 				note_assignment(p, &t->w, al, array);
+				if (!array && note_env_command(&n, &t->w, al) < 0) {
+					rc = sh_fail_at(p, t->pos, -ENOMEM, "out of memory");
+					goto fail;
+				}
 				sh_consume(p);
 				if (array) {
 					rc = parse_array_value(p);
@@ -398,7 +420,7 @@ static int parse_simple(struct sh_parser *p)
 	if (p->vars && p->vars->npend > pend_before &&
 	    !(n.argc == 0 && n.nredirs == 0 && p->resolve_vars && p->compound == 0))
 		sh_var_settle(p->vars, false);
-	if (n.argc == 0 && n.nredirs == 0) {
+	if (n.argc == 0 && n.nredirs == 0 && n.nenv_cmds == 0) {
 		sh_node_free(&n);
 		return 0;
 	}

@@ -31,6 +31,9 @@ typedef struct shell_cmd {
 	shell_redir *redirs;
 	size_t nredirs;
 	char *via;              /* how it was reached: NULL for top level, else e.g. "sh -c", "$(…)", "xargs", "find -exec", "sudo" */
+	char *cwd;              /* where it runs when an option moved it (env -C, sudo -D, git/make/tar -C),
+				 * as written (relative to the line's directory); NULL: the line's */
+	bool cwd_unresolved;    /* that directory cannot be known statically */
 	unsigned depth;         /* nesting depth of re-parsing */
 } shell_cmd;
 

@@ -113,11 +113,107 @@ static const char *sub_reason(const struct uw *u, const struct sh_field *f, cons
 	return dec ? "decoded code is executed" : dflt;
 }
 
+static bool opt_value(const struct uw *u, size_t k, const char *s, const char *l,
+		      struct sh_field *out, size_t *next);
+
+/* Commands emitted while *dir is in effect run there: compose it with the
+ * directory already in effect (returns the previous one to restore). */
+static int chdir_push(struct sh_ctx *ctx, const struct sh_field *dir, char **saved, bool *saved_unres)
+{
+	*saved = ctx->chdir;
+	*saved_unres = ctx->chdir_unres;
+	char *next = NULL;
+	if (dir->unres || dir->lookalike)
+		ctx->chdir_unres = true;
+	else if (dir->text[0] == '/' || dir->text[0] == '~' || !*saved)
+		next = strdup(dir->text);
+	else if (asprintf(&next, "%s/%s", *saved, dir->text) < 0)
+		next = NULL;
+	if (!ctx->chdir_unres && !next)
+		return txbox_fail(ctx->err, -ENOMEM, "shell: out of memory");
+	ctx->chdir = ctx->chdir_unres ? NULL : next;
+	if (ctx->chdir_unres)
+		free(next);
+	return 0;
+}
+
+static void chdir_pop(struct sh_ctx *ctx, char *saved, bool saved_unres)
+{
+	free(ctx->chdir);
+	ctx->chdir = saved;
+	ctx->chdir_unres = saved_unres;
+}
+
+/* The option of a command that moves where it (and what it runs) works:
+ * git -C DIR (before the subcommand), make/tar/ninja -C DIR, --directory. */
+static bool own_chdir(const struct uw *u, struct sh_field *dir)
+{
+	static const char *const cmds[] = {"git", "make", "gmake", "tar", "gtar", "bsdtar",
+					   "ninja", NULL};
+	if (!in_list(u->name, cmds))
+		return false;
+	bool git = strcmp(u->name, "git") == 0, found = false;
+	for (size_t k = 1; k < u->n;) {
+		struct sh_field val;
+		size_t next = k + 1;
+		if (git && (u->v[k].unres || u->v[k].text[0] != '-'))
+			break;
+		if (opt_value(u, k, "-C", git ? NULL : "--directory", &val, &next)) {
+			*dir = val;
+			found = true;
+		} else if (git && (fis(&u->v[k], "-c") || fis(&u->v[k], "--git-dir") ||
+				   fis(&u->v[k], "--work-tree") || fis(&u->v[k], "--namespace"))) {
+			next = k + 2;
+		}
+		k = next;
+	}
+	return found;
+}
+
+/* A word that is not static as a whole but ends in a static file name after
+ * a '/' ("$DIR/tools/build.py"): a path whose last component is known. */
+bool sh_literal_tail(const struct sh_field *f)
+{
+	const char *sl = strrchr(f->text, '/');
+	if (!sl || !sl[1] || f->lookalike)
+		return false;
+	if (strcmp(sl + 1, ".") == 0 || strcmp(sl + 1, "..") == 0)
+		return false;
+	return strpbrk(sl + 1, "$`\"'(){}[]*?\\") == NULL;
+}
+
 static int inner(struct uw *u, size_t start, const char *via)
 {
 	if (start >= u->n)
 		return 0;
 	return sh_unwrap(u->ctx, u->v + start, u->n - start, NULL, 0, via, u->depth, u->in, u->ns);
+}
+
+/* inner() for a wrapper whose option (short s / long l, before end) moves
+ * where the command runs: env -C DIR, sudo -D DIR. */
+static int inner_moved(struct uw *u, size_t end, const char *s, const char *l, size_t start,
+		       const char *via)
+{
+	struct sh_field dir;
+	bool moved = false;
+	for (size_t k = 1; k < end && k < u->n;) {
+		size_t next = k + 1;
+		struct sh_field val;
+		if (opt_value(u, k, s, l, &val, &next)) {
+			dir = val;
+			moved = true;
+		}
+		k = next;
+	}
+	if (!moved)
+		return inner(u, start, via);
+	char *saved;
+	bool saved_unres;
+	int rc = chdir_push(u->ctx, &dir, &saved, &saved_unres);
+	if (rc == 0)
+		rc = inner(u, start, via);
+	chdir_pop(u->ctx, saved, saved_unres);
+	return rc;
 }
 
 /* Skip options. sarg: short options taking an argument; larg: long ones
@@ -221,6 +317,55 @@ static int stdin_code(struct uw *u, const char *lang)
 	return 0;
 }
 
+/* ---- variables that name a command -------------------------------------- */
+
+bool sh_env_names_command(const char *name, size_t len)
+{
+	static const char *const l[] = {
+		"PAGER", "MANPAGER", "GIT_PAGER", "SYSTEMD_PAGER", "BAT_PAGER", "DELTA_PAGER",
+		"EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "SUDO_EDITOR", "FCEDIT",
+		"SVN_EDITOR", "HGEDITOR", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PROXY_COMMAND",
+		"GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN",
+		"LESSCLOSE", "BROWSER", "PROMPT_COMMAND", "RSYNC_RSH", "CVS_RSH", "RSH",
+		"TERMINAL", "DIFFTOOL", "MERGETOOL", "K9S_EDITOR", "KUBE_EDITOR", NULL};
+	for (const char *const *e = l; *e; e++)
+		if (strlen(*e) == len && strncmp(*e, name, len) == 0)
+			return true;
+	return false;
+}
+
+int sh_env_command(struct sh_ctx *ctx, const struct sh_field *assign, unsigned depth, int cmd_idx)
+{
+	const char *eq = strchr(assign->text, '=');
+	if (!eq)
+		return 0;
+	char via[48];
+	snprintf(via, sizeof(via), "%.*s=", (int)(eq - assign->text), assign->text);
+	if (assign->unres || assign->lookalike) {
+		char buf[96];
+		snprintf(buf, sizeof(buf), "%s names a command that is not static", via);
+		if (cmd_idx >= 0)
+			sh_mark_unresolved(ctx, cmd_idx, buf);
+		return 0;
+	}
+	const char *v = eq + 1;
+	while (*v == '|') /* LESSOPEN="|filter %s" */
+		v++;
+	return sh_reparse(ctx, v, strlen(v), via, depth + 1, cmd_idx, NULL);
+}
+
+/* export / declare -x / readonly NAME=VALUE: the same for later commands. */
+static int do_export(struct uw *u)
+{
+	int rc = 0;
+	for (size_t i = 1; i < u->n && rc == 0; i++) {
+		const char *eq = u->v[i].unres ? NULL : strchr(u->v[i].text, '=');
+		if (eq && sh_env_names_command(u->v[i].text, (size_t)(eq - u->v[i].text)))
+			rc = sh_env_command(u->ctx, &u->v[i], u->depth, u->idx);
+	}
+	return rc;
+}
+
 /* ---- shells ------------------------------------------------------------- */
 
 static int do_shell(struct uw *u)
@@ -229,6 +374,8 @@ static int do_shell(struct uw *u)
 	size_t i = 1;
 	while (i < u->n) {
 		const struct sh_field *f = &u->v[i];
+		if (f->unres && sh_literal_tail(f))
+			break; /* the script, "$DIR/run.sh" */
 		if (f->unres) {
 			markf(u, "%s: options are not static", u->name);
 			return 0;
@@ -278,7 +425,7 @@ static int do_shell(struct uw *u)
 			mark(u, buf);
 			return 0;
 		}
-		if (f->unres) {
+		if (f->unres && !sh_literal_tail(f)) { /* "$DIR/run.sh" is a script file */
 			markf(u, "%s: script path is not static", u->name);
 			return 0;
 		}
@@ -289,9 +436,25 @@ static int do_shell(struct uw *u)
 	return stdin_code(u, NULL);
 }
 
+/* A word that is the output of local commands and nothing else ("$(tool
+ * init bash)", <(tool --zsh)): running it is running what those commands
+ * print, no more than running a script file, which needs no resolving;
+ * downloaded or decoded output is another matter (sub_reason). */
+static bool local_program_output(const struct uw *u, const struct sh_field *f)
+{
+	size_t n = strlen(f->text);
+	if (f->lookalike || f->sub_begin >= f->sub_end || n < 3 || sub_reason(u, f, NULL))
+		return false;
+	return ((f->text[0] == '$' || f->text[0] == '<') && f->text[1] == '(' && f->text[n - 1] == ')' &&
+		!strchr(f->text + 2, '$')) ||
+	       (f->text[0] == '`' && f->text[n - 1] == '`' && !strchr(f->text, '$'));
+}
+
 static int do_eval(struct uw *u)
 {
 	struct sbuf b = {0};
+	if (u->n == 2 && local_program_output(u, &u->v[1]))
+		return 0;
 	for (size_t i = 1; i < u->n; i++) {
 		if (u->v[i].unres || u->v[i].lookalike) {
 			sbuf_free(&b);
@@ -319,6 +482,8 @@ static int do_source(struct uw *u)
 	if (u->n < 2)
 		return 0;
 	const struct sh_field *f = &u->v[1];
+	if ((f->procsub && local_program_output(u, f)) || (f->unres && sh_literal_tail(f)))
+		return 0; /* like running a script file */
 	if (f->procsub) {
 		char buf[160];
 		snprintf(buf, sizeof(buf), "%s of a process substitution: %s", u->name,
@@ -388,7 +553,7 @@ static int do_sudo(struct uw *u)
 			return stdin_code(u, NULL);
 		return 0;
 	}
-	return inner(u, i, "sudo");
+	return inner_moved(u, i, "-D", "--chdir", i, "sudo");
 }
 
 static int do_doas(struct uw *u)
@@ -522,14 +687,20 @@ static int do_env(struct uw *u)
 				break;
 			continue;
 		}
-		if (strchr(a, '=') && a[0] != '=') {
+		const char *eq = strchr(a, '=');
+		if (eq && a[0] != '=') {
+			if (sh_env_names_command(a, (size_t)(eq - a))) {
+				int rc = sh_env_command(u->ctx, f, u->depth, u->idx);
+				if (rc < 0)
+					return rc;
+			}
 			i++;
 			continue;
 		}
 		break;
 	}
 	if (!split_text)
-		return inner(u, i, "env");
+		return inner_moved(u, i, "-C", "--chdir", i, "env");
 	if (split && (split->unres || split->lookalike)) {
 		mark(u, "env -S: string is not static");
 		return 0;
@@ -782,6 +953,142 @@ static bool git_runs_shell(const char *key)
 	       (n > 4 && strcmp(key + n - 4, ".cmd") == 0);
 }
 
+/* A git setting KEY=VAL (from -c or `git config KEY VAL`) whose value runs:
+ * an alias (`!cmd` is shell text, anything else a git command line), or a
+ * key naming a command. key is lower case. */
+static int git_setting(struct uw *u, const char *key, const struct sh_field *val, const char *via)
+{
+	bool alias = starts_with(key, "alias.");
+	if (!alias && !git_runs_shell(key))
+		return 0;
+	if (val->unres || val->lookalike) {
+		markf(u, "%s %s: value is not static", via, key);
+		return 0;
+	}
+	const char *v = val->text;
+	if (v[0] == '!' || !alias)
+		return reparse(u, v[0] == '!' ? v + 1 : v, via);
+	struct sbuf b = {0};
+	sbuf_puts(&b, "git ");
+	sbuf_puts(&b, v);
+	int rc = b.oom ? txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory") : reparse(u, b.s, via);
+	sbuf_free(&b);
+	return rc;
+}
+
+static void lower_key(char *key, size_t size, const char *s, size_t len)
+{
+	if (len >= size)
+		len = size - 1;
+	for (size_t k = 0; k < len; k++)
+		key[k] = (char)(s[k] >= 'A' && s[k] <= 'Z' ? s[k] + 32 : s[k]);
+	key[len] = '\0';
+}
+
+/* `git config [options] KEY VALUE` (also `config set`). */
+static int git_config(struct uw *u, size_t i)
+{
+	size_t k = i + 1, ops[3], nops = 0;
+	for (; k < u->n && nops < 3; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres && nops == 0) {
+			mark(u, "git config: the key is not static");
+			return 0;
+		}
+		if (!f->unres && f->text[0] == '-') {
+			if (fis(f, "-f") || fis(f, "--file") || fis(f, "--blob") || fis(f, "--type") ||
+			    fis(f, "--default") || fis(f, "--comment") || fis(f, "--value"))
+				k++;
+			continue;
+		}
+		if (nops == 0 && (fis(f, "set") || fis(f, "add")))
+			continue;
+		ops[nops++] = k;
+	}
+	if (nops < 2)
+		return 0;
+	char key[128];
+	lower_key(key, sizeof(key), u->v[ops[0]].text, strlen(u->v[ops[0]].text));
+	return git_setting(u, key, &u->v[ops[1]], "git config");
+}
+
+/* git difftool -x CMD runs CMD with the two files of each difference
+ * appended: the command is analysed with those operands ("$LOCAL" "$REMOTE",
+ * which git also exports), so rules see what it does to them. */
+static int difftool_cmd(struct uw *u, size_t k)
+{
+	const struct sh_field *f = &u->v[k];
+	const char *t = NULL;
+	bool unres = false;
+	if ((fis(f, "-x") || fis(f, "--extcmd")) && k + 1 < u->n) {
+		t = u->v[k + 1].text;
+		unres = u->v[k + 1].unres || u->v[k + 1].lookalike;
+	} else if (starts_with(f->text, "--extcmd=")) {
+		t = f->text + 9;
+	} else if (f->text[1] == 'x') {
+		t = f->text + 2;
+	}
+	if (!t)
+		return 0;
+	if (unres) {
+		mark(u, "git difftool -x: command is not static");
+		return 0;
+	}
+	struct sbuf b = {0};
+	sbuf_puts(&b, t);
+	sbuf_puts(&b, " \"$LOCAL\" \"$REMOTE\"");
+	int rc = b.oom ? txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory")
+		       : reparse(u, b.s, "git difftool -x");
+	sbuf_free(&b);
+	return rc;
+}
+
+/* Options of git subcommands whose value is shell text. */
+static int git_command_options(struct uw *u, size_t i)
+{
+	static const struct {
+		const char *sub, *s, *l;
+	} opts[] = {
+		{"rebase", "-x", "--exec"},       {"mergetool", NULL, "--tool-cmd"}, {"send-email", NULL, "--sendmail-cmd"},
+		{"filter-branch", NULL, "--tree-filter"}, {"filter-branch", NULL, "--index-filter"},
+		{"filter-branch", NULL, "--msg-filter"}, {"filter-branch", NULL, "--commit-filter"},
+		{"filter-branch", NULL, "--env-filter"}, {"filter-branch", NULL, "--parent-filter"},
+		{"am", NULL, "--exec"},
+	};
+	const char *sub = u->v[i].text;
+	int rc = 0;
+	for (size_t k = i + 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres)
+			continue;
+		if (strcmp(sub, "difftool") == 0 && (fis(f, "-x") || fis(f, "--extcmd") ||
+						     starts_with(f->text, "--extcmd=") ||
+						     (starts_with(f->text, "-x") && f->text[2]))) {
+			rc = difftool_cmd(u, k);
+			continue;
+		}
+		for (size_t o = 0; o < ARRAY_SIZE(opts) && rc == 0; o++) {
+			if (strcmp(opts[o].sub, sub) != 0)
+				continue;
+			size_t ll = strlen(opts[o].l);
+			char via[64];
+			snprintf(via, sizeof(via), "git %s %s", sub, opts[o].l);
+			if (((opts[o].s && fis(f, opts[o].s)) || fis(f, opts[o].l)) && k + 1 < u->n) {
+				rc = shell_text(u, &u->v[k + 1], via);
+			} else if (strncmp(f->text, opts[o].l, ll) == 0 && f->text[ll] == '=') {
+				struct sh_field g = *f;
+				g.text = f->text + ll + 1;
+				rc = shell_text(u, &g, via);
+			} else if (opts[o].s && strncmp(f->text, opts[o].s, 2) == 0 && f->text[2]) {
+				struct sh_field g = *f; /* -xCMD */
+				g.text = f->text + 2;
+				rc = shell_text(u, &g, via);
+			}
+		}
+	}
+	return rc;
+}
+
 static int do_git(struct uw *u)
 {
 	size_t i = 1;
@@ -802,25 +1109,15 @@ static int do_git(struct uw *u)
 				mark(u, "git -c: value is not static");
 			} else if (eq) {
 				char key[128];
-				size_t kl = (size_t)(eq - kv->text);
-				if (kl >= sizeof(key))
-					kl = sizeof(key) - 1;
-				for (size_t k = 0; k < kl; k++)
-					key[k] = (char)((kv->text[k] >= 'A' && kv->text[k] <= 'Z')
-								? kv->text[k] + 32
-								: kv->text[k]);
-				key[kl] = '\0';
-				const char *val = eq + 1;
-				if (starts_with(key, "alias.")) {
-					if (val[0] == '!')
-						rc = reparse(u, val + 1, "git alias");
-				} else if (strcmp(key, "core.hookspath") == 0 ||
-					   strcmp(key, "include.path") == 0 ||
-					   starts_with(key, "includeif.")) {
+				lower_key(key, sizeof(key), kv->text, (size_t)(eq - kv->text));
+				struct sh_field val = *kv;
+				val.text = (char *)eq + 1;
+				if (strcmp(key, "core.hookspath") == 0 || strcmp(key, "include.path") == 0 ||
+				    starts_with(key, "includeif."))
 					markf(u, "git -c %s: runs or loads code from elsewhere", key);
-				} else if (git_runs_shell(key)) {
-					rc = reparse(u, val[0] == '!' ? val + 1 : val, "git -c");
-				}
+				else
+					rc = git_setting(u, key, &val,
+							 starts_with(key, "alias.") ? "git alias" : "git -c");
 			}
 			i += 2;
 			continue;
@@ -838,6 +1135,10 @@ static int do_git(struct uw *u)
 	const struct sh_field *sub = &u->v[i];
 	if (sub->unres)
 		return 0;
+	if (strcmp(sub->text, "config") == 0)
+		return git_config(u, i);
+	if ((rc = git_command_options(u, i)) < 0)
+		return rc;
 	if (strcmp(sub->text, "submodule") == 0 && i + 1 < u->n && fis(&u->v[i + 1], "foreach")) {
 		size_t k = i + 2;
 		while (k < u->n && !u->v[k].unres && u->v[k].text[0] == '-')
@@ -856,19 +1157,6 @@ static int do_git(struct uw *u)
 			}
 			rc = b.s && !b.oom ? reparse(u, b.s, "git submodule foreach") : 0;
 			sbuf_free(&b);
-		}
-		return rc;
-	}
-	if (strcmp(sub->text, "rebase") == 0) {
-		for (size_t k = i + 1; k < u->n && rc == 0; k++) {
-			const struct sh_field *f = &u->v[k];
-			if ((fis(f, "-x") || fis(f, "--exec")) && k + 1 < u->n)
-				rc = shell_text(u, &u->v[++k], "git rebase --exec");
-			else if (!f->unres && starts_with(f->text, "--exec=")) {
-				struct sh_field g = *f;
-				g.text = f->text + 7;
-				rc = shell_text(u, &g, "git rebase --exec");
-			}
 		}
 		return rc;
 	}
@@ -961,6 +1249,8 @@ static int do_interp(struct uw *u, const char *lang, const char *code_opts, cons
 	int rc = 0;
 	while (i < u->n && rc == 0) {
 		const struct sh_field *f = &u->v[i];
+		if (f->unres && sh_literal_tail(f))
+			break; /* the script, "$DIR/tool.py" */
 		if (f->unres) {
 			markf(u, "%s: options are not static", u->name);
 			return 0;
@@ -1235,6 +1525,419 @@ static int do_proxychains(struct uw *u)
 	return after_opts(u, "f", NULL);
 }
 
+/* ---- runners: programs that run a command given in their own syntax ------ */
+
+/* Words from..end joined with spaces, analysed as shell text. */
+static int joined_text(struct uw *u, size_t from, size_t end, const char *via)
+{
+	struct sbuf b = {0};
+	for (size_t k = from; k < end && k < u->n; k++) {
+		if (u->v[k].unres || u->v[k].lookalike) {
+			sbuf_free(&b);
+			markf(u, "%s: command text is not static", via);
+			return 0;
+		}
+		if (k > from)
+			sbuf_putc(&b, ' ');
+		sbuf_puts(&b, u->v[k].text);
+	}
+	if (b.oom) {
+		sbuf_free(&b);
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	}
+	int rc = b.s ? reparse(u, b.s, via) : 0;
+	sbuf_free(&b);
+	return rc;
+}
+
+/* Value of option s (short, also attached) or l (long, also l=VALUE) at
+ * word k, as a field in *out; false when word k is not that option. */
+static bool opt_value(const struct uw *u, size_t k, const char *s, const char *l,
+		      struct sh_field *out, size_t *next)
+{
+	const struct sh_field *f = &u->v[k];
+	if (f->unres)
+		return false;
+	size_t sl = s ? strlen(s) : 0, ll = l ? strlen(l) : 0;
+	if (((s && fis(f, s)) || (l && fis(f, l))) && k + 1 < u->n) {
+		*out = u->v[k + 1];
+		*next = k + 2;
+		return true;
+	}
+	const char *val = NULL;
+	if (l && strncmp(f->text, l, ll) == 0 && f->text[ll] == '=')
+		val = f->text + ll + 1;
+	else if (s && sl == 2 && strncmp(f->text, s, 2) == 0 && f->text[2] && f->text[1] != '-')
+		val = f->text + 2;
+	if (!val)
+		return false;
+	*out = *f;
+	out->text = (char *)val;
+	*next = k + 1;
+	return true;
+}
+
+/* Options whose value is shell text the program runs. */
+static int do_optcmd(struct uw *u)
+{
+	static const struct {
+		const char *cmd, *s, *l;
+	} t[] = {
+		{"rsync", "-e", "--rsh"},      {"zip", "-TT", "--unzip-command"},
+		{"man", "-P", "--pager"},      {"sort", NULL, "--compress-program"},
+		{"xterm", "-e", NULL},         {"uxterm", "-e", NULL},
+		{"konsole", "-e", NULL},       {"urxvt", "-e", NULL},
+		{"less", NULL, NULL},          {"entr", NULL, NULL},
+		{"inotifywait", NULL, NULL},
+	};
+	int rc = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		if (strcmp(t[i].cmd, u->name) != 0 || (!t[i].s && !t[i].l))
+			continue;
+		char via[64];
+		snprintf(via, sizeof(via), "%s %s", u->name, t[i].s ? t[i].s : t[i].l);
+		for (size_t k = 1; k < u->n && rc == 0;) {
+			struct sh_field val;
+			size_t next = k + 1;
+			if (opt_value(u, k, t[i].s, t[i].l, &val, &next))
+				rc = shell_text(u, &val, via);
+			k = next;
+		}
+	}
+	if (rc == 0 && strcmp(u->name, "entr") == 0)
+		rc = after_opts(u, NULL, NULL);
+	return rc;
+}
+
+/* vim -c CMD / --cmd CMD / +CMD: an Ex command; `!…` runs shell text. */
+static int do_vim(struct uw *u)
+{
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0;) {
+		struct sh_field val;
+		size_t next = k + 1;
+		bool is = opt_value(u, k, "-c", "--cmd", &val, &next);
+		if (!is && !u->v[k].unres && u->v[k].text[0] == '+' && u->v[k].text[1]) {
+			val = u->v[k];
+			val.text = u->v[k].text + 1;
+			is = true;
+		}
+		k = next;
+		if (!is)
+			continue;
+		if (val.unres) {
+			markf(u, "%s -c: command is not static", u->name);
+			continue;
+		}
+		const char *c = val.text;
+		while (*c == ':' || *c == ' ')
+			c++;
+		if (starts_with(c, "silent!"))
+			c += 7;
+		else if (starts_with(c, "silent"))
+			c += 6;
+		while (*c == ' ')
+			c++;
+		if (*c == '!' || starts_with(c, "r !") || starts_with(c, "r!"))
+			rc = reparse(u, strchr(c, '!') + 1, "vim !");
+		else if (strstr(c, "system(") || starts_with(c, "term") || starts_with(c, "py") ||
+			 starts_with(c, "lua") || starts_with(c, "perl") || starts_with(c, "ruby"))
+			markf(u, "%s -c: runs code (%.40s)", u->name, c);
+	}
+	return rc;
+}
+
+/* sg GROUP [-c] COMMAND: the command is shell text. */
+static int do_sg(struct uw *u)
+{
+	size_t i = 1;
+	while (i < u->n && !u->v[i].unres && u->v[i].text[0] == '-' && !fis(&u->v[i], "-c"))
+		i++;
+	if (i < u->n && !fis(&u->v[i], "-c"))
+		i++; /* the group */
+	if (i < u->n && fis(&u->v[i], "-c"))
+		i++;
+	return i < u->n ? joined_text(u, i, u->n, "sg") : 0;
+}
+
+static int do_setpriv(struct uw *u)
+{
+	static const char *const larg[] = {"reuid", "regid", "ruid", "rgid", "euid", "egid",
+					   "groups", "inh-caps", "ambient-caps", "bounding-set",
+					   "securebits", "selinux-label", "apparmor-profile",
+					   "pdeathsig", "landlock-access", "landlock-rule", NULL};
+	return after_opts(u, NULL, larg);
+}
+
+/* start-stop-daemon --start --exec PROG [--startas PROG] -- ARGS */
+static int do_start_stop_daemon(struct uw *u)
+{
+	const struct sh_field *prog = NULL;
+	size_t dd = u->n;
+	for (size_t k = 1; k < u->n; k++) {
+		struct sh_field val;
+		size_t next;
+		if (fis(&u->v[k], "--")) {
+			dd = k + 1;
+			break;
+		}
+		if (opt_value(u, k, "-a", "--startas", &val, &next) ||
+		    (!prog && opt_value(u, k, "-x", "--exec", &val, &next)))
+			prog = &u->v[next - 1];
+	}
+	if (!prog)
+		return 0;
+	struct sh_field *nv = calloc(u->n - (dd < u->n ? dd : u->n) + 2, sizeof(*nv));
+	if (!nv)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	size_t nn = 0;
+	nv[nn] = *prog;
+	if (!prog->unres && strchr(prog->text, '=') && prog->text[0] == '-')
+		nv[nn].text = strchr(prog->text, '=') + 1;
+	nn++;
+	for (size_t k = dd; k < u->n; k++)
+		nv[nn++] = u->v[k];
+	int rc = sh_unwrap(u->ctx, nv, nn, NULL, 0, "start-stop-daemon", u->depth, NULL, u->ns);
+	free(nv);
+	return rc;
+}
+
+/* trap 'COMMAND' SIGNAL…: the handler is shell text run later. */
+static int do_trap(struct uw *u)
+{
+	size_t i = 1;
+	if (i < u->n && fis(&u->v[i], "--"))
+		i++;
+	if (i >= u->n || fis(&u->v[i], "-") || fis(&u->v[i], "-p") || fis(&u->v[i], "-l") ||
+	    i + 1 >= u->n)
+		return 0;
+	return shell_text(u, &u->v[i], "trap");
+}
+
+/* ssh [options] HOST [COMMAND…]: -o ProxyCommand / LocalCommand run here,
+ * the command runs on the host (judged as written: the agent needs the
+ * reason either way). */
+static int do_ssh(struct uw *u)
+{
+	static const char *const local_keys[] = {"proxycommand", "localcommand",
+						 "knownhostscommand", "remotecommand", NULL};
+	size_t i = 1;
+	int rc = 0;
+	while (i < u->n && rc == 0) {
+		const struct sh_field *f = &u->v[i];
+		if (f->unres || f->text[0] != '-')
+			break;
+		struct sh_field val;
+		size_t next;
+		if (opt_value(u, i, "-o", NULL, &val, &next)) {
+			char key[32];
+			size_t kl = strcspn(val.text, "= ");
+			lower_key(key, sizeof(key), val.text, kl);
+			if (in_list(key, local_keys) && val.text[kl]) {
+				struct sh_field cmd = val;
+				cmd.text = val.text + kl + 1 + strspn(val.text + kl + 1, "= ");
+				rc = shell_text(u, &cmd, "ssh -o");
+			}
+			i = next;
+			continue;
+		}
+		bool takes = f->text[1] && strchr("BbcDEeFIiJLlmOopQRSWw", f->text[strlen(f->text) - 1]) &&
+			     f->text[1] != '-';
+		i += takes ? 2 : 1;
+	}
+	if (rc < 0 || i + 1 >= u->n || !strcmp(u->name, "scp") || !strcmp(u->name, "sftp"))
+		return rc;
+	return joined_text(u, i + 1, u->n, "ssh");
+}
+
+/* docker/podman [global options] exec [options] CONTAINER COMMAND… */
+static int do_container_exec(struct uw *u)
+{
+	static const char *const glarg[] = {"host", "context", "config", "log-level", "url",
+					    "connection", "root", "runroot", NULL};
+	static const char *const larg[] = {"env", "env-file", "user", "workdir", "detach-keys",
+					   NULL};
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "Hcl", glarg, &unk);
+	if (unk || i >= u->n)
+		return 0;
+	if (fis(&u->v[i], "container") && i + 1 < u->n)
+		i++;
+	if (!fis(&u->v[i], "exec"))
+		return 0;
+	i = skip_opts(u, i + 1, "euw", larg, &unk);
+	if (unk) {
+		markf(u, "%s exec: cannot tell which command runs", u->name);
+		return 0;
+	}
+	return inner(u, i + 1, "container exec");
+}
+
+/* kubectl/oc exec POD [options] -- COMMAND… */
+static int do_kubectl(struct uw *u)
+{
+	bool exec = false;
+	for (size_t k = 1; k < u->n; k++) {
+		if (fis(&u->v[k], "exec") || fis(&u->v[k], "debug"))
+			exec = true;
+		if (exec && fis(&u->v[k], "--"))
+			return inner(u, k + 1, "kubectl exec");
+	}
+	return 0;
+}
+
+/* parallel [options] COMMAND ::: ARGS…  (arguments from stdin without :::) */
+static int do_parallel(struct uw *u)
+{
+	static const char *const larg[] = {"jobs", "sshlogin", "arg-file", "delimiter", "colsep",
+					   "joblog", "results", "max-args", "max-replace-args",
+					   "timeout", "tmpdir", "workdir", "env", NULL};
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "jSadIENnLlPsC", larg, &unk);
+	if (unk) {
+		mark(u, "parallel: cannot tell which command runs");
+		return 0;
+	}
+	struct sh_field *nv = calloc(u->n + 2, sizeof(*nv));
+	if (!nv)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	size_t nn = 0;
+	bool sep = false;
+	for (size_t k = i; k < u->n; k++) {
+		if (!u->v[k].unres && starts_with(u->v[k].text, ":::")) {
+			sep = true;
+			continue;
+		}
+		nv[nn++] = u->v[k];
+	}
+	if (!sep)
+		nv[nn++] = (struct sh_field){.text = (char *)"\u2026", .unres = true};
+	int rc = nn > (sep ? 0u : 1u) ? sh_unwrap(u->ctx, nv, nn, NULL, 0, "xargs", u->depth, NULL, u->ns)
+				      : 0;
+	free(nv);
+	return rc;
+}
+
+/* tmux [options] SUBCOMMAND [options] [shell-command] */
+static int do_tmux(struct uw *u)
+{
+	static const char *const run[] = {"new-session", "new", "new-window", "neww", "split-window",
+					  "splitw", "respawn-pane", "respawnp", "respawn-window",
+					  "respawnw", "run-shell", "run", "display-popup", "popup",
+					  "pipe-pane", "pipep", "if-shell", "if", NULL};
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "cfLSFT", NULL, &unk);
+	if (unk || i >= u->n || u->v[i].unres || !in_list(u->v[i].text, run))
+		return 0;
+	i = skip_opts(u, i + 1, "cefFnstxylpT", NULL, &unk);
+	if (unk) {
+		mark(u, "tmux: cannot tell which command runs");
+		return 0;
+	}
+	return i < u->n ? joined_text(u, i, u->n, "tmux") : 0;
+}
+
+static int do_screen(struct uw *u)
+{
+	bool unk = false;
+	size_t i = skip_opts(u, 1, "SctTpheX", NULL, &unk);
+	if (unk) {
+		mark(u, "screen: cannot tell which command runs");
+		return 0;
+	}
+	return inner(u, i, "screen");
+}
+
+/* expect -c SCRIPT: Tcl; `spawn CMD …` and `exec CMD …` run commands. */
+static int do_expect(struct uw *u)
+{
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0;) {
+		struct sh_field val;
+		size_t next = k + 1;
+		if (!opt_value(u, k, "-c", NULL, &val, &next)) {
+			k = next;
+			continue;
+		}
+		k = next;
+		if (val.unres) {
+			mark(u, "expect -c: script is not static");
+			continue;
+		}
+		_cleanup_free_ char *copy = strdup(val.text);
+		if (!copy)
+			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+		for (char *save = NULL, *st = strtok_r(copy, ";\n", &save); st && rc == 0;
+		     st = strtok_r(NULL, ";\n", &save)) {
+			st += strspn(st, " \t[");
+			if (starts_with(st, "spawn ") || starts_with(st, "exec ") || starts_with(st, "system "))
+				rc = reparse(u, strchr(st, ' ') + 1, "expect spawn");
+		}
+	}
+	return rc;
+}
+
+/* Recipes of makefile text (--eval, or a makefile read from a here-document). */
+static int makefile_text(struct uw *u, const char *text, const char *via)
+{
+	_cleanup_free_ char *copy = strdup(text);
+	if (!copy)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	int rc = 0;
+	for (char *save = NULL, *ln = strtok_r(copy, "\n", &save); ln && rc == 0;
+	     ln = strtok_r(NULL, "\n", &save)) {
+		const char *rec = NULL;
+		if (ln[0] == '\t')
+			rec = ln + 1;
+		else if (strchr(ln, ':') && strchr(ln, ';') && strchr(ln, ';') > strchr(ln, ':'))
+			rec = strchr(ln, ';') + 1;
+		if (!rec)
+			continue;
+		rec += strspn(rec, " \t@-+");
+		rc = reparse(u, rec, via);
+	}
+	return rc;
+}
+
+static int do_make(struct uw *u)
+{
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0;) {
+		struct sh_field val;
+		size_t next = k + 1;
+		if (opt_value(u, k, "-E", "--eval", &val, &next)) {
+			if (val.unres)
+				mark(u, "make --eval: text is not static");
+			else
+				rc = makefile_text(u, val.text, "make --eval");
+		} else if (opt_value(u, k, "-f", "--file", &val, &next) ||
+			   opt_value(u, k, NULL, "--makefile", &val, &next)) {
+			if (!val.unres && (!strcmp(val.text, "-") || !strcmp(val.text, "/dev/stdin"))) {
+				const struct sh_stdin *in = u->in ? u->in : &no_stdin;
+				if (in->body && !in->body_unres)
+					rc = makefile_text(u, in->body, "make -f -");
+				else
+					mark(u, "make reads its makefile from stdin");
+			}
+		}
+		k = next;
+	}
+	return rc;
+}
+
+/* lua -e CODE; deno eval CODE */
+static int do_lua(struct uw *u)
+{
+	return do_interp(u, "lua", "e", "l", NULL, NULL, NULL, NULL);
+}
+
+static int do_deno(struct uw *u)
+{
+	if (u->n >= 3 && fis(&u->v[1], "eval"))
+		return code_arg(u, &u->v[2], u->v[2].text, "node", "eval");
+	return do_interp(u, "node", "ep", "r", NULL, NULL, NULL, NULL);
+}
+
 struct handler {
 	const char *name;
 	int (*fn)(struct uw *u);
@@ -1246,6 +1949,8 @@ static const struct handler handlers[] = {
 	{"posh", do_shell}, {"rbash", do_shell}, {"fish", do_shell}, {"ksh93", do_shell},
 	{"tcsh", do_shell}, {"csh", do_shell},
 	{"eval", do_eval}, {"source", do_source}, {".", do_source}, {"alias", do_alias},
+	{"export", do_export}, {"declare", do_export}, {"typeset", do_export},
+	{"readonly", do_export}, {"local", do_export},
 	{"sudo", do_sudo}, {"doas", do_doas}, {"env", do_env},
 	{"command", do_command}, {"builtin", do_plain}, {"exec", do_exec},
 	{"nice", do_nice}, {"nohup", do_plain}, {"time", do_time}, {"timeout", do_timeout},
@@ -1264,6 +1969,17 @@ static const struct handler handlers[] = {
 	{"catchsegv", do_plain}, {"proxychains", do_proxychains},
 	{"proxychains4", do_proxychains}, {"faketime", do_faketime},
 	{"caffeinate", do_plain}, {"firejail", do_plain}, {"valgrind", do_plain},
+	{"rsync", do_optcmd}, {"zip", do_optcmd}, {"man", do_optcmd}, {"sort", do_optcmd},
+	{"xterm", do_optcmd}, {"uxterm", do_optcmd}, {"konsole", do_optcmd}, {"urxvt", do_optcmd},
+	{"entr", do_optcmd}, {"vim", do_vim}, {"vi", do_vim}, {"nvim", do_vim}, {"view", do_vim},
+	{"vimdiff", do_vim}, {"ex", do_vim}, {"gvim", do_vim}, {"sg", do_sg},
+	{"setpriv", do_setpriv}, {"start-stop-daemon", do_start_stop_daemon}, {"trap", do_trap},
+	{"ssh", do_ssh}, {"docker", do_container_exec}, {"podman", do_container_exec},
+	{"nerdctl", do_container_exec}, {"kubectl", do_kubectl}, {"oc", do_kubectl},
+	{"parallel", do_parallel}, {"tmux", do_tmux}, {"screen", do_screen},
+	{"expect", do_expect}, {"make", do_make}, {"gmake", do_make}, {"lua", do_lua},
+	{"luajit", do_lua}, {"lua5.1", do_lua}, {"lua5.3", do_lua}, {"lua5.4", do_lua},
+	{"xvfb-run", do_plain}, {"dbus-launch", do_plain}, {"chronic", do_plain},
 };
 
 static bool is_python(const char *n)
@@ -1288,21 +2004,50 @@ static bool is_perl(const char *n)
 	return true;
 }
 
+static int unwrap_one(struct uw *u, const struct sh_redir_raw *const *redirs, size_t nredirs);
+
 int sh_unwrap(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
 	      const struct sh_redir_raw *const *redirs, size_t nredirs,
 	      const char *via, unsigned depth, const struct sh_stdin *in,
 	      const struct sh_nodes *ns)
 {
-	int idx = sh_emit(ctx, argv, argc, redirs, nredirs, via, depth);
+	struct uw u = {
+		.ctx = ctx, .v = argv, .n = argc, .idx = -1, .via = via, .depth = depth,
+		.in = in, .ns = ns,
+	};
+	struct sh_field dir;
+	if (argc == 0 || argv[0].unres)
+		return unwrap_one(&u, redirs, nredirs);
+	u.name = sh_basename(argv[0].text);
+	if (!own_chdir(&u, &dir))
+		return unwrap_one(&u, redirs, nredirs);
+	char *saved;
+	bool saved_unres;
+	int rc = chdir_push(ctx, &dir, &saved, &saved_unres);
+	if (rc == 0)
+		rc = unwrap_one(&u, redirs, nredirs);
+	chdir_pop(ctx, saved, saved_unres);
+	return rc;
+}
+
+/* Emit the command and whatever it runs. */
+static int unwrap_one(struct uw *up, const struct sh_redir_raw *const *redirs, size_t nredirs)
+{
+	struct sh_ctx *ctx = up->ctx;
+	const struct sh_field *argv = up->v;
+	size_t argc = up->n;
+	int idx = sh_emit(ctx, argv, argc, redirs, nredirs, up->via, up->depth);
 	if (idx < 0)
 		return idx;
 	if (argc == 0)
 		return 0;
-	struct uw u = {
-		.ctx = ctx, .v = argv, .n = argc, .idx = idx, .via = via, .depth = depth,
-		.in = in, .ns = ns,
-	};
-	if (argv[0].unres) {
+	struct uw u = *up;
+	u.idx = idx;
+	if (argv[0].unres && sh_literal_tail(&argv[0])) {
+		/* "$DIR/bin/tool": a program named tool; its own name decides */
+		ctx->out->cmds[idx].word_unresolved[0] = false;
+		u.name = sh_basename(argv[0].text);
+	} else if (argv[0].unres) {
 		char buf[160];
 		snprintf(buf, sizeof(buf), "command name is not static (%s)",
 			 sub_reason(&u, &argv[0], "expansion"));
@@ -1322,8 +2067,10 @@ int sh_unwrap(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
 		fn = do_python;
 	if (!fn && is_perl(u.name))
 		fn = do_perl;
-	if (!fn && (strcmp(u.name, "bun") == 0 || strcmp(u.name, "deno") == 0))
+	if (!fn && strcmp(u.name, "bun") == 0)
 		fn = do_node;
+	if (!fn && strcmp(u.name, "deno") == 0)
+		fn = do_deno;
 	if (!fn)
 		return 0;
 	if (ctx->wrap_nest >= 64) {

@@ -277,7 +277,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	/* 1–2: classify. */
 	tp = clock_now_ns();
 	if (!opts->skip_policy) {
-		policy_ctx ctx = {.workspace = ws, .cwd = cwd_in ? cwd_in : ws, .home = home};
+		policy_ctx ctx = {.workspace = ws, .cwd = cwd_in ? cwd_in : ws, .home = home,
+				  .network = res->network_host};
 		if (policy_decide(pol, &ctx, opts->argv, opts->argc, &verdict, &e) < 0) {
 			sandbox_abort(sb);
 			txbox_error_clear(&start_err);

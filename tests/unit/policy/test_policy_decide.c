@@ -39,18 +39,26 @@ static policy *load_test(void)
 	return p;
 }
 
-static policy_decision decide_text(const policy *p, const char *text, char **rule)
+static policy_decision decide_in(const policy *p, const policy_ctx *c, const char *text,
+				 char **rule, char **reason)
 {
 	policy_verdict v;
 	txbox_error err = TXBOX_ERROR_INIT;
 	const char *argv[] = {text};
-	if (policy_decide(p, &ctx, argv, 1, &v, &err) < 0)
+	if (policy_decide(p, c, argv, 1, &v, &err) < 0)
 		fail_msg("%s", err.message);
 	policy_decision d = v.decision;
 	if (rule)
 		*rule = strdup(v.rule);
+	if (reason)
+		*reason = strdup(v.reason);
 	policy_verdict_free(&v);
 	return d;
+}
+
+static policy_decision decide_text(const policy *p, const char *text, char **rule)
+{
+	return decide_in(p, &ctx, text, rule, NULL);
 }
 
 #define EXPECT(p, text, dec, id)                                                              \
@@ -82,6 +90,38 @@ static void test_flags_grouping(void **state)
 	policy_free(p);
 }
 
+/* A flag or option written once with its spellings ('|') matches every
+ * spelling, grouping and abbreviation; of several options any may hold. */
+static void test_spellings(void **state)
+{
+	(void)state;
+	static const char t[] =
+		"version: 1\nrules:\n"
+		"  - {id: br, decision: hold, reason: force-deletes, match: {command: git, subcommand: branch,\n"
+		"     flags: [\"-d|--delete\", \"-f|--force\"]}}\n"
+		"  - {id: gpg, decision: deny, reason: exports keys, match: {command: gpg, flags_any: [--export-secret-keys]}}\n"
+		"  - {id: cp-t, decision: deny, reason: into system, match: {command: cp,\n"
+		"     options: {\"-t|--target-directory\": [system], of: [system]}}}\n";
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	if (policy_load_buffer("t", t, strlen(t), &p, &err) < 0)
+		fail_msg("%s", err.message);
+	const char *held[] = {"git branch -df x", "git branch -fd x", "git branch -d -f x",
+			      "git branch --delete --force x", "git branch --del --forc x",
+			      "git branch -d --force x"};
+	for (size_t i = 0; i < sizeof(held) / sizeof(*held); i++)
+		EXPECT(p, held[i], POLICY_HOLD, "br");
+	EXPECT(p, "git branch -d x", POLICY_ALLOW, "default");
+	EXPECT(p, "git branch -f x HEAD", POLICY_ALLOW, "default");
+	EXPECT(p, "gpg --export-sec KEY", POLICY_DENY, "gpg");
+	/* --export is an option of its own, not an abbreviation */
+	EXPECT(p, "gpg --export KEY", POLICY_ALLOW, "default");
+	EXPECT(p, "cp -t /etc x", POLICY_DENY, "cp-t");
+	EXPECT(p, "cp --target-directory=/etc x", POLICY_DENY, "cp-t");
+	EXPECT(p, "cp -t sub x", POLICY_ALLOW, "default");
+	policy_free(p);
+}
+
 static void test_paths(void **state)
 {
 	(void)state;
@@ -101,8 +141,8 @@ static void test_paths(void **state)
 	EXPECT(p, "echo x > /etc/passwd", POLICY_DENY, "redir");
 	EXPECT(p, "echo x > /dev/null", POLICY_ALLOW, "default");
 	EXPECT(p, "cat ~/.ssh/id_rsa", POLICY_DENY, "ssh");
-	/* unknown paths fire deny/hold rules (capped at unresolved: hold) */
-	EXPECT(p, "rm -r \"$X\"", POLICY_HOLD, "rm-out");
+	/* an unknown path outside the workspace: the read-only host contains it */
+	EXPECT(p, "rm -r \"$X\"", POLICY_ALLOW, "default");
 	/* ... and never satisfy an allow rule; every path must qualify */
 	EXPECT(p, "ls src", POLICY_ALLOW, "ok-ls");
 	EXPECT(p, "ls src /etc", POLICY_HOLD, "ls-any");
@@ -172,13 +212,114 @@ static void test_lookalikes_and_defaults(void **state)
 	policy_free(p);
 }
 
+static const char effect_policy[] =
+	"version: 1\n"
+	"rules:\n"
+	"  - {id: rm-out, decision: deny, reason: deletes outside, match: {command: rm, paths: [system, home, ancestor]}}\n"
+	"  - {id: rm-ws, decision: hold, reason: deletes the workspace, effect: workspace,\n"
+	"     match: {command: rm, flags_any: [-r], paths: [workspace]}}\n"
+	"  - {id: flush, decision: deny, reason: flushes a Redis database, effect: remote,\n"
+	"     match: {command: redis-cli, words: [flushall]}}\n"
+	"  - {id: bomb, decision: deny, reason: fork bomb, match: {command: python, words_all: [\"*fork*\", \"*while*\"]}}\n"
+	"  - {id: br-D, decision: hold, reason: force-deletes a branch, effect: workspace,\n"
+	"     match: {command: git, subcommand: branch, flags_any: [-D]}}\n"
+	"  - {id: redir-unk, decision: hold, reason: unknown target, match: {redirects: [unknown]}}\n";
+
+/* Expect decision dec, rule id, a reason containing want and not lacking. */
+static void expect_in(const policy *p, const policy_ctx *c, const char *text, policy_decision dec,
+		      const char *id, const char *want, const char *lacking)
+{
+	char *rule = NULL, *reason = NULL;
+	policy_decision d = decide_in(p, c, text, &rule, &reason);
+	if (d != dec || strcmp(rule, id) != 0 || (want && !strstr(reason, want)) ||
+	    (lacking && strstr(reason, lacking)))
+		fail_msg("%s: got %s/%s (%s), want %s/%s", text, policy_decision_name(d), rule, reason,
+			 policy_decision_name(dec), id);
+	free(rule);
+	free(reason);
+}
+
+/* A word that cannot be resolved holds only where its effect would escape
+ * this run's sandbox, and the reason names the word, never the rule's label. */
+static void test_unknown_needs_escape(void **state)
+{
+	(void)state;
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	if (policy_load_buffer("effects", effect_policy, strlen(effect_policy), &p, &err) < 0)
+		fail_msg("%s", err.message);
+	policy_ctx net = ctx, sock = ctx;
+	net.network = true;
+	sock.host_sockets = true;
+	/* outside the workspace: contained unless a host socket is reachable */
+	expect_in(p, &ctx, "rm \"$X\"", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &sock, "rm \"$X\"", POLICY_HOLD, "unresolved", "$X cannot be resolved", "deletes outside");
+	/* the workspace is committed: always a reason */
+	expect_in(p, &ctx, "rm -r \"$X\"", POLICY_HOLD, "unresolved", "rule rm-ws", "deletes the workspace");
+	/* one unknown word stands for one word: not both -r and the workspace */
+	expect_in(p, &ctx, "rm -f \"$X\"", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "rm $A \"$X\"", POLICY_HOLD, "unresolved", "$A", NULL);
+	expect_in(p, &ctx, "env -C \"$D\" rm -r x", POLICY_HOLD, "unresolved", "the directory it runs in", NULL);
+	/* remote harm: only with the network (or a socket) */
+	expect_in(p, &ctx, "redis-cli -h \"$H\" ping", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &net, "redis-cli -h \"$H\" ping", POLICY_HOLD, "unresolved", "$H cannot be resolved",
+		  "flushes");
+	expect_in(p, &net, "redis-cli flushall", POLICY_DENY, "flush", "flushes", NULL);
+	/* host effects (a fork bomb) are contained by the sandbox's limits */
+	expect_in(p, &net, "python script.py \"$pr\"", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &sock, "python script.py \"$pr\"", POLICY_HOLD, "unresolved", "$pr", "fork bomb");
+	/* workspace effects through a dynamic flag */
+	expect_in(p, &ctx, "git branch $f main", POLICY_HOLD, "unresolved", "$f cannot be resolved", "force-deletes");
+	expect_in(p, &ctx, "git branch -D main", POLICY_HOLD, "br-D", "force-deletes", NULL);
+	expect_in(p, &ctx, "git branch -d main", POLICY_ALLOW, "default", NULL, NULL);
+	/* a redirection anywhere: only the network makes /dev/tcp reachable */
+	expect_in(p, &ctx, "echo x >> $out", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &net, "echo x >> $out", POLICY_HOLD, "unresolved", "cannot be resolved", "unknown target");
+	policy_free(p);
+
+	/* the policy's own grants count as well */
+	static const char granted[] = "version: 1\nsandbox: {network: true}\nrules:\n"
+				      "  - {id: flush, decision: deny, reason: flushes, effect: remote,\n"
+				      "     match: {command: redis-cli, words: [flushall]}}\n";
+	assert_int_equal(policy_load_buffer("granted", granted, strlen(granted), &p, &err), 0);
+	expect_in(p, &ctx, "redis-cli $cmd", POLICY_HOLD, "unresolved", "$cmd", "flushes");
+	policy_free(p);
+
+	/* effect names come from one table; others are refused with a position */
+	static const char bad[] = "version: 1\nrules:\n"
+				  "  - {id: x, decision: deny, reason: r, effect: cloud, match: {command: x}}\n";
+	assert_true(policy_load_buffer("bad", bad, strlen(bad), &p, &err) < 0);
+	assert_non_null(strstr(err.message, "effect must be host, workspace or remote"));
+	txbox_error_clear(&err);
+}
+
+/* Study's false positives: CI lines with variables under the default policy. */
+static void test_default_ci_variables(void **state)
+{
+	(void)state;
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(policy_load_default(&p, &err), 0);
+	static const char *const lines[] = {
+		"mkdir -p \"$dir\"", "cp \"$BIN\" \"$ARCHIVE\"/", "echo \"tag=$TAG\" >> $GITHUB_OUTPUT",
+		"python script.py \"$pr\"", "redis-cli -h \"$REDIS_HOST\" ping",
+		"curl -sSfL \"$URL\" -o \"$f\"", "tar -xzf \"$ARCHIVE\" -C \"$DEST\"",
+		"chmod +x \"$BIN\"", "mv \"$tmp\" \"$out\""};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++)
+		expect_in(p, &ctx, lines[i], POLICY_ALLOW, "default", NULL, NULL);
+	policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flags_grouping),
+		cmocka_unit_test(test_spellings),
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_combining),
 		cmocka_unit_test(test_lookalikes_and_defaults),
+		cmocka_unit_test(test_unknown_needs_escape),
+		cmocka_unit_test(test_default_ci_variables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

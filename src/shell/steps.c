@@ -1,0 +1,266 @@
+/* Two steps in one line: an alias defined and then used, or a file
+ * written (or a program copied) and then executed in the same line, e.g.
+ *   alias g=git; g clean -fdx               → git clean -fdx
+ *   echo 'rm -rf ~' > x.sh && sh x.sh       → the text is analysed as shell code
+ *   cp /bin/rm ./r && ./r -rf ~             → analysed as rm -rf ~
+ *   curl -o x.sh URL; bash x.sh             → unresolved (content unknown)
+ * Files are matched by the name as written ("./x" and "x" are the same);
+ * a write whose content is not known (a download, a redirect of another
+ * command, tee) makes running the file unresolved. */
+#include "shell/internal.h"
+
+#include "util/cleanup.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NOTED 256 /* files written and aliases tracked per line */
+
+struct written {
+	const char *name; /* as written, without a leading "./" */
+	char *text;       /* known shell text, or NULL */
+	const char *copy_of; /* a program copied or linked there, or NULL */
+};
+
+static const char *plain_name(const char *s)
+{
+	while (s[0] == '.' && s[1] == '/')
+		s += 2;
+	return s;
+}
+
+static bool is_name(const char *s, const char *const *l)
+{
+	for (; *l; l++)
+		if (strcmp(s, *l) == 0)
+			return true;
+	return false;
+}
+
+/* echo/printf with static words: the text they write. */
+static char *echoed_text(const shell_cmd *c)
+{
+	if (c->argc == 0 || c->word_unresolved[0])
+		return NULL;
+	const char *n = sh_basename(c->argv[0]);
+	if (strcmp(n, "echo") && strcmp(n, "printf"))
+		return NULL;
+	struct sbuf b = {0};
+	size_t k = 1;
+	while (!strcmp(n, "echo") && k < c->argc && c->argv[k][0] == '-' && c->argv[k][1])
+		k++;
+	for (bool first = true; k < c->argc; k++, first = false) {
+		if (c->word_unresolved[k]) {
+			sbuf_free(&b);
+			return NULL;
+		}
+		if (!first)
+			sbuf_putc(&b, ' ');
+		sbuf_puts(&b, c->argv[k]);
+	}
+	if (b.oom) {
+		sbuf_free(&b);
+		return NULL;
+	}
+	return b.s ? b.s : strdup("");
+}
+
+/* Value of -o/--output/-O/--output-document (downloads), or NULL. */
+static const char *download_target(const shell_cmd *c)
+{
+	static const char *const dl[] = {"curl", "wget", "wget2", "aria2c", "http", "https", NULL};
+	if (!is_name(sh_basename(c->argv[0]), dl))
+		return NULL;
+	for (size_t k = 1; k + 1 < c->argc; k++)
+		if (!strcmp(c->argv[k], "-o") || !strcmp(c->argv[k], "--output") ||
+		    !strcmp(c->argv[k], "-O") || !strcmp(c->argv[k], "--output-document"))
+			return c->word_unresolved[k + 1] ? NULL : c->argv[k + 1];
+	return NULL;
+}
+
+static int note(struct written **w, size_t *n, const char *name, char *text, const char *copy_of)
+{
+	if (*n >= MAX_NOTED) { /* the last entry stands for every further write */
+		free((*w)[MAX_NOTED - 1].text);
+		(*w)[MAX_NOTED - 1] = (struct written){"", NULL, NULL};
+		free(text);
+		return 0;
+	}
+	struct written *v = realloc(*w, (*n + 1) * sizeof(**w));
+	if (!v) {
+		free(text);
+		return -ENOMEM;
+	}
+	*w = v;
+	v[*n] = (struct written){plain_name(name), text, copy_of};
+	(*n)++;
+	return 0;
+}
+
+/* Files command c writes. */
+static int collect(const shell_cmd *c, struct written **w, size_t *n)
+{
+	static const char *const copiers[] = {"cp", "install", "ln", "mv", "rsync", NULL};
+	static const char *const writers[] = {"tee", "sponge", "dd", NULL};
+	int rc = 0;
+	for (size_t i = 0; i < c->nredirs && rc == 0; i++)
+		if (c->redirs[i].kind != SHELL_REDIR_READ && c->redirs[i].target)
+			rc = note(w, n, c->redirs[i].target, echoed_text(c), NULL);
+	if (rc < 0 || c->argc < 2 || c->word_unresolved[0])
+		return rc;
+	const char *name = sh_basename(c->argv[0]);
+	const char *dl = download_target(c);
+	if (dl)
+		return note(w, n, dl, NULL, NULL);
+	if (is_name(name, copiers) && !c->word_unresolved[c->argc - 1] && c->argc >= 3) {
+		const char *src = c->word_unresolved[c->argc - 2] ? NULL : c->argv[c->argc - 2];
+		return note(w, n, c->argv[c->argc - 1], NULL, src && src[0] != '-' ? src : NULL);
+	}
+	if (is_name(name, writers))
+		for (size_t k = 1; k < c->argc && rc == 0; k++)
+			if (!c->word_unresolved[k] && c->argv[k][0] != '-')
+				rc = note(w, n, c->argv[k], NULL, NULL);
+	return rc;
+}
+
+static const struct written *find(const struct written *w, size_t n, const char *name)
+{
+	name = plain_name(name);
+	if (n >= MAX_NOTED) /* too many to tell: any may be this one */
+		return &w[MAX_NOTED - 1];
+	for (size_t i = n; i > 0; i--)
+		if (!strcmp(w[i - 1].name, name))
+			return &w[i - 1];
+	return NULL;
+}
+
+/* The written file command c runs: as its command name (a path), or as the
+ * script operand of a shell or interpreter. *args: index of the first
+ * argument the file gets. */
+static const struct written *runs(const shell_cmd *c, const struct written *w, size_t n,
+				  size_t *args, bool *as_shell)
+{
+	static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash",
+					     "source", ".", NULL};
+	static const char *const interps[] = {"python", "python3", "perl", "ruby", "node", "php",
+					      "lua", NULL};
+	if (c->argc == 0 || c->word_unresolved[0])
+		return NULL;
+	if (strchr(c->argv[0], '/')) {
+		*args = 1;
+		*as_shell = false;
+		return find(w, n, c->argv[0]);
+	}
+	const char *name = sh_basename(c->argv[0]);
+	*as_shell = is_name(name, shells);
+	if (!*as_shell && !is_name(name, interps))
+		return NULL;
+	for (size_t k = 1; k < c->argc; k++) {
+		if (c->word_unresolved[k])
+			return NULL;
+		if (c->argv[k][0] == '-')
+			continue;
+		*args = k + 1;
+		return find(w, n, c->argv[k]);
+	}
+	return NULL;
+}
+
+static int run_written(struct sh_ctx *ctx, size_t idx, const struct written *f, size_t args,
+		       bool as_shell)
+{
+	const shell_cmd *c = &ctx->out->cmds[idx];
+	if (f->copy_of) { /* the copied program, with this command's arguments */
+		size_t n = 1 + (c->argc > args ? c->argc - args : 0);
+		_cleanup_free_ struct sh_field *v = calloc(n, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		v[0].text = (char *)f->copy_of;
+		for (size_t k = args, j = 1; k < c->argc; k++, j++)
+			v[j] = (struct sh_field){.text = c->argv[k], .unres = c->word_unresolved[k]};
+		_cleanup_free_ char *via = strdup("a copy written earlier");
+		return via ? sh_unwrap(ctx, v, n, NULL, 0, via, c->depth + 1, NULL, NULL) : -ENOMEM;
+	}
+	if (f->text && (as_shell || strchr(c->argv[0], '/')))
+		return sh_reparse(ctx, f->text, strlen(f->text), "a file written earlier",
+				  c->depth + 1, (int)idx, NULL);
+	sh_mark_unresolved(ctx, (int)idx, "runs a file written earlier in this line (its content is not known)");
+	return 0;
+}
+
+/* `alias NAME=VALUE` (static): later commands named NAME run VALUE with
+ * their arguments. (Shells expand an alias only in lines read after its
+ * definition; treating every later command as expanded errs towards
+ * reporting more.) */
+static const char *alias_value(const shell_cmd *c, const char *name)
+{
+	if (c->argc < 2 || c->word_unresolved[0] || strcmp(sh_basename(c->argv[0]), "alias"))
+		return NULL;
+	size_t nl = strlen(name);
+	for (size_t k = 1; k < c->argc; k++)
+		if (!c->word_unresolved[k] && strncmp(c->argv[k], name, nl) == 0 && c->argv[k][nl] == '=')
+			return c->argv[k] + nl + 1;
+	return NULL;
+}
+
+static int run_alias(struct sh_ctx *ctx, size_t idx, const size_t *defs, size_t ndefs)
+{
+	const shell_cmd *c = &ctx->out->cmds[idx];
+	if (c->argc == 0 || c->word_unresolved[0] || strchr(c->argv[0], '/'))
+		return 0;
+	const char *val = NULL;
+	for (size_t i = ndefs; i > 0 && !val; i--)
+		val = alias_value(&ctx->out->cmds[defs[i - 1]], c->argv[0]);
+	if (!val)
+		return 0;
+	struct sbuf b = {0};
+	sbuf_puts(&b, val);
+	for (size_t k = 1; k < c->argc; k++) {
+		if (c->word_unresolved[k]) {
+			sbuf_free(&b);
+			sh_mark_unresolved(ctx, (int)idx, "alias used with arguments that are not static");
+			return 0;
+		}
+		sbuf_putc(&b, ' ');
+		sbuf_puts(&b, c->argv[k]); /* words as expanded: quoting is not kept */
+	}
+	if (b.oom) {
+		sbuf_free(&b);
+		return -ENOMEM;
+	}
+	int rc = sh_reparse(ctx, b.s, b.len, "alias", c->depth + 1, (int)idx, NULL);
+	sbuf_free(&b);
+	return rc;
+}
+
+int sh_written_then_run(struct sh_ctx *ctx)
+{
+	struct written *w = NULL;
+	size_t nw = 0, ncmds = ctx->out->ncmds, defs[64], ndefs = 0;
+	int rc = 0;
+	for (size_t i = 0; i < ncmds && rc == 0; i++) {
+		size_t args = 1;
+		bool as_shell = false;
+		const shell_cmd *c = &ctx->out->cmds[i];
+		const struct written *f = nw ? runs(c, w, nw, &args, &as_shell) : NULL;
+		if (f)
+			rc = run_written(ctx, i, f, args, as_shell);
+		if (rc == 0 && ndefs)
+			rc = run_alias(ctx, i, defs, ndefs);
+		c = &ctx->out->cmds[i]; /* the list may have grown */
+		if (rc == 0 && c->argc > 1 && !c->word_unresolved[0] &&
+		    strcmp(sh_basename(c->argv[0]), "alias") == 0) {
+			if (ndefs == 64)
+				sh_mark_unresolved(ctx, (int)i, "too many aliases in one line");
+			else
+				defs[ndefs++] = i;
+		}
+		if (rc == 0)
+			rc = collect(&ctx->out->cmds[i], &w, &nw);
+	}
+	for (size_t i = 0; i < nw && i < MAX_NOTED; i++)
+		free(w[i].text);
+	free(w);
+	return rc == -ENOMEM ? txbox_fail(ctx->err, -ENOMEM, "shell: out of memory") : rc;
+}
