@@ -1597,7 +1597,7 @@ def state_planted_nested_journal(ctx):
     ctx.run(ws, "mkdir -p sub && printf '#!/bin/sh\\nid\\n' > sub/prog && chmod 755 sub/prog\n")
     prog = os.path.join(ws, "sub", "prog")
     check(os.path.isfile(prog), "the first transaction did not commit sub/prog")
-    ctx.run(ws, r"""
+    plant = r"""
 ino=$(stat -c %i sub/prog)
 hex=$(printf prog | od -An -tx1 | tr -d ' \n')
 d=sub/.txbox/tx/20260101-000000-0000beef
@@ -1607,9 +1607,18 @@ printf 'txbox-journal 1\n2 1 %s %s 104755 %s %s 0 0 0 0 %s\n' $ino $ino $(id -u)
 printf '*\n' > sub/.txbox/.gitignore
 chmod -R go-w sub/.txbox
 echo "INFO planted for inode $ino"
-""")
-    check(os.path.exists(os.path.join(ws, "sub", ".txbox", "tx", "20260101-000000-0000beef", "journal")),
-          "the planted state was not committed (the attack did not run)")
+"""
+    r = ctx.run(ws, plant)
+    journal = os.path.join(ws, "sub", ".txbox", "tx", "20260101-000000-0000beef", "journal")
+    if os.path.exists(journal):
+        raise Fail("a command committed a nested state dir (sub/.txbox): %s" % short(r.stderr))
+    why = (r.get("error") or "") + r.raw_err.decode("utf-8", "replace")
+    check(".txbox" in why, "the commit refusal does not name .txbox: %s" % short(why))
+    # The second line of defence, for a .txbox that got there some other way
+    # (made by the workspace's owner, or by an older txbox): plant it
+    # directly, then no later run or recover may read it as state.
+    subprocess.run(["sh", "-c", plant], cwd=ws, check=True, stdout=subprocess.DEVNULL)
+    check(os.path.exists(journal), "planting the nested state directly failed")
     sub = os.path.join(ws, "sub")
     for args in (["run", "--", "true"], ["run", "-w", sub, "--", "true"], ["recover"], ["recover", "-w", sub]):
         r = _txbox_later(ctx, args, sub)
