@@ -122,6 +122,14 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, t
 int tx_commit_by(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns, tx_commit_info *info,
 		 txbox_error *err)
 {
+	return tx_commit_checked(s, t, strip_setuid, deadline_ns, NULL, info, err);
+}
+
+int tx_commit_checked(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns, const tx_effects_in *fx,
+		      tx_commit_info *info, txbox_error *err)
+{
+	memset(&info->effects, 0, sizeof info->effects);
+	info->effects_checked = false;
 	info->changes = NULL;
 	info->nchanges = 0;
 	info->refused = false;
@@ -159,6 +167,15 @@ int tx_commit_by(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns
 	if (p.n == 0) { /* nothing to publish: no journal, no sync */
 		r = 0;
 		goto out;
+	}
+	if (fx) { /* between planning and journaling: the workspace is untouched */
+		r = tx_effects_check(s->ws_fd, t->top.upper_fd, &p, fx->policy, fx->policy_rel, &info->effects, err);
+		if (r < 0)
+			goto out;
+		info->effects_checked = true;
+		trace_mark("commit: effects checked");
+		if (info->effects.decision != POLICY_ALLOW)
+			goto out;
 	}
 	r = sync_layer_data(s, t, &p, err);
 	if (r < 0)
