@@ -710,7 +710,8 @@ static int parse_effect_names(lctx *L, const ynode *n, const char *what, const c
 			char all[256] = "";
 			for (size_t k = 0; names[k]; k++)
 				snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", k ? ", " : "", names[k]);
-			return bad(L, n, "%s: unknown value '%s' (expected %s)", what, l.v[i], all);
+			return bad(L, n->type == YN_SEQ ? n->items[i] : n, "%s: unknown value '%s' (expected %s)", what,
+				   l.v[i], all);
 		}
 		*out |= 1u << j;
 	}
