@@ -60,7 +60,7 @@ static void test_load_errors(void **state)
 		     "unknown key 'size' in an effect's match");
 	expect_error("version: 1\neffects:\n  - {id: x, decision: hold, reason: r, match: {deleted_min: 1}}\n"
 		     "  - {id: x, decision: deny, reason: r, match: {deleted_min: 2}}\n",
-		     "t.yaml:4:9: duplicate effect rule id 'x' (first defined at line 3)");
+		     "t.yaml:4:10: duplicate effect rule id 'x' (first defined at line 3)");
 	expect_error("version: 1\neffects:\n  - {id: x, decision: hold, reason: r, match: {deleted_min: 0}}\n",
 		     "deleted_min must be at least 1");
 }
