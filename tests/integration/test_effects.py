@@ -13,16 +13,25 @@ import manifest as mf
 from harness import Fail, check, sh, small_ws, test
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..")
+
+
+def _root(ctx):
+    """The source tree: beside this file, or (--as-user runs a copy of the
+    suite alone) the tree whose build/src/cli/txbox is under test."""
+    for root in (os.path.join(HERE, "..", ".."), os.path.join(os.path.dirname(ctx.txbox), "..", "..", "..")):
+        if os.path.exists(os.path.join(root, "policy", "default.yaml")):
+            return root
+    raise Fail("cannot find policy/default.yaml beside the suite or the binary")
 GIT = "git -c user.name=t -c user.email=t@example.com -c init.defaultBranch=main"
 
 
 def _effects_policy(ctx, where=None):
     """allow-all.yaml + the default policy's effects section, written to
     where (a path) or a fresh directory outside every workspace."""
-    with open(os.path.join(ROOT, "tests", "security", "allow-all.yaml")) as f:
+    root = _root(ctx)
+    with open(os.path.join(root, "tests", "security", "allow-all.yaml")) as f:
         base = f.read()
-    with open(os.path.join(ROOT, "policy", "default.yaml")) as f:
+    with open(os.path.join(root, "policy", "default.yaml")) as f:
         default = f.read()
     at = default.find("\neffects:\n")
     if at < 0:
@@ -163,6 +172,7 @@ def git_config(ctx):
                 "git config include.path /tmp/evil", "ln -sf /tmp/elsewhere .git/config"):
         _held(ctx, ws, cmd, pol, "git-config-exec")
     _committed(ctx, ws, "git config user.name someone && git config branch.main.description x", pol)
+    _held(ctx, ws, "mkdir lib && echo 'gitdir: /tmp/elsewhere' > lib/.git", pol, "git-dir-redirect")
 
 
 @test("effects/protected-files-held")

@@ -226,6 +226,8 @@ static const tcase default_cases[] = {
 	{"deny beats hold", {{".env", A, false}, {".git/refs/tags/v1", D, false}}, 0, EFFECT_GIT_REFS_DELETED,
 	 {NULL}, false, "deny:git-history"},
 	{"dir itself", {{".github/workflows", A, true}}, 0, 0, {NULL}, false, "allow"},
+	{".git file", {{"lib/.git", A, false}}, 0, 0, {NULL}, false, "hold:git-dir-redirect"},
+	{".git symlink", {{".git", TXBOX_CHANGE_TYPE_CHANGED, false}}, 0, 0, {NULL}, false, "hold:git-dir-redirect"},
 };
 
 static void test_default_rules(void **state)
