@@ -46,21 +46,66 @@ static bool match_segments(char **pat, size_t np, char **seg, size_t ns)
 	return ns == 0;
 }
 
-#define GLOB_MAX_SEGMENTS 4096
+static size_t count_segments(const char *s)
+{
+	size_t n = 1;
+	for (; *s; s++)
+		n += *s == '/';
+	return n;
+}
+
+/* A quick rejection: every literal run of the glob (between wildcards,
+ * less the '/' at its ends) must occur in the path. */
+static bool literals_present(const char *glob, const char *path)
+{
+	char run[256];
+	size_t n = 0;
+	for (const char *g = glob;; g++) {
+		if (*g == '\\' || *g == '[')
+			return true; /* escapes and classes: not worth following */
+		if (*g && *g != '*' && *g != '?' && n + 1 < sizeof run) {
+			run[n++] = *g;
+			continue;
+		}
+		while (n && run[n - 1] == '/') /* `**` next to it may take the separator with it */
+			n--;
+		run[n] = '\0';
+		const char *r = run + strspn(run, "/");
+		if (*r && !strstr(path, r))
+			return false;
+		n = 0;
+		if (!*g)
+			return true;
+		if (*g != '*' && *g != '?') /* the run was full: this starts the next */
+			run[n++] = *g;
+	}
+}
 
 bool effect_glob_match(const char *glob, const char *path)
 {
+	if (!literals_present(glob, path))
+		return false;
 	if (!strchr(glob, '/')) { /* a name at any depth */
 		const char *base = strrchr(path, '/');
 		return fnmatch(glob, base ? base + 1 : path, 0) == 0;
 	}
-	_cleanup_free_ char *g = strdup(glob), *p = strdup(path);
-	_cleanup_free_ char **v = calloc(2 * GLOB_MAX_SEGMENTS, sizeof *v);
-	if (!g || !p || !v)
+	size_t gl = strlen(glob) + 1, pl = strlen(path) + 1;
+	size_t np = count_segments(glob), ns = count_segments(path);
+	/* one allocation: both strings (split in place) and their segment vectors */
+	_Alignas(char *) char stack[1024];
+	size_t need = gl + pl + (np + ns) * sizeof(char *) + sizeof(char *);
+	_cleanup_free_ char *heap = need > sizeof stack ? malloc(need) : NULL;
+	char *buf = need > sizeof stack ? heap : stack;
+	if (!buf)
 		return true; /* out of memory: the rule is taken as matching (stricter) */
-	size_t np = split_segments(g, v, GLOB_MAX_SEGMENTS);
-	size_t ns = split_segments(p, v + GLOB_MAX_SEGMENTS, GLOB_MAX_SEGMENTS);
-	return match_segments(v, np, v + GLOB_MAX_SEGMENTS, ns);
+	char **v = (char **)(void *)(buf + ((gl + pl + sizeof(char *) - 1) & ~(sizeof(char *) - 1)));
+	if ((char *)(v + np + ns) > buf + need)
+		return true;
+	memcpy(buf, glob, gl);
+	memcpy(buf + gl, path, pl);
+	split_segments(buf, v, np);
+	split_segments(buf + gl, v + np, ns);
+	return match_segments(v, np, v + np, ns);
 }
 
 /* Selected by the rule's paths: some glob matches and no "!glob" does. */
@@ -124,7 +169,7 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 		const char *first = NULL;
 		for (size_t i = 0; i < f->nchanges; i++) {
 			const effect_change *c = &f->changes[i];
-			if (!change_selected(e, f, c) || (counting && c->kind != TXBOX_CHANGE_DELETED))
+			if ((counting && c->kind != TXBOX_CHANGE_DELETED) || !change_selected(e, f, c))
 				continue;
 			count++;
 			if (!first)

@@ -93,7 +93,9 @@ static int expand_dir(scan *s, int root_fd, size_t first, txbox_change_kind kind
 			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 				continue;
 			struct stat st;
-			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			st.st_mode = de->d_type == DT_DIR ? S_IFDIR : S_IFREG;
+			if (de->d_type != DT_DIR && de->d_type != DT_REG && de->d_type != DT_LNK &&
+			    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 				return txbox_fail_errno(s->err, -errno, "stat of %s/%s", s->v[i].path, de->d_name);
 			if (S_ISCHR(st.st_mode) && st.st_rdev == 0)
 				continue; /* an overlay whiteout: nothing */
@@ -553,5 +555,5 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 	scan_free(&s);
 	if (r < 0)
 		return txbox_error_prefix(err, "checking the transaction's effects");
-	return 0;
+	return 1;
 }

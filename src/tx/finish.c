@@ -172,7 +172,8 @@ int tx_commit_checked(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadli
 		r = tx_effects_check(s->ws_fd, t->top.upper_fd, &p, fx->policy, fx->policy_rel, &info->effects, err);
 		if (r < 0)
 			goto out;
-		info->effects_checked = true;
+		info->effects_checked = r > 0;
+		r = 0;
 		trace_mark("commit: effects checked");
 		if (info->effects.decision != POLICY_ALLOW)
 			goto out;

@@ -109,7 +109,8 @@ int tx_recover_stale(tx_state_dir *s, txbox_error *err);
 
 /* effects.c: judge the plan's changes by the policy's effect rules
  * (policy/effects.h) before anything is journaled; policy_rel is the
- * --policy file relative to the workspace, or NULL. */
+ * --policy file relative to the workspace, or NULL. Returns 1 when it
+ * judged, 0 when there was nothing to judge (no rules, no changes). */
 int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy *pol, const char *policy_rel,
 		     effect_verdict *out, txbox_error *err);
 
