@@ -251,3 +251,21 @@ def no_change(ctx):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     check(p.returncode == 3 and b"effect rule protected-files" in p.stderr,
           "summary does not name the effect rule: %r" % p.stderr[-400:])
+
+
+@test("effects/held-then-committed-equals-native")
+def held_commit_native(ctx):
+    """The effect check must leave the layer as the command left it: a held
+    transaction is planned again by `txbox commit TX`, and a directory it
+    replaced whole must still replace the old one (not merge with it)."""
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    script = "rm -rf sub && mkdir sub && echo z > sub/.env && ln -s .env sub/link && echo y > new.txt"
+    native = small_ws(ctx, prefix="native")
+    sh(script, cwd=native)
+    r = _run(ctx, ws, script, pol)
+    r.expect(outcome="held", exit_status=3)
+    c = ctx.run_txbox(["commit", "-w", ws, r.jget("tx")], cwd=ws)
+    check(c.rc == 0, "txbox commit of the held transaction failed: %s" % c.where())
+    lines = mf.diff(mf.manifest(native), mf.manifest(ws), mtime_check=lambda p, e, a: None)  # two runs
+    check(not lines, "held then committed differs from running natively:\n%s" % "\n".join(lines[:20]))
