@@ -108,6 +108,15 @@ typedef struct txbox_decision {
 	bool unresolved;
 } txbox_decision;
 
+/* The effect check: the transaction's actual changes judged by the
+ * policy's `effects:` rules before its commit. */
+typedef struct txbox_effects {
+	char *decision; /* "allow" | "hold" | "deny" */
+	char *rule;     /* NULL when no rule matched */
+	char *reason;
+	char *suggestion;
+} txbox_effects;
+
 typedef struct txbox_timings {
 	double policy_ms, snapshot_ms, exec_ms, finish_ms, total_ms;
 } txbox_timings;
@@ -138,6 +147,8 @@ typedef struct txbox_result {
 	bool network_host;
 	char *error; /* message when outcome == TXBOX_ERROR or a rollback was forced by an error */
 	int exit_status; /* what `txbox run` exits with (DESIGN.md section 3) */
+	bool has_effects; /* the effect check ran (there were changes to judge) */
+	txbox_effects effects;
 } txbox_result;
 
 /* Run one command as a transaction. Returns 0 when a result was produced

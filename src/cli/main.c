@@ -88,8 +88,24 @@ static int parse_seconds(const char *s, double *out)
 	return 0;
 }
 
+/* A hold or deny came from the effect check (the command was allowed). */
+static bool by_effects(const txbox_result *r)
+{
+	return r->has_effects && r->effects.decision && strcmp(r->effects.decision, "allow") != 0;
+}
+
+static void print_effects(const txbox_result *r)
+{
+	fprintf(stderr, "txbox: effect rule %s: %s\n", r->effects.rule ? r->effects.rule : "?",
+		r->effects.reason ? r->effects.reason : "");
+	if (r->effects.suggestion && r->effects.suggestion[0])
+		fprintf(stderr, "txbox: suggestion: %s\n", r->effects.suggestion);
+}
+
 static void print_human(const txbox_result *r)
 {
+	if (by_effects(r))
+		print_effects(r);
 	const char *o = txbox_outcome_name(r->outcome);
 	switch (r->outcome) {
 	case TXBOX_COMMITTED:
@@ -118,8 +134,12 @@ static void print_human(const txbox_result *r)
 			fprintf(stderr, "txbox: suggestion: %s\n", r->decision.suggestion);
 		break;
 	case TXBOX_HELD:
-		fprintf(stderr, "txbox: held %s by rule %s: %s\n", r->tx ? r->tx : "",
-			r->decision.rule ? r->decision.rule : "?", r->decision.reason ? r->decision.reason : "");
+		if (!by_effects(r))
+			fprintf(stderr, "txbox: held %s by rule %s: %s\n", r->tx ? r->tx : "",
+				r->decision.rule ? r->decision.rule : "?",
+				r->decision.reason ? r->decision.reason : "");
+		else
+			fprintf(stderr, "txbox: held %s by its effects\n", r->tx ? r->tx : "");
 		fprintf(stderr, "txbox: the changes wait in the transaction; `txbox commit %s` or `txbox rollback %s`\n",
 			r->tx ? r->tx : "TX", r->tx ? r->tx : "TX");
 		break;

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CACHE_MAGIC "TXBXPOL3"
+#define CACHE_MAGIC "TXBXPOL4"
 #define CACHE_MAX (8u << 20)
 
 /* ---- writing ------------------------------------------------------------ */
@@ -118,6 +118,26 @@ static void put_match(wbuf *w, const rule_match *m)
 	put_u64(w, m->effect);
 }
 
+static void put_effects(wbuf *w, const policy *p)
+{
+	put_u64(w, p->neffects);
+	for (size_t i = 0; i < p->neffects; i++) {
+		const effect_rule *e = &p->effects[i];
+		put_str(w, e->id);
+		put_u64(w, (uint64_t)e->decision);
+		put_str(w, e->reason);
+		put_str(w, e->suggestion);
+		put_strlist(w, &e->paths);
+		put_strlist(w, &e->git_config);
+		put_u64(w, e->kinds);
+		put_u64(w, e->deleted_min);
+		put(w, &e->deleted_share, sizeof e->deleted_share);
+		put_u64(w, e->git);
+		put_u64(w, e->policy_file);
+		put_u64(w, e->line);
+	}
+}
+
 static void put_policy(wbuf *w, const policy *p)
 {
 	put_u64(w, (uint64_t)p->unresolved);
@@ -149,6 +169,7 @@ static void put_policy(wbuf *w, const policy *p)
 	put_u64(w, s->fsize_bytes);
 	put(w, &s->timeout_sec, sizeof s->timeout_sec);
 	put_u64(w, s->strip_setuid);
+	put_effects(w, p);
 }
 
 /* The layout of the stream and of what it fills: a cache written by a
@@ -381,6 +402,34 @@ static void get_match(rbuf *r, rule_match *m)
 
 static bool decision_ok(uint64_t d) { return d == POLICY_ALLOW || d == POLICY_HOLD || d == POLICY_DENY; }
 
+static void get_effects(rbuf *r, policy *p)
+{
+	size_t n = get_count(r, POLICY_MAX_RULES);
+	p->effects = r->bad ? NULL : arena_calloc(r->mem, n + 1, sizeof *p->effects);
+	if (!p->effects)
+		r->bad = true;
+	for (size_t i = 0; i < n && !r->bad; i++) {
+		effect_rule *e = &p->effects[p->neffects++];
+		e->id = get_str(r, false);
+		uint64_t d = get_u64(r);
+		if (!decision_ok(d))
+			r->bad = true;
+		e->decision = (policy_decision)d;
+		e->reason = get_str(r, false);
+		e->suggestion = get_str(r, true);
+		get_strlist(r, &e->paths);
+		get_strlist(r, &e->git_config);
+		e->kinds = (unsigned)get_u64(r);
+		e->deleted_min = get_u64(r);
+		get(r, &e->deleted_share, sizeof e->deleted_share);
+		e->git = (unsigned)get_u64(r);
+		e->policy_file = get_u64(r) != 0;
+		e->line = (size_t)get_u64(r);
+		if (!(e->deleted_share >= 0 && e->deleted_share <= 1))
+			r->bad = true;
+	}
+}
+
 static void get_policy(rbuf *r, policy *p)
 {
 	uint64_t u = get_u64(r);
@@ -425,6 +474,7 @@ static void get_policy(rbuf *r, policy *p)
 	s->fsize_bytes = get_u64(r);
 	get(r, &s->timeout_sec, sizeof s->timeout_sec);
 	s->strip_setuid = get_u64(r) != 0;
+	get_effects(r, p);
 	if (!r->bad && r->off != r->len)
 		r->bad = true; /* trailing bytes: not what we wrote */
 }

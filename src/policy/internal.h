@@ -10,6 +10,7 @@
 #pragma once
 #include "util/arena.h"
 
+#include "policy/effects.h"
 #include "policy/policy.h"
 
 #include <stdbool.h>
@@ -130,6 +131,24 @@ typedef struct cmd_hint {
 	strlist value_options; /* options that consume the next word */
 } cmd_hint;
 
+/* One rule of the `effects:` section (effects.c): a predicate on what a
+ * transaction actually changed, checked before its commit. */
+
+typedef struct effect_rule {
+	char *id;
+	policy_decision decision;
+	char *reason;
+	char *suggestion;
+	strlist paths;         /* workspace-relative globs; "!glob" excludes */
+	unsigned kinds;        /* bits 1 << txbox_change_kind; 0: any */
+	uint64_t deleted_min;  /* 0: not set */
+	double deleted_share;  /* of the files in the git index; 0: not set */
+	unsigned git;          /* enum effect_git: any of them */
+	strlist git_config;    /* globs on changed git config keys (section[.sub].key) */
+	bool policy_file;      /* the --policy file, when inside the workspace */
+	size_t line;
+} effect_rule;
+
 struct policy {
 	rule *rules;
 	size_t nrules;
@@ -139,6 +158,8 @@ struct policy {
 	policy_sandbox sandbox;
 	arena mem; /* every string and array above */
 	bool builtin; /* static data compiled into the binary (treegen.c): never freed */
+	effect_rule *effects; /* the `effects:` section, in file order */
+	size_t neffects;
 };
 
 /* ---- YAML tree ----------------------------------------------------------- */

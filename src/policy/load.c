@@ -720,6 +720,148 @@ static int parse_sandbox(lctx *L, const ynode *n, policy_sandbox *s)
 	return r;
 }
 
+/* ---- the effects section (checked on a transaction's changes: effects.c) ---- */
+
+static int check_effect_glob(lctx *L, const ynode *n, const char *what, const char *s)
+{
+	const char *g = s + (s[0] == '!');
+	if (g[0] == '/' || !strcmp(g, "..") || !strncmp(g, "../", 3) || strstr(g, "/../"))
+		return bad(L, n, "%s: '%s' must be relative to the workspace, without '..'", what, s);
+	return check_glob(L, n, what, g);
+}
+
+static int parse_effect_names(lctx *L, const ynode *n, const char *what, const char *const *names,
+			      unsigned *out)
+{
+	strlist l = {0};
+	int r = get_list(L, n, what, check_any, &l);
+	for (size_t i = 0; r == 0 && i < l.n; i++) {
+		size_t j = 0;
+		while (names[j] && strcmp(names[j], l.v[i]))
+			j++;
+		if (!names[j]) {
+			char all[256] = "";
+			for (size_t k = 0; names[k]; k++)
+				snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", k ? ", " : "", names[k]);
+			return bad(L, n->type == YN_SEQ ? n->items[i] : n, "%s: unknown value '%s' (expected %s)", what,
+				   l.v[i], all);
+		}
+		*out |= 1u << j;
+	}
+	return r;
+}
+
+static const char *const effect_kind_names[] = {"added", "modified", "deleted", "type_changed", "metadata", NULL};
+static const char *const effect_git_names[] = {"refs-deleted", "reflog-deleted", "packs-deleted",
+					       "objects-deleted", "shallow-changed", NULL};
+
+static int get_share(lctx *L, const ynode *n, double *out)
+{
+	char *end = NULL;
+	double d = n->type == YN_SCALAR && n->plain ? strtod(n->value, &end) : NAN;
+	if (!end || *end || !(d > 0 && d <= 1))
+		return bad(L, n, "match.deleted_share must be a number above 0 and at most 1");
+	*out = d;
+	return 0;
+}
+
+#define EFFECT_MATCH_KEYS "paths, kinds, deleted_min, deleted_share, git, git_config, policy_file"
+
+static int parse_effect_match(lctx *L, const ynode *n, effect_rule *e)
+{
+	int r = check_map(L, n, "match");
+	if (r == 0 && n->n == 0)
+		r = bad(L, n, "match needs at least one condition");
+	for (size_t i = 0; i + 1 < n->n && r == 0; i += 2) {
+		const ynode *k = n->items[i], *v = n->items[i + 1];
+		const char *key = k->value;
+		if (!strcmp(key, "paths"))
+			r = get_list(L, v, "match.paths", check_effect_glob, &e->paths);
+		else if (!strcmp(key, "kinds"))
+			r = parse_effect_names(L, v, "match.kinds", effect_kind_names, &e->kinds);
+		else if (!strcmp(key, "deleted_min")) {
+			if ((r = get_uint(L, v, "match.deleted_min", false, &e->deleted_min)) == 0 && !e->deleted_min)
+				r = bad(L, v, "match.deleted_min must be at least 1");
+		} else if (!strcmp(key, "deleted_share"))
+			r = get_share(L, v, &e->deleted_share);
+		else if (!strcmp(key, "git"))
+			r = parse_effect_names(L, v, "match.git", effect_git_names, &e->git);
+		else if (!strcmp(key, "git_config"))
+			r = get_list(L, v, "match.git_config", check_glob, &e->git_config);
+		else if (!strcmp(key, "policy_file"))
+			r = get_bool(L, v, "match.policy_file", &e->policy_file);
+		else
+			r = unknown_key(L, k, "an effect's match", EFFECT_MATCH_KEYS);
+	}
+	bool positive = false;
+	for (size_t i = 0; i < e->paths.n; i++)
+		positive |= e->paths.v[i][0] != '!';
+	if (r == 0 && e->paths.n && !positive)
+		r = bad(L, n, "match.paths has only exclusions ('!glob'): it selects nothing");
+	return r;
+}
+
+static int parse_effect(lctx *L, const ynode *n, const policy *p, effect_rule *e)
+{
+	int r = check_map(L, n, "an effect rule");
+	const ynode *id = NULL, *dec = NULL, *reason = NULL, *match = NULL;
+	e->line = n->line;
+	for (size_t i = 0; i + 1 < n->n && r == 0; i += 2) {
+		const ynode *k = n->items[i], *v = n->items[i + 1];
+		const char *s;
+		char **dst = NULL;
+		if (!strcmp(k->value, "id")) {
+			id = v;
+			if ((r = get_string(L, v, "id", &s)) == 0 && (r = check_id(L, v, s)) == 0)
+				dst = &e->id;
+		} else if (!strcmp(k->value, "decision")) {
+			dec = v;
+			r = get_decision(L, v, "decision", true, &e->decision);
+		} else if (!strcmp(k->value, "reason")) {
+			reason = v;
+			if ((r = get_string(L, v, "reason", &s)) == 0)
+				dst = &e->reason;
+		} else if (!strcmp(k->value, "suggestion")) {
+			if ((r = get_string(L, v, "suggestion", &s)) == 0)
+				dst = &e->suggestion;
+		} else if (!strcmp(k->value, "match")) {
+			match = v;
+			r = parse_effect_match(L, v, e);
+		} else
+			r = unknown_key(L, k, "an effect rule", "id, decision, reason, suggestion, match");
+		if (r == 0 && dst && !(*dst = arena_strdup(L->mem, s)))
+			r = oom(L);
+	}
+	if (r < 0)
+		return r;
+	if (!id || !dec || !reason || !match)
+		return bad(L, n, "effect rule%s%s needs %s", id ? " " : "", id ? e->id : "",
+			   !id ? "an id" : !dec ? "a decision (allow, hold or deny)" : !reason ? "a reason" : "a match");
+	for (size_t i = 0; i < p->neffects; i++)
+		if (!strcmp(p->effects[i].id, e->id))
+			return bad(L, id, "duplicate effect rule id '%s' (first defined at line %zu)", e->id,
+				   p->effects[i].line);
+	return 0;
+}
+
+static int parse_effects(lctx *L, const ynode *n, policy *p)
+{
+	if (n->type != YN_SEQ)
+		return bad(L, n, "effects must be a list, not %s", type_name(n));
+	if (n->n > POLICY_MAX_RULES)
+		return bad(L, n->items[POLICY_MAX_RULES], "more than %d effect rules", POLICY_MAX_RULES);
+	p->effects = arena_calloc(L->mem, n->n + 1, sizeof(*p->effects));
+	if (!p->effects)
+		return oom(L);
+	for (size_t i = 0; i < n->n; i++) {
+		int r = parse_effect(L, n->items[i], p, &p->effects[p->neffects]);
+		if (r < 0)
+			return r;
+		p->neffects++;
+	}
+	return 0;
+}
+
 int policy_from_tree(const char *name, const ynode *root, policy **out, txbox_error *err)
 {
 	lctx L = {name, err, NULL};
@@ -758,8 +900,10 @@ int policy_from_tree(const char *name, const ynode *root, policy **out, txbox_er
 			r = parse_commands(&L, v, p);
 		else if (!strcmp(key, "rules"))
 			r = parse_rules(&L, v, p);
+		else if (!strcmp(key, "effects"))
+			r = parse_effects(&L, v, p);
 		else
-			r = unknown_key(&L, k, "the policy", "version, unresolved, sandbox, commands, rules");
+			r = unknown_key(&L, k, "the policy", "version, unresolved, sandbox, commands, rules, effects");
 	}
 	if (r == 0 && !have_version)
 		r = bad(&L, root, "missing 'version: 1'");

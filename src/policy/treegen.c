@@ -162,6 +162,41 @@ static void init_match(FILE *f, const rule_match *m, const match_ids *ids)
 		m->icase ? "true" : "false", m->nargs_min, m->nargs_max, m->unresolved, m->builtins, (int)m->effect);
 }
 
+/* The effects section as a static array; returns its name (0: none). */
+static unsigned long emit_effects(FILE *f, const policy *p)
+{
+	if (!p->neffects)
+		return 0;
+	unsigned long *ids = calloc(2 * p->neffects, sizeof *ids);
+	if (!ids)
+		exit(1);
+	for (size_t i = 0; i < p->neffects; i++) {
+		pre_strlist(f, &p->effects[i].paths, &ids[2 * i]);
+		pre_strlist(f, &p->effects[i].git_config, &ids[2 * i + 1]);
+	}
+	unsigned long id = counter++;
+	fprintf(f, "\nstatic effect_rule e%lu[%zu] = {\n", id, p->neffects + 1);
+	for (size_t i = 0; i < p->neffects; i++) {
+		const effect_rule *e = &p->effects[i];
+		fputs("\t{.id = ", f);
+		emit_string(f, e->id);
+		fprintf(f, ", .decision = %d, .reason = ", (int)e->decision);
+		emit_string(f, e->reason);
+		fputs(", .suggestion = ", f);
+		emit_string(f, e->suggestion);
+		fputs(", .paths = ", f);
+		init_strlist(f, &e->paths, ids[2 * i]);
+		fputs(", .git_config = ", f);
+		init_strlist(f, &e->git_config, ids[2 * i + 1]);
+		fprintf(f, ", .kinds = %uu, .deleted_min = %" PRIu64 "u, .deleted_share = %.17g, .git = %uu, "
+			   ".policy_file = %s, .line = %zu},\n",
+			e->kinds, e->deleted_min, e->deleted_share, e->git, e->policy_file ? "true" : "false", e->line);
+	}
+	fputs("};\n", f);
+	free(ids);
+	return id;
+}
+
 static void emit_policy(FILE *f, const policy *p)
 {
 	match_ids *mid = calloc(p->nrules + 1, sizeof *mid);
@@ -194,6 +229,7 @@ static void emit_policy(FILE *f, const policy *p)
 		fputs("},\n", f);
 	}
 	fputs("};\n\n", f);
+	unsigned long eff = emit_effects(f, p);
 	const policy_sandbox *s = &p->sandbox;
 	unsigned long mp = emit_strv(f, s->masked_paths, strv_len(s->masked_paths));
 	unsigned long ed = emit_strv(f, s->env_deny, strv_len(s->env_deny));
@@ -205,10 +241,13 @@ static void emit_policy(FILE *f, const policy *p)
 		"\t\t.network = %s, .memory_bytes = %" PRIu64 "u, .pids = %" PRIu64 "u, .cpu_seconds = %" PRIu64 "u,\n"
 		"\t\t.disk_bytes = %" PRIu64 "u, .nofile = %" PRIu64 "u, .fsize_bytes = %" PRIu64 "u,\n"
 		"\t\t.timeout_sec = %.17g, .strip_setuid = %s},\n"
-		"\t.builtin = true,\n};\n\npolicy *const policy_default_compiled = &compiled;\n",
+		"\t.builtin = true,\n",
 		p->nrules, p->nhints, (int)p->unresolved, mp, ed, as, s->network ? "true" : "false", s->memory_bytes,
 		s->pids, s->cpu_seconds, s->disk_bytes, s->nofile, s->fsize_bytes, s->timeout_sec,
 		s->strip_setuid ? "true" : "false");
+	if (eff)
+		fprintf(f, "\t.effects = e%lu, .neffects = %zu,\n", eff, p->neffects);
+	fputs("};\n\npolicy *const policy_default_compiled = &compiled;\n", f);
 	free(mid);
 	free(hid);
 }

@@ -331,7 +331,7 @@ static int walk_merged_dir(walk *w, int ufd, int wfd, const char *name, char *pa
 	int r = walk_dir(w, cu, cw, path, depth + 1);
 	if (r < 0)
 		return r;
-	r = prepare_entry(ufd, name, ust, path, &w->po, w->err);
+	r = w->o->inspect ? 0 : prepare_entry(ufd, name, ust, path, &w->po, w->err);
 	if (r < 0)
 		return r;
 	if (fstatat(ufd, name, ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
@@ -412,7 +412,7 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 			    origin_is(ufd, name, ux, wfd, name);
 	struct moved mv = {.op = w->p->n};
 	bool moved = S_ISREG(ust.st_mode) && !group_member && origin_read(ufd, name, ux, &mv.h);
-	r = prepare_tree(ufd, name, &ust, rel, &w->po, w->err);
+	r = w->o->inspect ? 0 : prepare_tree(ufd, name, &ust, rel, &w->po, w->err);
 	if (r >= 0 && fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
 		r = txbox_fail_errno(w->err, -errno, "stat of layer entry %s", rel);
 	if (r == 0)
@@ -746,7 +746,7 @@ static int plan_finish(walk *w, int ws_fd, int upper_fd)
 	census_free(&c);
 	if (r == 0)
 		r = convert_links(w->p, w->err);
-	if (r == 0 && w->po.deferred) { /* every origin has been read: strip what was left */
+	if (r == 0 && w->po.deferred && !w->o->inspect) { /* every origin has been read: strip what was left */
 		prepare_opts fin = {.strip_setuid = w->o->strip_setuid, .userxattr = w->o->userxattr};
 		r = prepare_children(upper_fd, "", &fin, w->err);
 	}

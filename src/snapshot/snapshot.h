@@ -97,6 +97,10 @@ typedef struct plan_opts {
 	 * the command's data like any other xattr. */
 	bool userxattr;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC (clock_now_ns); 0: none */
+	/* Only look: the layer is left as it is (nothing prepared, nothing
+	 * refused), so it can be planned again — the effect check's view of a
+	 * transaction that may stay held. */
+	bool inspect;
 } plan_opts;
 
 /* Compute the plan and prepare the upper tree for publication. Nothing in

@@ -1,6 +1,8 @@
 /* finish: commit or roll back a transaction.
  *
  * Commit protocol (crash-safe; each step durable before the next):
+ *   0. judge the changes by the policy's effect rules (tx/effects.c) on a
+ *      plan that only looks: a hold or deny leaves the layer as it was
  *   1. plan the merge from the layer and prepare the layer (plan.c)
  *   2. the layer's data is made durable before any name points at it
  *      (fdatasync of each published file; syncfs for large plans)
@@ -114,6 +116,34 @@ static int sync_workspace_dirs(tx_state_dir *s, const plan *p, txbox_error *err)
 	return 0;
 }
 
+/* The effect check, before anything is prepared or journaled, on a plan
+ * that leaves the layer untouched (a held transaction is planned again
+ * when it is committed). 1: held or denied (info->changes filled), 0: go
+ * on, <0: error. */
+static int check_effects(tx_state_dir *s, tx *t, const plan_opts *po, const tx_effects_in *fx, tx_commit_info *info,
+			 txbox_error *err)
+{
+	if (!policy_effects_needs(fx->policy))
+		return 0;
+	plan_opts io = *po;
+	io.inspect = true;
+	plan p;
+	int r = plan_build(s->ws_fd, t->top.upper_fd, &io, &p, err);
+	if (r < 0) {
+		info->timed_out = (r == -ETIMEDOUT);
+		return txbox_error_prefix(err, "planning the commit");
+	}
+	r = p.n ? tx_effects_check(s->ws_fd, t->top.upper_fd, &p, fx->policy, fx->policy_rel, &info->effects, err) : 0;
+	info->effects_checked = r > 0;
+	if (r > 0 && info->effects.decision != POLICY_ALLOW)
+		r = plan_changes(&p, &info->changes, &info->nchanges, err) < 0 ? -ENOMEM : 1;
+	else if (r > 0)
+		r = 0;
+	plan_free(&p);
+	trace_mark("commit: effects checked");
+	return r;
+}
+
 int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, txbox_error *err)
 {
 	return tx_commit_by(s, t, strip_setuid, 0, info, err);
@@ -122,6 +152,14 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, t
 int tx_commit_by(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns, tx_commit_info *info,
 		 txbox_error *err)
 {
+	return tx_commit_checked(s, t, strip_setuid, deadline_ns, NULL, info, err);
+}
+
+int tx_commit_checked(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns, const tx_effects_in *fx,
+		      tx_commit_info *info, txbox_error *err)
+{
+	memset(&info->effects, 0, sizeof info->effects);
+	info->effects_checked = false;
 	info->changes = NULL;
 	info->nchanges = 0;
 	info->refused = false;
@@ -146,6 +184,11 @@ int tx_commit_by(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns
 		.userxattr = lr.userxattr,
 		.deadline_ns = deadline_ns,
 	};
+	if (fx) {
+		r = check_effects(s, t, &po, fx, info, err);
+		if (r != 0)
+			return r < 0 ? r : 0; /* held or denied: the layer is as the command left it */
+	}
 	r = plan_build(s->ws_fd, t->top.upper_fd, &po, &p, err);
 	if (r < 0) {
 		info->refused = (r == -EPERM);

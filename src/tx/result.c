@@ -71,6 +71,10 @@ void txbox_result_free(txbox_result *r)
 		free(r->changes[i].path);
 	free(r->changes);
 	free(r->error);
+	free(r->effects.decision);
+	free(r->effects.rule);
+	free(r->effects.reason);
+	free(r->effects.suggestion);
 	free(r);
 }
 
@@ -192,6 +196,16 @@ char *txbox_result_to_json(const txbox_result *r)
 	json_uint(&w, r->limits.disk_bytes);
 	json_kv_str(&w, "mechanism", mechanism_name(r->limit_mechanism));
 	json_obj_end(&w);
+	json_key(&w, "effects");
+	if (r->has_effects) {
+		json_obj_begin(&w);
+		json_kv_str(&w, "decision", r->effects.decision);
+		json_kv_str(&w, "rule", r->effects.rule);
+		json_kv_str(&w, "reason", r->effects.reason);
+		json_kv_str(&w, "suggestion", r->effects.suggestion);
+		json_obj_end(&w);
+	} else
+		json_null(&w);
 	json_kv_str(&w, "network", r->network_host ? "host" : "none");
 	json_kv_str(&w, "error", r->error);
 	json_obj_end(&w);

@@ -122,6 +122,50 @@ static bool direct_exec_like_sh(char *const *envp)
 	return path;
 }
 
+/* The --policy file relative to the workspace when it is inside it (its
+ * effect rules may protect it), else NULL. */
+static char *policy_rel_path(const char *file, const char *ws)
+{
+	if (!file)
+		return NULL;
+	_cleanup_free_ char *abs = realpath(file, NULL);
+	size_t n = strlen(ws);
+	if (!abs || strncmp(abs, ws, n) != 0 || abs[n] != '/')
+		return NULL;
+	return strdup(abs + n + 1);
+}
+
+/* The effect check's verdict into the result; a hold keeps the
+ * transaction open, a deny rolls it back (nothing was applied). */
+static void fill_effects(txbox_result *res, effect_verdict *v)
+{
+	res->has_effects = true;
+	res->effects.decision = xstrdup(policy_decision_name(v->decision));
+	res->effects.rule = steal_ptr(v->rule);
+	res->effects.reason = steal_ptr(v->reason);
+	res->effects.suggestion = steal_ptr(v->suggestion);
+}
+
+static int finish_effects(tx_state_dir *sd, tx *t, tx_commit_info *ci, txbox_result *res, txbox_error *e)
+{
+	policy_decision d = ci->effects.decision;
+	fill_effects(res, &ci->effects);
+	if (d == POLICY_HOLD) {
+		if (tx_set_state(t, TX_HELD, e) < 0)
+			return -1;
+		res->outcome = TXBOX_HELD;
+		res->exit_status = 3;
+	} else if (d == POLICY_DENY) {
+		res->outcome = TXBOX_ROLLED_BACK;
+		res->rollback_reason = "effects";
+		res->exit_status = 126;
+		txbox_error re = TXBOX_ERROR_INIT;
+		tx_rollback(sd, t, &re); /* nothing reached the workspace: a failed clean-up is garbage only */
+		txbox_error_clear(&re);
+	}
+	return 0;
+}
+
 static void delete_stale(void *arg)
 {
 	txbox_error e = TXBOX_ERROR_INIT;
@@ -150,6 +194,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	char **envp = NULL;
 	_cleanup_free_ char *cwd_in = NULL;
 	_cleanup_free_ char *state_abs = NULL;
+	_cleanup_free_ char *policy_rel = NULL;
 	_cleanup_free_ const char **argv = NULL;
 	char **literal = NULL, **vliteral = NULL;
 	policy_verdict verdict;
@@ -400,11 +445,18 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		/* Init tears its namespaces down on the other CPU meanwhile. */
 		/* --timeout bounds the whole transaction, its commit included */
 		uint64_t deadline = timeout > 0 ? t0 + (uint64_t)(timeout * 1e9) : 0;
-		int r = tx_commit_by(&sd, &t, ps->strip_setuid, deadline, &ci, &e);
+		policy_rel = policy_rel_path(opts->policy_file, ws);
+		tx_effects_in fx = {.policy = pol, .policy_rel = policy_rel};
+		int r = tx_commit_checked(&sd, &t, ps->strip_setuid, deadline, &fx, &ci, &e);
 		sandbox_reap(&so); /* deleting while it tears down only slows both */
 		res->changes = ci.changes;
 		res->nchanges = ci.nchanges;
-		if (r < 0) {
+		if (r >= 0 && ci.effects_checked && ci.effects.decision != POLICY_ALLOW) {
+			r = finish_effects(&sd, &t, &ci, res, &e);
+			effect_verdict_free(&ci.effects);
+			if (r < 0)
+				goto fail_tx;
+		} else if (r < 0) {
 			bool refused = ci.refused;
 			txbox_error re = TXBOX_ERROR_INIT;
 			/* Nothing of it stays: the journal reverses any partial apply. */
@@ -419,6 +471,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 			} else
 				goto fail_tx_noremove;
 		} else {
+			if (ci.effects_checked)
+				fill_effects(res, &ci.effects);
 			res->outcome = TXBOX_COMMITTED;
 			res->exit_status = 0;
 			if (tx_recycle(&sd, &t, &e) < 0) { /* committed; leftovers are cleaned next time */

@@ -21,6 +21,7 @@
  *   result.c    result objects and their JSON */
 #pragma once
 
+#include "policy/effects.h"
 #include "snapshot/snapshot.h"
 #include "txbox.h"
 #include "util/error.h"
@@ -106,18 +107,37 @@ int tx_delete_stale(tx *t, txbox_error *err);
 /* Roll back or finish transactions whose owner died. Returns how many. */
 int tx_recover_stale(tx_state_dir *s, txbox_error *err);
 
+/* effects.c: judge the plan's changes by the policy's effect rules
+ * (policy/effects.h) before anything is journaled; policy_rel is the
+ * --policy file relative to the workspace, or NULL. Returns 1 when it
+ * judged, 0 when there was nothing to judge (no rules, no changes). */
+int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy *pol, const char *policy_rel,
+		     effect_verdict *out, txbox_error *err);
+
 /* finish.c */
+typedef struct tx_effects_in {
+	const struct policy *policy; /* its effect rules judge the plan */
+	const char *policy_rel;
+} tx_effects_in;
+
 typedef struct tx_commit_info {
 	txbox_change *changes;
 	size_t nchanges;
 	bool refused;  /* the layer holds something that may not be published */
 	bool timed_out; /* the deadline passed (planning, or waiting for the lock): nothing applied */
+	/* The effect check (when asked): hold or deny means nothing was
+	 * applied and the transaction is as it was. Freed by the caller. */
+	bool effects_checked;
+	effect_verdict effects;
 } tx_commit_info;
 int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, txbox_error *err);
 /* The same, bounded: deadline_ns (CLOCK_MONOTONIC, clock_now_ns; 0: none)
  * covers waiting for the workspace lock and planning. */
 int tx_commit_by(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns, tx_commit_info *info,
 		 txbox_error *err);
+/* The same, judging the changes by fx's effect rules first (fx NULL: none). */
+int tx_commit_checked(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns, const tx_effects_in *fx,
+		      tx_commit_info *info, txbox_error *err);
 int tx_rollback(tx_state_dir *s, tx *t, txbox_error *err);
 /* Reverse an interrupted commit from its journal, then remove the tx. */
 int tx_reverse_journal(tx_state_dir *s, tx *t, txbox_error *err);

@@ -1,0 +1,535 @@
+/* effects: deciding on a transaction's actual changes (effects.h). */
+#include "policy/effects.h"
+
+#include "policy/internal.h"
+#include "util/cleanup.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- globs on workspace paths ------------------------------------------- */
+
+/* Split s (modified in place) at '/' into v; returns the count. */
+static size_t split_segments(char *s, char **v, size_t max)
+{
+	size_t n = 0;
+	for (char *p = s; n < max;) {
+		v[n++] = p;
+		char *slash = strchr(p, '/');
+		if (!slash)
+			break;
+		*slash = '\0';
+		p = slash + 1;
+	}
+	return n;
+}
+
+static bool match_segments(char **pat, size_t np, char **seg, size_t ns)
+{
+	while (np) {
+		if (!strcmp(pat[0], "**")) {
+			for (size_t skip = 0; skip <= ns; skip++)
+				if (match_segments(pat + 1, np - 1, seg + skip, ns - skip))
+					return true;
+			return false;
+		}
+		if (!ns || fnmatch(pat[0], seg[0], 0) != 0)
+			return false;
+		pat++, np--, seg++, ns--;
+	}
+	return ns == 0;
+}
+
+static size_t count_segments(const char *s)
+{
+	size_t n = 1;
+	for (; *s; s++)
+		n += *s == '/';
+	return n;
+}
+
+/* A quick rejection: every literal run of the glob (between wildcards,
+ * less the '/' at its ends) must occur in the path. */
+static bool literals_present(const char *glob, const char *path)
+{
+	char run[256];
+	size_t n = 0;
+	for (const char *g = glob;; g++) {
+		if (*g == '\\' || *g == '[')
+			return true; /* escapes and classes: not worth following */
+		if (*g && *g != '*' && *g != '?' && n + 1 < sizeof run) {
+			run[n++] = *g;
+			continue;
+		}
+		while (n && run[n - 1] == '/') /* `**` next to it may take the separator with it */
+			n--;
+		run[n] = '\0';
+		const char *r = run + strspn(run, "/");
+		if (*r && !strstr(path, r))
+			return false;
+		n = 0;
+		if (!*g)
+			return true;
+		if (*g != '*' && *g != '?') /* the run was full: this starts the next */
+			run[n++] = *g;
+	}
+}
+
+bool effect_glob_match(const char *glob, const char *path)
+{
+	if (!literals_present(glob, path))
+		return false;
+	if (!strchr(glob, '/')) { /* a name at any depth */
+		const char *base = strrchr(path, '/');
+		return fnmatch(glob, base ? base + 1 : path, 0) == 0;
+	}
+	size_t gl = strlen(glob) + 1, pl = strlen(path) + 1;
+	size_t np = count_segments(glob), ns = count_segments(path);
+	/* one allocation: both strings (split in place) and their segment vectors */
+	_Alignas(char *) char stack[1024];
+	size_t need = gl + pl + (np + ns) * sizeof(char *) + sizeof(char *);
+	_cleanup_free_ char *heap = need > sizeof stack ? malloc(need) : NULL;
+	char *buf = need > sizeof stack ? heap : stack;
+	if (!buf)
+		return true; /* out of memory: the rule is taken as matching (stricter) */
+	char **v = (char **)(void *)(buf + ((gl + pl + sizeof(char *) - 1) & ~(sizeof(char *) - 1)));
+	if ((char *)(v + np + ns) > buf + need)
+		return true;
+	memcpy(buf, glob, gl);
+	memcpy(buf + gl, path, pl);
+	split_segments(buf, v, np);
+	split_segments(buf + gl, v + np, ns);
+	return match_segments(v, np, v + np, ns);
+}
+
+/* Selected by the rule's paths: some glob matches and no "!glob" does. */
+static bool paths_select(const strlist *globs, const char *path)
+{
+	bool in = false;
+	for (size_t i = 0; i < globs->n; i++) {
+		const char *g = globs->v[i];
+		if (g[0] == '!') {
+			if (effect_glob_match(g + 1, path))
+				return false;
+		} else if (!in)
+			in = effect_glob_match(g, path);
+	}
+	return in;
+}
+
+/* ---- evaluation ------------------------------------------------------- */
+
+unsigned policy_effects_needs(const policy *p)
+{
+	unsigned need = 0;
+	for (size_t i = 0; i < p->neffects; i++) {
+		const effect_rule *e = &p->effects[i];
+		if (e->paths.n || e->kinds || e->deleted_min || e->deleted_share > 0 || e->policy_file)
+			need |= EFFECT_NEED_CHANGES;
+		if (e->deleted_share > 0)
+			need |= EFFECT_NEED_TRACKED;
+		if (e->git)
+			need |= EFFECT_NEED_GIT | EFFECT_NEED_CHANGES;
+		if (e->git_config.n)
+			need |= EFFECT_NEED_CONFIG | EFFECT_NEED_CHANGES;
+	}
+	return need;
+}
+
+static bool change_selected(const effect_rule *e, const effect_facts *f, const effect_change *c)
+{
+	if (c->dir) /* a directory is no effect by itself; what is in it is listed */
+		return false;
+	if (e->kinds && !(e->kinds & (1u << c->kind)))
+		return false;
+	if (e->paths.n && !paths_select(&e->paths, c->path))
+		return false;
+	if (e->policy_file && (!f->policy_rel || strcmp(f->policy_rel, c->path) != 0))
+		return false;
+	return true;
+}
+
+static const char *const git_effect_names[] = {"refs deleted", "reflog deleted or rewritten", "pack files deleted",
+					       "loose objects deleted", ".git/shallow changed"};
+
+/* Does rule e match? *detail (malloc'd) says what matched. */
+static int rule_matches(const effect_rule *e, const effect_facts *f, char **detail)
+{
+	*detail = NULL;
+	bool counting = e->deleted_min || e->deleted_share > 0;
+	bool selecting = e->paths.n || e->kinds || e->policy_file;
+	if (counting || selecting) {
+		size_t count = 0;
+		const char *first = NULL;
+		for (size_t i = 0; i < f->nchanges; i++) {
+			const effect_change *c = &f->changes[i];
+			if ((counting && c->kind != TXBOX_CHANGE_DELETED) || !change_selected(e, f, c))
+				continue;
+			count++;
+			if (!first)
+				first = c->path;
+			if (!counting)
+				break;
+		}
+		if (!count)
+			return 0;
+		if (e->deleted_min && count < e->deleted_min)
+			return 0;
+		if (e->deleted_share > 0 && (!f->tracked || (double)count < e->deleted_share * (double)f->tracked))
+			return 0;
+		int r = !counting  ? asprintf(detail, "%s", first)
+			: f->tracked ? asprintf(detail, "%zu files deleted of %llu tracked by git", count,
+						(unsigned long long)f->tracked)
+				     : asprintf(detail, "%zu files deleted", count);
+		if (r < 0)
+			return -ENOMEM;
+	}
+	if (e->git) {
+		unsigned hit = e->git & f->git;
+		if (!hit)
+			goto no;
+		size_t bit = (size_t)__builtin_ctz(hit);
+		free(*detail);
+		if (!(*detail = strdup(git_effect_names[bit])))
+			return -ENOMEM;
+	}
+	if (e->git_config.n) {
+		const char *key = f->config_unreadable ? "a git config that cannot be read" : NULL;
+		for (size_t i = 0; !key && i < f->nconfig_keys; i++)
+			for (size_t j = 0; !key && j < e->git_config.n; j++)
+				if (fnmatch(e->git_config.v[j], f->config_keys[i], FNM_CASEFOLD) == 0)
+					key = f->config_keys[i];
+		if (!key)
+			goto no;
+		free(*detail);
+		if (asprintf(detail, "git config %s", key) < 0) {
+			*detail = NULL;
+			return -ENOMEM;
+		}
+	}
+	return 1;
+no:
+	free(*detail);
+	*detail = NULL;
+	return 0;
+}
+
+static int verdict_set(effect_verdict *out, policy_decision d, const char *id, const char *reason,
+		       const char *detail, const char *suggestion)
+{
+	effect_verdict_free(out);
+	out->decision = d;
+	out->rule = strdup(id);
+	if (detail ? asprintf(&out->reason, "%s (%s)", reason, detail) < 0 : !(out->reason = strdup(reason)))
+		out->reason = NULL;
+	out->suggestion = suggestion ? strdup(suggestion) : NULL;
+	if (!out->rule || !out->reason || (suggestion && !out->suggestion))
+		return -ENOMEM;
+	return 0;
+}
+
+int policy_effects_check(const policy *p, const effect_facts *f, effect_verdict *out)
+{
+	memset(out, 0, sizeof *out);
+	out->decision = POLICY_ALLOW;
+	if (f->incomplete && (policy_effects_needs(p) & EFFECT_NEED_CHANGES))
+		return verdict_set(out, POLICY_HOLD, "effects-limit",
+				   "the transaction changed more entries than the effect check reads", NULL,
+				   "review the changes with `txbox diff`, then `txbox commit` or `txbox rollback`");
+	bool have = false;
+	for (size_t i = 0; i < p->neffects; i++) {
+		const effect_rule *e = &p->effects[i];
+		if (have && e->decision <= out->decision)
+			continue;
+		_cleanup_free_ char *detail = NULL;
+		int m = rule_matches(e, f, &detail);
+		if (m < 0)
+			return m;
+		if (!m)
+			continue;
+		if (verdict_set(out, e->decision, e->id, e->reason, detail, e->suggestion) < 0)
+			return -ENOMEM;
+		have = true;
+	}
+	return 0;
+}
+
+void effect_verdict_free(effect_verdict *v)
+{
+	free(v->rule);
+	free(v->reason);
+	free(v->suggestion);
+	v->rule = v->reason = v->suggestion = NULL;
+}
+
+/* ---- git config ------------------------------------------------------------
+ * Follows git's config.c: `[section]`, `[section "sub"]` (sub case-sensitive,
+ * `\` escapes the next character), legacy `[section.sub]` (lowercased), a
+ * key may follow a header on the same line, `name = value` or a bare
+ * `name`, values with "quotes", \t \n \b \\ \" escapes, `\` newline
+ * continuation, `#`/`;` comments outside quotes, CRLF line ends. What git
+ * would refuse is refused (-EINVAL): git then runs nothing from it. */
+
+typedef struct cfg_reader {
+	const char *p, *end;
+	gitconfig_entry *v;
+	size_t n, cap;
+	char *section; /* section[.sub] of the current header */
+} cfg_reader;
+
+static int cfg_next(cfg_reader *c)
+{
+	if (c->p >= c->end)
+		return EOF;
+	int ch = (unsigned char)*c->p++;
+	if (ch == '\r' && c->p < c->end && *c->p == '\n')
+		ch = (unsigned char)*c->p++;
+	return ch;
+}
+
+static bool cfg_keychar(int ch) { return ch != EOF && (isalnum(ch) || ch == '-'); }
+
+/* A growing byte buffer for names and values. */
+typedef struct cbuf {
+	char *s;
+	size_t n, cap;
+} cbuf;
+
+static int cbuf_put(cbuf *b, char ch)
+{
+	if (b->n + 2 > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		char *s = realloc(b->s, cap);
+		if (!s)
+			return -ENOMEM;
+		b->s = s;
+		b->cap = cap;
+	}
+	b->s[b->n++] = ch;
+	b->s[b->n] = '\0';
+	return 0;
+}
+
+/* After '[': the header up to ']'. */
+static int cfg_header(cfg_reader *c)
+{
+	_cleanup_free_ char *old = c->section;
+	c->section = NULL;
+	cbuf b = {0};
+	int ch, r = 0;
+	while ((ch = cfg_next(c)) != ']' && r == 0) {
+		if (ch == EOF || ch == '\n')
+			r = -EINVAL;
+		else if (isspace(ch)) { /* [section "sub"] */
+			while ((ch = cfg_next(c)) == ' ' || ch == '\t')
+				;
+			if (ch != '"' || !b.n || cbuf_put(&b, '.') < 0) {
+				r = -EINVAL;
+				break;
+			}
+			while (r == 0 && (ch = cfg_next(c)) != '"') {
+				if (ch == '\\')
+					ch = cfg_next(c);
+				if (ch == EOF || ch == '\n')
+					r = -EINVAL;
+				else
+					r = cbuf_put(&b, (char)ch);
+			}
+			if (r == 0 && cfg_next(c) != ']')
+				r = -EINVAL;
+			break;
+		} else if (ch == '.' || cfg_keychar(ch))
+			r = cbuf_put(&b, (char)tolower(ch));
+		else
+			r = -EINVAL;
+	}
+	if (r == 0 && !b.n)
+		r = -EINVAL;
+	if (r < 0) {
+		free(b.s);
+		return r;
+	}
+	c->section = b.s;
+	return 0;
+}
+
+/* After '=': the value up to the end of the line. */
+static int cfg_value(cfg_reader *c, cbuf *b)
+{
+	bool quote = false;
+	size_t spaces = 0;
+	int r = 0;
+	for (;;) {
+		int ch = cfg_next(c);
+		if (ch == EOF || ch == '\n')
+			return quote ? -EINVAL : 0;
+		if (!quote && (ch == ';' || ch == '#')) {
+			while ((ch = cfg_next(c)) != EOF && ch != '\n')
+				;
+			return 0;
+		}
+		if (!quote && isspace(ch)) {
+			if (b->n || spaces) /* leading blanks are dropped, inner ones kept */
+				spaces++;
+			continue;
+		}
+		for (; spaces && b->n && r == 0; spaces--)
+			r = cbuf_put(b, ' ');
+		spaces = 0;
+		if (ch == '"') {
+			quote = !quote;
+			continue;
+		}
+		if (ch == '\\') {
+			ch = cfg_next(c);
+			if (ch == '\n')
+				continue; /* continuation */
+			ch = ch == 't' ? '\t' : ch == 'n' ? '\n' : ch == 'b' ? '\b' : ch == '\\' || ch == '"' ? ch : -1;
+			if (ch < 0)
+				return -EINVAL;
+		}
+		if (r == 0)
+			r = cbuf_put(b, (char)ch);
+		if (r < 0)
+			return r;
+	}
+}
+
+static int cfg_add(cfg_reader *c, char *key, char *value)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		gitconfig_entry *v = realloc(c->v, cap * sizeof *v);
+		if (!v) {
+			free(key);
+			free(value);
+			return -ENOMEM;
+		}
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = (gitconfig_entry){key, value};
+	return 0;
+}
+
+/* A key starting with first: `name`, `name = value`. */
+static int cfg_entry(cfg_reader *c, int first)
+{
+	if (!c->section || !isalpha(first))
+		return -EINVAL;
+	cbuf name = {0}, val = {0};
+	int ch = first, r = 0;
+	for (; cfg_keychar(ch) && r == 0; ch = cfg_next(c))
+		r = cbuf_put(&name, (char)tolower(ch));
+	while (ch == ' ' || ch == '\t')
+		ch = cfg_next(c);
+	bool bare = ch == '\n' || ch == EOF;
+	if (r == 0 && !bare)
+		r = ch == '=' ? cfg_value(c, &val) : -EINVAL;
+	if (r == 0 && !bare && !val.s)
+		r = cbuf_put(&val, '\0') < 0 ? -ENOMEM : 0; /* `name =`: the empty string */
+	char *key = NULL;
+	if (r == 0 && asprintf(&key, "%s.%s", c->section, name.s) < 0)
+		r = -ENOMEM;
+	free(name.s);
+	if (r < 0) {
+		free(val.s);
+		return r;
+	}
+	if (!bare && val.s)
+		val.s[val.n] = '\0';
+	return cfg_add(c, key, bare ? NULL : val.s);
+}
+
+int gitconfig_parse(const char *buf, size_t len, gitconfig_entry **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (len > GITCONFIG_MAX_BYTES)
+		return -E2BIG;
+	cfg_reader c = {.p = buf, .end = buf + len};
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+		c.p += 3;
+	int r = 0;
+	for (int ch; r == 0 && (ch = cfg_next(&c)) != EOF;) {
+		if (ch == '\n' || isspace(ch))
+			continue;
+		if (ch == '#' || ch == ';')
+			while ((ch = cfg_next(&c)) != EOF && ch != '\n')
+				;
+		else if (ch == '[')
+			r = cfg_header(&c);
+		else
+			r = cfg_entry(&c, ch);
+	}
+	free(c.section);
+	if (r < 0) {
+		gitconfig_free(c.v, c.n);
+		return r;
+	}
+	*out = c.v;
+	*n = c.n;
+	return 0;
+}
+
+void gitconfig_free(gitconfig_entry *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(e[i].key);
+		free(e[i].value);
+	}
+	free(e);
+}
+
+static int entry_cmp(const void *x, const void *y)
+{
+	const gitconfig_entry *a = x, *b = y;
+	int k = strcmp(a->key, b->key);
+	if (k || a->value == b->value)
+		return k;
+	if (!a->value || !b->value)
+		return a->value ? 1 : -1;
+	return strcmp(a->value, b->value);
+}
+
+static int add_key(char ***keys, size_t *n, const char *key)
+{
+	if (*n && !strcmp((*keys)[*n - 1], key))
+		return 0;
+	char **v = realloc(*keys, (*n + 2) * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	*keys = v;
+	if (!(v[*n] = strdup(key)))
+		return -ENOMEM;
+	v[++*n] = NULL;
+	return 0;
+}
+
+int gitconfig_changed_keys(gitconfig_entry *a, size_t na, gitconfig_entry *b, size_t nb, char ***keys,
+			   size_t *nkeys)
+{
+	*keys = NULL;
+	*nkeys = 0;
+	if (na)
+		qsort(a, na, sizeof *a, entry_cmp);
+	if (nb)
+		qsort(b, nb, sizeof *b, entry_cmp);
+	size_t i = 0, j = 0;
+	int r = 0;
+	while (r == 0 && (i < na || j < nb)) {
+		int d = i == na ? 1 : j == nb ? -1 : entry_cmp(&a[i], &b[j]);
+		if (d == 0) {
+			i++, j++;
+			continue;
+		}
+		r = add_key(keys, nkeys, d < 0 ? a[i++].key : b[j++].key);
+	}
+	return r; /* the merge visits keys in order: they come out sorted, each once */
+}

@@ -1,0 +1,84 @@
+/* effects: the `effects:` section of a policy, checked against what a
+ * transaction actually changed (its layer), whatever the command text was.
+ * Pure: the caller (tx/effects.c) gathers the facts from the layer and the
+ * workspace; this file only decides. Also the bounded git config reader
+ * those facts need (hostile input). */
+#pragma once
+
+#include "policy/policy.h"
+#include "txbox.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a transaction did to git history (match.git of an effect rule). */
+enum effect_git {
+	EFFECT_GIT_REFS_DELETED = 1u << 0,   /* a ref gone (loose file deleted, packed-refs line lost) */
+	EFFECT_GIT_REFLOG_DELETED = 1u << 1, /* a reflog deleted, truncated or rewritten */
+	EFFECT_GIT_PACKS_DELETED = 1u << 2,  /* a pack file (objects/pack/NAME.pack) deleted */
+	EFFECT_GIT_OBJECTS_DELETED = 1u << 3, /* loose objects deleted */
+	EFFECT_GIT_SHALLOW_CHANGED = 1u << 4, /* .git/shallow added, changed or deleted */
+};
+
+/* One changed entry at file granularity (a directory moved whole by the
+ * commit is listed with everything beneath it). */
+typedef struct effect_change {
+	const char *path; /* workspace-relative */
+	txbox_change_kind kind;
+	bool dir;
+} effect_change;
+
+typedef struct effect_facts {
+	const effect_change *changes;
+	size_t nchanges;
+	bool incomplete;       /* the change list was cut at its limit: path rules cannot be trusted */
+	uint64_t tracked;      /* files in the git index; 0: unknown (no git) */
+	unsigned git;          /* enum effect_git seen */
+	const char *const *config_keys; /* git config keys added, changed or removed */
+	size_t nconfig_keys;
+	bool config_unreadable; /* a changed git config could not be read or parsed */
+	const char *policy_rel; /* the --policy file relative to the workspace, or NULL */
+} effect_facts;
+
+/* Which facts the policy's rules look at (the rest need not be gathered). */
+enum {
+	EFFECT_NEED_CHANGES = 1u << 0,
+	EFFECT_NEED_TRACKED = 1u << 1,
+	EFFECT_NEED_GIT = 1u << 2,
+	EFFECT_NEED_CONFIG = 1u << 3,
+};
+unsigned policy_effects_needs(const policy *p);
+
+typedef struct effect_verdict {
+	policy_decision decision;
+	char *rule;       /* NULL when no rule matched */
+	char *reason;     /* the rule's reason and what matched */
+	char *suggestion;
+} effect_verdict;
+
+/* The strictest matching rule decides (the first in file order among
+ * equals); no match: allow. Returns -ENOMEM only. */
+int policy_effects_check(const policy *p, const effect_facts *f, effect_verdict *out);
+void effect_verdict_free(effect_verdict *v);
+
+/* Does a workspace-relative path match an effects glob? A glob without '/'
+ * matches the last component at any depth; `**` matches any number of
+ * components (also none). */
+bool effect_glob_match(const char *glob, const char *path);
+
+/* ---- git config (the subset of git's syntax that it accepts) ---- */
+
+typedef struct gitconfig_entry {
+	char *key;   /* section[.subsection].name: section and name lowercased */
+	char *value; /* NULL: a bare key (boolean true) */
+} gitconfig_entry;
+
+#define GITCONFIG_MAX_BYTES (1024 * 1024)
+/* -EINVAL: not a config git would read; -E2BIG: over the limit; -ENOMEM. */
+int gitconfig_parse(const char *buf, size_t len, gitconfig_entry **out, size_t *n);
+void gitconfig_free(gitconfig_entry *e, size_t n);
+/* The distinct keys whose set of values differs between a and b (sorted
+ * in place): NULL-terminated, malloc'd strings in one malloc'd array. */
+int gitconfig_changed_keys(gitconfig_entry *a, size_t na, gitconfig_entry *b, size_t nb, char ***keys,
+			   size_t *nkeys);

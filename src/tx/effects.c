@@ -1,0 +1,559 @@
+/* effects: the facts the policy's effect rules judge (policy/effects.h),
+ * gathered from a commit plan before anything is journaled.
+ *
+ * Cost follows the changes, never the workspace: the plan's ops; the
+ * entries beneath a directory the commit moves or deletes whole (the new
+ * tree in the layer, the old one in the workspace); and, only for the few
+ * git files a rule looks at (config, packed-refs, reflogs), their old and
+ * new contents, bounded. Everything read is the command's (hostile): never
+ * followed through a symlink, never read unless a regular file, sizes
+ * capped; what cannot be read counts against the transaction. */
+#include "tx/tx.h"
+
+#include "policy/effects.h"
+#include "util/cleanup.h"
+#include "util/fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EFFECTS_MAX_ENTRIES 1000000
+#define PACKED_REFS_MAX (64u * 1024 * 1024)
+
+typedef struct scan {
+	int ws_fd, upper_fd;
+	effect_change *v;
+	size_t n, cap;
+	bool incomplete;
+	txbox_error *err;
+} scan;
+
+static void scan_free(scan *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free((char *)s->v[i].path);
+	free(s->v);
+}
+
+static int scan_add(scan *s, char *path, txbox_change_kind kind, bool dir)
+{
+	if (!path)
+		return txbox_fail(s->err, -ENOMEM, "out of memory");
+	if (s->n >= EFFECTS_MAX_ENTRIES) {
+		s->incomplete = true;
+		free(path);
+		return 0;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		effect_change *v = realloc(s->v, cap * sizeof *v);
+		if (!v) {
+			free(path);
+			return txbox_fail(s->err, -ENOMEM, "out of memory");
+		}
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n++] = (effect_change){path, kind, dir};
+	return 0;
+}
+
+static bool exists_beneath(int fd, const char *path)
+{
+	int f = fs_open_beneath(fd, path, O_PATH, 0);
+	if (f < 0)
+		return f != -ENOENT && f != -ENOTDIR; /* unreadable: assume it is there */
+	close(f);
+	return true;
+}
+
+/* List everything beneath the directory s->v[first] (in root_fd), as kind.
+ * other_fd >= 0: an entry also there is no effect of that kind (deleted:
+ * still present; added: replaced, so modified). */
+static int expand_dir(scan *s, int root_fd, size_t first, txbox_change_kind kind, int other_fd)
+{
+	for (size_t i = first; i < s->n && !s->incomplete; i++) {
+		if (!s->v[i].dir)
+			continue;
+		int fd = fs_open_beneath(root_fd, s->v[i].path, O_RDONLY | O_DIRECTORY, 0);
+		if (fd < 0)
+			return txbox_fail_errno(s->err, fd, "listing %s for the effect check", s->v[i].path);
+		_cleanup_closedir_ DIR *d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			return txbox_fail_errno(s->err, -errno, "listing %s for the effect check", s->v[i].path);
+		}
+		for (struct dirent *de; (de = readdir(d));) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			struct stat st;
+			st.st_mode = de->d_type == DT_DIR ? S_IFDIR : S_IFREG;
+			if (de->d_type != DT_DIR && de->d_type != DT_REG && de->d_type != DT_LNK &&
+			    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				return txbox_fail_errno(s->err, -errno, "stat of %s/%s", s->v[i].path, de->d_name);
+			if (S_ISCHR(st.st_mode) && st.st_rdev == 0)
+				continue; /* an overlay whiteout: nothing */
+			char *path = NULL;
+			if (asprintf(&path, "%s/%s", s->v[i].path, de->d_name) < 0)
+				path = NULL;
+			txbox_change_kind k = kind;
+			if (path && other_fd >= 0 && exists_beneath(other_fd, path)) {
+				if (kind == TXBOX_CHANGE_DELETED) {
+					free(path);
+					continue;
+				}
+				k = TXBOX_CHANGE_MODIFIED;
+			}
+			int r = scan_add(s, path, k, S_ISDIR(st.st_mode));
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* One plan op: the entry, and what a whole-tree PUT or DELETE carries. */
+static int scan_op(scan *s, const plan_op *o)
+{
+	bool new_dir = o->kind == PLAN_PUT && S_ISDIR(o->new_st.st_mode);
+	bool old_dir = o->existed && S_ISDIR(o->old_st.st_mode) && (o->kind == PLAN_PUT || o->kind == PLAN_DELETE);
+	size_t at = s->n;
+	int r = scan_add(s, strdup(o->path), o->change, o->kind == PLAN_DELETE ? old_dir : S_ISDIR(o->new_st.st_mode));
+	if (r < 0 || s->incomplete)
+		return r;
+	if (new_dir) /* the whole new tree; over an old directory, names it had are modified */
+		r = expand_dir(s, s->upper_fd, at, TXBOX_CHANGE_ADDED, old_dir ? s->ws_fd : -1);
+	if (r == 0 && old_dir) { /* the old tree, less what the new one has again */
+		size_t again = s->n;
+		if ((r = scan_add(s, strdup(o->path), TXBOX_CHANGE_DELETED, true)) == 0 && !s->incomplete)
+			r = expand_dir(s, s->ws_fd, again, TXBOX_CHANGE_DELETED, new_dir ? s->upper_fd : -1);
+	}
+	return r;
+}
+
+static int scan_plan(scan *s, const plan *p)
+{
+	for (size_t i = 0; i < p->n && !s->incomplete; i++) {
+		if (!p->ops[i].report || !p->ops[i].path[0])
+			continue;
+		int r = scan_op(s, &p->ops[i]);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < p->n_also && !s->incomplete; i++) {
+		int r = scan_add(s, strdup(p->also_changed[i]), p->also_kind[i], false);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- reading the old and new versions of one file ---------------------- */
+
+/* The whole regular file path beneath fd, at most max bytes: 0, -ENOENT
+ * (absent), or another -errno (a symlink, a FIFO, too large, unreadable). */
+static int read_small(int fd, const char *path, size_t max, char **out, size_t *len)
+{
+	*out = NULL;
+	*len = 0;
+	_cleanup_close_ int f = fs_open_beneath(fd, path, O_RDONLY | O_NONBLOCK, 0);
+	if (f < 0)
+		return f == -ENOTDIR ? -ENOENT : f;
+	struct stat st;
+	if (fstat(f, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	_cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(f, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO; /* shrank while read */
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	*out = steal_ptr(buf);
+	*len = got;
+	return 0;
+}
+
+/* Is the old file a prefix of the new one (an append-only change)? */
+static bool appended_only(int old_fd, int new_fd, const char *path)
+{
+	_cleanup_close_ int a = fs_open_beneath(old_fd, path, O_RDONLY | O_NONBLOCK, 0);
+	_cleanup_close_ int b = fs_open_beneath(new_fd, path, O_RDONLY | O_NONBLOCK, 0);
+	struct stat sa, sb;
+	if (a < 0 || b < 0 || fstat(a, &sa) < 0 || fstat(b, &sb) < 0 || !S_ISREG(sa.st_mode) ||
+	    !S_ISREG(sb.st_mode) || sb.st_size < sa.st_size)
+		return false;
+	enum { CHUNK = 65536 };
+	_cleanup_free_ char *ba = malloc(2 * CHUNK);
+	if (!ba)
+		return false;
+	char *bb = ba + CHUNK;
+	for (off_t left = sa.st_size; left > 0;) {
+		size_t want = left < CHUNK ? (size_t)left : CHUNK;
+		ssize_t x = read(a, ba, want), y = read(b, bb, (size_t)x > 0 ? (size_t)x : 1);
+		if (x <= 0 || y != x || memcmp(ba, bb, (size_t)x) != 0)
+			return false;
+		left -= x;
+	}
+	return true;
+}
+
+/* ---- git ---------------------------------------------------------------- */
+
+static int strcmp_p(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Where path is inside a git directory: *rest (within path) is what follows
+ * the git dir (a `.git` component, or one of .git/modules/…/ or
+ * .git/worktrees/…/), *dirlen the length of that git dir. False: not in one. */
+static bool git_split(const char *path, size_t *dirlen, const char **rest)
+{
+	static const char *const parts[] = {"refs", "logs", "objects", "packed-refs", "shallow", "config",
+					    "config.worktree", "hooks"};
+	const char *git = NULL;
+	for (const char *p = path; p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, ".git/", 5))
+			git = p;
+	if (!git)
+		return false;
+	/* the first known part after the last .git component starts the rest */
+	for (const char *p = git + 5; p && *p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
+		for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+			size_t n = strlen(parts[i]);
+			if (!strncmp(p, parts[i], n) && (p[n] == '/' || !p[n])) {
+				*dirlen = (size_t)(p - path) - 1;
+				*rest = p;
+				return true;
+			}
+		}
+	return false;
+}
+
+/* The ref names of a packed-refs text, sorted (NULL-terminated). */
+static char **packed_ref_names(char *text, size_t *n)
+{
+	size_t cap = 16;
+	char **v = malloc(cap * sizeof *v);
+	*n = 0;
+	for (char *line = text, *next; v && line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char *sp = strchr(line, ' ');
+		if (line[0] == '#' || line[0] == '^' || !sp)
+			continue;
+		if (*n + 1 >= cap) {
+			char **w = realloc(v, (cap *= 2) * sizeof *v);
+			if (!w) {
+				free(v);
+				return NULL;
+			}
+			v = w;
+		}
+		v[(*n)++] = sp + 1;
+	}
+	if (v) {
+		v[*n] = NULL;
+		qsort(v, *n, sizeof *v, strcmp_p);
+	}
+	return v;
+}
+
+static const effect_change *find_change(const scan *s, const effect_change *const *sorted, const char *path)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(sorted[mid]->path, path);
+		if (!c)
+			return sorted[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int change_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const effect_change *const *)a)->path, (*(const effect_change *const *)b)->path);
+}
+
+typedef struct gitscan {
+	scan *s;
+	const effect_change **sorted; /* the changes by path */
+	unsigned bits;
+} gitscan;
+
+/* Is path (a file) there after the commit? */
+static bool exists_after(const gitscan *g, const char *path)
+{
+	const effect_change *c = find_change(g->s, g->sorted, path);
+	if (c)
+		return c->kind != TXBOX_CHANGE_DELETED;
+	return exists_beneath(g->s->ws_fd, path);
+}
+
+/* Read packed-refs of one git dir from the workspace (old) or the
+ * transaction's result (new); absent: no names. */
+static int packed_refs(const gitscan *g, const char *path, bool after, char **text, char ***names, size_t *n)
+{
+	int fd = g->s->ws_fd;
+	*names = NULL;
+	*n = 0;
+	if (after) {
+		const effect_change *c = find_change(g->s, g->sorted, path);
+		if (c && c->kind == TXBOX_CHANGE_DELETED)
+			return 0;
+		fd = c ? g->s->upper_fd : g->s->ws_fd;
+	}
+	size_t len;
+	int r = read_small(fd, path, PACKED_REFS_MAX, text, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	*names = packed_ref_names(*text, n);
+	return *names ? 0 : -ENOMEM;
+}
+
+/* packed-refs changed: a name it loses that no loose ref keeps is deleted. */
+static int packed_refs_lost(const gitscan *g, const char *path, size_t dirlen, bool *lost)
+{
+	_cleanup_free_ char *ot = NULL, *nt = NULL;
+	_cleanup_free_ char **on = NULL, **nn = NULL;
+	size_t no, nnew;
+	*lost = true;
+	if (packed_refs(g, path, false, &ot, &on, &no) < 0 || packed_refs(g, path, true, &nt, &nn, &nnew) < 0)
+		return 0; /* unreadable: taken as lost */
+	*lost = false;
+	for (size_t i = 0; i < no && !*lost; i++) {
+		if (bsearch(&on[i], nn, nnew, sizeof *nn, strcmp_p) || !strcmp(on[i], "refs/stash"))
+			continue;
+		_cleanup_free_ char *loose = NULL;
+		if (asprintf(&loose, "%.*s/%s", (int)dirlen, path, on[i]) < 0)
+			return -ENOMEM;
+		*lost = !exists_after(g, loose);
+	}
+	return 0;
+}
+
+/* A loose ref deleted: still there if the new packed-refs has it. */
+static bool loose_ref_kept(const gitscan *g, const char *path, size_t dirlen, const char *name)
+{
+	_cleanup_free_ char *packed = NULL, *text = NULL;
+	_cleanup_free_ char **names = NULL;
+	size_t n;
+	if (asprintf(&packed, "%.*s/packed-refs", (int)dirlen, path) < 0)
+		return false;
+	const effect_change *c = find_change(g->s, g->sorted, packed);
+	if (!c || c->kind == TXBOX_CHANGE_DELETED) /* not repacked now: the packed value is an older one */
+		return false;
+	if (packed_refs(g, packed, true, &text, &names, &n) < 0 || !names)
+		return false;
+	return bsearch(&name, names, n, sizeof *names, strcmp_p) != NULL;
+}
+
+static bool prefix_of(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
+
+static bool suffix_of(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* The history effects of one changed file. Stash entries are scratch
+ * state (`git stash pop` drops one): not history. */
+static int git_change(gitscan *g, const effect_change *c)
+{
+	size_t dirlen;
+	const char *rest;
+	bool deleted = c->kind == TXBOX_CHANGE_DELETED;
+	if (c->dir || !git_split(c->path, &dirlen, &rest))
+		return 0;
+	if (prefix_of(rest, "refs/") && deleted && strcmp(rest, "refs/stash") &&
+	    !loose_ref_kept(g, c->path, dirlen, rest))
+		g->bits |= EFFECT_GIT_REFS_DELETED;
+	else if (!strcmp(rest, "packed-refs") && c->kind != TXBOX_CHANGE_ADDED) {
+		bool lost;
+		if (packed_refs_lost(g, c->path, dirlen, &lost) < 0)
+			return -ENOMEM;
+		if (lost)
+			g->bits |= EFFECT_GIT_REFS_DELETED;
+	} else if (prefix_of(rest, "logs/") && c->kind != TXBOX_CHANGE_ADDED && strcmp(rest, "logs/refs/stash") &&
+		   c->kind != TXBOX_CHANGE_METADATA &&
+		   (c->kind != TXBOX_CHANGE_MODIFIED || !appended_only(g->s->ws_fd, g->s->upper_fd, c->path)))
+		g->bits |= EFFECT_GIT_REFLOG_DELETED;
+	else if (prefix_of(rest, "objects/pack/") && suffix_of(rest, ".pack") && deleted)
+		g->bits |= EFFECT_GIT_PACKS_DELETED;
+	else if (prefix_of(rest, "objects/") && !prefix_of(rest, "objects/pack/") &&
+		 !prefix_of(rest, "objects/info/") && deleted)
+		g->bits |= EFFECT_GIT_OBJECTS_DELETED;
+	else if (!strcmp(rest, "shallow"))
+		g->bits |= EFFECT_GIT_SHALLOW_CHANGED;
+	return 0;
+}
+
+/* ---- git config ---------------------------------------------------------- */
+
+typedef struct keyset {
+	char **v;
+	size_t n;
+	bool unreadable;
+} keyset;
+
+static void keyset_free(keyset *k)
+{
+	for (size_t i = 0; i < k->n; i++)
+		free(k->v[i]);
+	free(k->v);
+}
+
+static int config_version(int fd, const char *path, bool present, gitconfig_entry **e, size_t *n)
+{
+	*e = NULL;
+	*n = 0;
+	if (!present)
+		return 0;
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r = read_small(fd, path, GITCONFIG_MAX_BYTES, &text, &len);
+	if (r == -ENOENT)
+		return 0;
+	return r < 0 ? r : gitconfig_parse(text, len, e, n);
+}
+
+/* One changed git config file: the keys whose values differ. */
+static int config_change(const scan *s, const effect_change *c, keyset *k)
+{
+	size_t dirlen;
+	const char *rest;
+	if (c->dir || !git_split(c->path, &dirlen, &rest) || (strcmp(rest, "config") && strcmp(rest, "config.worktree")))
+		return 0;
+	gitconfig_entry *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+	int r = config_version(s->ws_fd, c->path, c->kind != TXBOX_CHANGE_ADDED, &a, &na);
+	if (r < 0 && r != -ENOMEM) { /* an old config git could not read: compare with none */
+		a = NULL;
+		na = 0;
+		r = 0;
+	}
+	if (r == 0)
+		r = config_version(s->upper_fd, c->path, c->kind != TXBOX_CHANGE_DELETED, &b, &nb);
+	char **keys = NULL;
+	size_t nk = 0;
+	if (r == 0)
+		r = gitconfig_changed_keys(a, na, b, nb, &keys, &nk);
+	gitconfig_free(a, na);
+	gitconfig_free(b, nb);
+	if (r == -ENOMEM) {
+		for (size_t i = 0; i < nk; i++)
+			free(keys[i]);
+		free(keys);
+		return r;
+	}
+	if (r < 0) {
+		k->unreadable = true;
+		return 0;
+	}
+	char **v = realloc(k->v, (k->n + nk + 1) * sizeof *v);
+	if (!v) {
+		for (size_t i = 0; i < nk; i++)
+			free(keys[i]);
+		free(keys);
+		return -ENOMEM;
+	}
+	k->v = v;
+	memcpy(k->v + k->n, keys, nk * sizeof *keys);
+	k->n += nk;
+	k->v[k->n] = NULL;
+	free(keys);
+	return 0;
+}
+
+/* ---- the check ------------------------------------------------------------- */
+
+/* Files in the workspace's git index before the transaction (its header:
+ * "DIRC", version, entry count); 0: none or unreadable. */
+static uint64_t git_tracked(int ws_fd)
+{
+	_cleanup_close_ int fd = fs_open_beneath(ws_fd, ".git/index", O_RDONLY | O_NONBLOCK, 0);
+	unsigned char h[12];
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
+	    memcmp(h, "DIRC", 4) != 0)
+		return 0;
+	return (uint64_t)h[8] << 24 | (uint64_t)h[9] << 16 | (uint64_t)h[10] << 8 | h[11];
+}
+
+static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k)
+{
+	_cleanup_free_ const effect_change **sorted = calloc(s->n + 1, sizeof *sorted);
+	if (!sorted)
+		return txbox_fail(s->err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < s->n; i++)
+		sorted[i] = &s->v[i];
+	qsort(sorted, s->n, sizeof *sorted, change_ptr_cmp);
+	gitscan g = {s, sorted, 0};
+	for (size_t i = 0; i < s->n; i++) {
+		int r = (need & EFFECT_NEED_GIT) ? git_change(&g, &s->v[i]) : 0;
+		if (r == 0 && (need & EFFECT_NEED_CONFIG))
+			r = config_change(s, &s->v[i], k);
+		if (r < 0)
+			return txbox_fail(s->err, r, "out of memory");
+	}
+	f->git = g.bits;
+	f->config_keys = (const char *const *)k->v;
+	f->nconfig_keys = k->n;
+	f->config_unreadable = k->unreadable;
+	return 0;
+}
+
+int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy *pol, const char *policy_rel,
+		     effect_verdict *out, txbox_error *err)
+{
+	memset(out, 0, sizeof *out);
+	out->decision = POLICY_ALLOW;
+	unsigned need = policy_effects_needs(pol);
+	if (!need || p->n == 0)
+		return 0; /* nothing to judge, nothing read */
+	scan s = {.ws_fd = ws_fd, .upper_fd = upper_fd, .err = err};
+	keyset k = {0};
+	effect_facts f = {.policy_rel = policy_rel};
+	int r = scan_plan(&s, p);
+	if (r == 0 && (need & (EFFECT_NEED_GIT | EFFECT_NEED_CONFIG)))
+		r = gather_git(&s, need, &f, &k);
+	if (r == 0) {
+		f.changes = s.v;
+		f.nchanges = s.n;
+		f.incomplete = s.incomplete;
+		bool deletes = false;
+		for (size_t i = 0; i < s.n && !deletes; i++)
+			deletes = s.v[i].kind == TXBOX_CHANGE_DELETED;
+		if ((need & EFFECT_NEED_TRACKED) && deletes)
+			f.tracked = git_tracked(ws_fd);
+		if (policy_effects_check(pol, &f, out) < 0)
+			r = txbox_fail(err, -ENOMEM, "out of memory");
+	}
+	keyset_free(&k);
+	scan_free(&s);
+	if (r < 0)
+		return txbox_error_prefix(err, "checking the transaction's effects");
+	return 1;
+}

@@ -1,0 +1,271 @@
+"""The effect check (policy `effects:`): a transaction's actual changes are
+judged before its commit, whatever the command text was. The policy used is
+tests/security/allow-all.yaml (no command rules: every command reaches the
+sandbox) plus the default policy's own effects section, so each default
+rule is exercised through the real binary; and what real agent work does
+(git commit, dependency installs, formatters, builds, cleaning build
+outputs) must still commit."""
+
+import os
+import subprocess
+
+import manifest as mf
+from harness import Fail, check, sh, small_ws, test
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _root(ctx):
+    """The source tree: beside this file, or (--as-user runs a copy of the
+    suite alone) the tree whose build/src/cli/txbox is under test."""
+    for root in (os.path.join(HERE, "..", ".."), os.path.join(os.path.dirname(ctx.txbox), "..", "..", "..")):
+        if os.path.exists(os.path.join(root, "policy", "default.yaml")):
+            return root
+    raise Fail("cannot find policy/default.yaml beside the suite or the binary")
+GIT = "git -c user.name=t -c user.email=t@example.com -c init.defaultBranch=main"
+
+
+def _effects_policy(ctx, where=None):
+    """allow-all.yaml + the default policy's effects section, written to
+    where (a path) or a fresh directory outside every workspace."""
+    root = _root(ctx)
+    with open(os.path.join(root, "tests", "security", "allow-all.yaml")) as f:
+        base = f.read()
+    with open(os.path.join(root, "policy", "default.yaml")) as f:
+        default = f.read()
+    at = default.find("\neffects:\n")
+    if at < 0:
+        raise Fail("policy/default.yaml has no effects: section")
+    path = where or os.path.join(ctx.mkdtemp("effects-policy"), "policy.yaml")
+    with open(path, "w") as f:
+        f.write(base + default[at:])
+    return path
+
+
+def _run(ctx, ws, script, policy):
+    return ctx.run_json(ws, script, extra=["--policy", policy])
+
+
+def _effects(r):
+    e = r.jget("effects")
+    if not isinstance(e, dict):
+        raise Fail("result has no effects object: %r\n  %s" % (e, r.where()))
+    return e
+
+
+def _expect_effect(r, decision, rule):
+    e = _effects(r)
+    check(e.get("decision") == decision and e.get("rule") == rule,
+          "effects %r, expected %s by %s\n  %s" % (e, decision, rule, r.where()))
+    if decision != "allow":
+        check(e.get("reason"), "no reason in %r" % e)
+
+
+def _denied(ctx, ws, script, policy, rule):
+    before = mf.manifest(ws)
+    r = _run(ctx, ws, script, policy)
+    r.expect(outcome="rolled_back", exit_status=126, rollback_reason="effects")
+    _expect_effect(r, "deny", rule)
+    lines = mf.diff(before, mf.manifest(ws), dir_mtime=True)
+    check(not lines, "a denied effect changed the workspace:\n%s" % "\n".join(lines[:20]))
+    return r
+
+
+def _held(ctx, ws, script, policy, rule):
+    """Held: nothing published, the transaction open; rolled back after."""
+    before = mf.manifest(ws)
+    r = _run(ctx, ws, script, policy)
+    r.expect(outcome="held", exit_status=3)
+    _expect_effect(r, "hold", rule)
+    lines = mf.diff(before, mf.manifest(ws), dir_mtime=True)
+    check(not lines, "a held effect changed the workspace:\n%s" % "\n".join(lines[:20]))
+    tx = r.jget("tx")
+    rb = ctx.run_txbox(["rollback", "-w", ws, tx], cwd=ws)
+    check(rb.rc == 0, "rollback of the held transaction failed: %s" % rb.where())
+    return r
+
+
+def _committed(ctx, ws, script, policy):
+    r = _run(ctx, ws, script, policy)
+    r.expect(outcome="committed", exit_status=0)
+    _expect_effect(r, "allow", None)
+    return r
+
+
+def _repo(ctx, files=3):
+    """A git repository with `files` tracked files, one commit, a branch
+    `topic` with a commit of its own (not merged)."""
+    ws = small_ws(ctx)
+    os.makedirs(os.path.join(ws, "src"))
+    for i in range(files):
+        with open(os.path.join(ws, "src", "f%d.c" % i), "w") as f:
+            f.write("int f%d;\n" % i)
+    sh("%s init -q && %s add -A && %s commit -qm base && %s checkout -qb topic && "
+       "echo t > t.txt && %s add t.txt && %s commit -qm topic && %s checkout -q main"
+       % ((GIT,) * 7), cwd=ws)
+    return ws
+
+
+@test("effects/git-init-add-commit-commits")
+def git_commit_passes(ctx):
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    _committed(ctx, ws, "%s init -q && %s add -A && %s commit -qm first" % (GIT, GIT, GIT), pol)
+    check(os.path.isdir(os.path.join(ws, ".git", "hooks")), "no .git committed")
+    with open(os.path.join(ws, "known.txt"), "a") as f:
+        f.write("more\n")
+    _committed(ctx, ws, "%s add -A && %s commit -qm second && %s branch feature && %s tag v1"
+               % (GIT, GIT, GIT, GIT), pol)
+
+
+@test("effects/branch-delete-denied")
+def branch_delete(ctx):
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    _denied(ctx, ws, "%s branch -D topic" % GIT, pol, "git-history")
+    # packed: the ref is a line of packed-refs; packing itself loses nothing
+    _committed(ctx, ws, "%s pack-refs --all" % GIT, pol)
+    _denied(ctx, ws, "%s branch -D topic" % GIT, pol, "git-history")
+    _denied(ctx, ws, "rm -f .git/packed-refs", pol, "git-history")
+    sh("%s rev-parse --verify -q topic" % GIT, cwd=ws)
+
+
+@test("effects/reflog-and-packs-denied")
+def reflog_packs(ctx):
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    _denied(ctx, ws, "%s reflog expire --expire=now --all" % GIT, pol, "git-history")
+    _denied(ctx, ws, ": > .git/logs/HEAD", pol, "git-history")
+    _denied(ctx, ws, "rm -rf .git/logs", pol, "git-history")
+    sh("%s gc -q" % GIT, cwd=ws)
+    _denied(ctx, ws, "rm -f .git/objects/pack/*.pack", pol, "git-history")
+    # appending to a reflog (what every commit does) is fine
+    _committed(ctx, ws, "echo x >> known.txt && %s commit -qam more" % GIT, pol)
+
+
+@test("effects/git-hooks-held")
+def hooks(ctx):
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    _held(ctx, ws, "printf '#!/bin/sh\\nid\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+          pol, "git-hooks")
+    # a whole new hooks directory (published as one tree) is looked into
+    _held(ctx, ws, "rm -rf .git/hooks && mkdir .git/hooks && echo x > .git/hooks/post-checkout", pol,
+          "git-hooks")
+    _held(ctx, ws, "mkdir -p sub/r && cd sub/r && %s init -q && echo x > .git/hooks/pre-push" % GIT, pol,
+          "git-hooks")
+    # approving a held transaction commits it
+    r = _run(ctx, ws, "echo x > .git/hooks/pre-commit", pol)
+    r.expect(outcome="held", exit_status=3)
+    c = ctx.run_txbox(["commit", "-w", ws, r.jget("tx")], cwd=ws)
+    check(c.rc == 0 and os.path.exists(os.path.join(ws, ".git", "hooks", "pre-commit")),
+          "txbox commit of the held transaction did not publish it: %s" % c.where())
+
+
+@test("effects/git-config-exec-held")
+def git_config(ctx):
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    for cmd in ("git config core.hooksPath /tmp", "git config alias.st '!sh -c id'",
+                "git config core.pager 'sh -c id'", "git config credential.helper '!id'",
+                "git config diff.x.textconv id", "printf '[core] fsmonitor = id\\n' >> .git/config",
+                "git config include.path /tmp/evil", "ln -sf /tmp/elsewhere .git/config"):
+        _held(ctx, ws, cmd, pol, "git-config-exec")
+    _committed(ctx, ws, "git config user.name someone && git config branch.main.description x", pol)
+    _held(ctx, ws, "mkdir lib && echo 'gitdir: /tmp/elsewhere' > lib/.git", pol, "git-dir-redirect")
+
+
+@test("effects/protected-files-held")
+def protected(ctx):
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    _held(ctx, ws, "echo TOKEN=1 > .env", pol, "protected-files")
+    _held(ctx, ws, "echo x > sub/.env.production", pol, "protected-files")
+    _held(ctx, ws, "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/ci.yml", pol,
+          "protected-files")
+    _held(ctx, ws, "echo 'x:' > .gitlab-ci.yml", pol, "protected-files")
+    os.makedirs(os.path.join(ws, ".github", "workflows"))
+    with open(os.path.join(ws, ".github", "workflows", "ci.yml"), "w") as f:
+        f.write("on: push\n")
+    _held(ctx, ws, "rm -rf .github", pol, "protected-files")
+    _committed(ctx, ws, "echo x > .envrc.md && echo y > env.txt", pol)
+
+
+@test("effects/policy-file-in-workspace-held")
+def policy_file(ctx):
+    ws = small_ws(ctx)
+    pol = _effects_policy(ctx, os.path.join(ws, "txbox-policy.yaml"))
+    _held(ctx, ws, "echo '# edited' >> txbox-policy.yaml", pol, "policy-file")
+    _committed(ctx, ws, "echo x > other.yaml", pol)
+
+
+@test("effects/mass-delete-held-build-outputs-pass")
+def mass_delete(ctx):
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    os.makedirs(os.path.join(ws, "lib"))
+    for i in range(250):
+        with open(os.path.join(ws, "lib", "m%d.py" % i), "w") as f:
+            f.write("x = %d\n" % i)
+    _held(ctx, ws, "rm -rf lib", pol, "mass-delete")
+    _held(ctx, ws, "find lib -name '*.py' -delete", pol, "mass-delete")
+    # make producing build outputs, then cleaning them
+    _committed(ctx, ws, "mkdir -p build && for i in $(seq 600); do echo $i > build/o$i.o; done", pol)
+    _committed(ctx, ws, "rm -rf build", pol)
+    check(not os.path.exists(os.path.join(ws, "build")), "build/ not deleted")
+
+
+@test("effects/deleted-share-of-tracked-held")
+def deleted_share(ctx):
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx, files=50)
+    _held(ctx, ws, "rm src/f1*.c src/f2*.c", pol, "mass-delete-share")  # 21 of 53 tracked
+    _committed(ctx, ws, "rm src/f1*.c", pol)  # 11: under the minimum
+
+
+@test("effects/agent-work-commits")
+def agent_work(ctx):
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx, files=40)
+    # a dependency install: many new files, no deletes
+    _committed(ctx, ws, "mkdir -p node_modules && for p in $(seq 300); do mkdir -p node_modules/p$p/lib && "
+               "echo '{}' > node_modules/p$p/package.json && echo x > node_modules/p$p/lib/i.js; done && "
+               "echo '{}' > package-lock.json", pol)
+    # a formatter rewriting every file (in place and by rename)
+    _committed(ctx, ws, "for f in src/*.c; do sed -i 's/int/long/' $f; done && "
+               "for f in src/*.c; do cp $f $f.tmp && mv $f.tmp $f && echo >> $f; done", pol)
+    _committed(ctx, ws, "%s add -A && %s commit -qm fmt && %s checkout -q topic && %s checkout -q main"
+               % (GIT, GIT, GIT, GIT), pol)
+    _committed(ctx, ws, "rm -rf node_modules", pol)
+
+
+@test("effects/no-change-reads-nothing")
+def no_change(ctx):
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    r = _run(ctx, ws, "true", pol)
+    r.expect(outcome="committed", exit_status=0)
+    check(r.jget("effects") is None, "a transaction without changes was judged: %r" % r.jget("effects"))
+    # the human summary names the effect rule
+    p = subprocess.run([ctx.txbox, "run", "-w", ws, "--policy", pol, "--", "echo x > .env"], cwd=ws,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check(p.returncode == 3 and b"effect rule protected-files" in p.stderr,
+          "summary does not name the effect rule: %r" % p.stderr[-400:])
+
+
+@test("effects/held-then-committed-equals-native")
+def held_commit_native(ctx):
+    """The effect check must leave the layer as the command left it: a held
+    transaction is planned again by `txbox commit TX`, and a directory it
+    replaced whole must still replace the old one (not merge with it)."""
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    script = "rm -rf sub && mkdir sub && echo z > sub/.env && ln -s .env sub/link && echo y > new.txt"
+    native = small_ws(ctx, prefix="native")
+    sh(script, cwd=native)
+    r = _run(ctx, ws, script, pol)
+    r.expect(outcome="held", exit_status=3)
+    c = ctx.run_txbox(["commit", "-w", ws, r.jget("tx")], cwd=ws)
+    check(c.rc == 0, "txbox commit of the held transaction failed: %s" % c.where())
+    lines = mf.diff(mf.manifest(native), mf.manifest(ws), mtime_check=lambda p, e, a: None)  # two runs
+    check(not lines, "held then committed differs from running natively:\n%s" % "\n".join(lines[:20]))
