@@ -6,8 +6,9 @@
  *
  *   '…'  "…"  \c  $'…' (all bash escapes; \u/\U give UTF-8)  $"…"
  *                       literal text, quotes removed, exactly as bash.
- *   $HOME ${HOME}       "~" when it starts the word and is followed by "/"
- *                       or the end; otherwise the raw text, unresolved.
+ *   $HOME ${HOME}       "~" when it starts the word, or follows '=', '@' or
+ *                       ':', and is followed by "/" or the end; otherwise
+ *                       the raw text, unresolved.
  *   ~ ~/x ~user         kept literally ("~/x"): policy resolves "~" against
  *                       HOME. (Note "~" from a quoted "~" is kept too, which
  *                       errs on the side of caution.)
@@ -723,6 +724,18 @@ int sh_normalize_lookalike(char **text, bool cmd, bool *flag)
 	return 0;
 }
 
+/* $HOME right after an unquoted '=', '@' or ':' (--out=$HOME/x, curl -d
+ * @$HOME/f, PATH-like lists) is read as "~": the tool takes what follows
+ * the separator as a path of its own, and the word as a whole keeps its
+ * lexical class (it starts with the same prefix either way). */
+static bool home_after_separator(const char *c, const uint8_t *f, size_t first, size_t i)
+{
+	size_t k = i;
+	while (k > first && (f[k - 1] & CF_NULLQ))
+		k--;
+	return k > first && !(f[k - 1] & (CF_EXP | CF_HOME)) && strchr("=@:", c[k - 1]);
+}
+
 /* Text of cells [0, n) without markers; CF_HOME handled. */
 static char *cells_text(const char *c, const uint8_t *f, size_t n, bool *unres)
 {
@@ -738,7 +751,7 @@ static char *cells_text(const char *c, const uint8_t *f, size_t n, bool *unres)
 			size_t j = i + 1;
 			while (j < n && (f[j] & CF_NULLQ))
 				j++;
-			if (i == first && (j == n || c[j] == '/')) {
+			if ((i == first || home_after_separator(c, f, first, i)) && (j == n || c[j] == '/')) {
 				sbuf_putc(&b, '~');
 			} else {
 				sbuf_puts(&b, "$HOME");
