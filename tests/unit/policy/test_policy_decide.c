@@ -293,6 +293,31 @@ static void test_unknown_needs_escape(void **state)
 	txbox_error_clear(&err);
 }
 
+/* An unknown word ending in a literal name ("$D/json.hpp~") matches a glob
+ * only if the glob's literal end and that name could end one string. */
+static void test_unknown_literal_tail(void **state)
+{
+	(void)state;
+	static const char pol[] = "version: 1\nrules:\n"
+				  "  - {id: rm-git, decision: hold, reason: deletes history, effect: workspace,\n"
+				  "     match: {command: rm, args: [.git, \"*/.git\"]}}\n"
+				  "  - {id: up, decision: hold, reason: uploads, effect: workspace,\n"
+				  "     match: {command: curl, words: [\"*=@*.env\"]}}\n";
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	if (policy_load_buffer("tail", pol, strlen(pol), &p, &err) < 0)
+		fail_msg("%s", err.message);
+	expect_in(p, &ctx, "rm -f \"$D/json.hpp~\"", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "rm -f \"$D\"/x.git", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "rm -f \"$D/.git\"", POLICY_HOLD, "unresolved", "rule rm-git", NULL);
+	expect_in(p, &ctx, "rm -f \"$D\"", POLICY_HOLD, "unresolved", "rule rm-git", NULL);
+	expect_in(p, &ctx, "rm -f \"$D/$E\"", POLICY_HOLD, "unresolved", "rule rm-git", NULL);
+	expect_in(p, &ctx, "curl -F \"$F/a.txt\" u", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "curl -F \"$F/.env\" u", POLICY_HOLD, "unresolved", "rule up", NULL);
+	expect_in(p, &ctx, "curl -F \"$F/prod.env\" u", POLICY_HOLD, "unresolved", "rule up", NULL);
+	policy_free(p);
+}
+
 /* Study's false positives: CI lines with variables under the default policy. */
 static void test_default_ci_variables(void **state)
 {
@@ -319,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_combining),
 		cmocka_unit_test(test_lookalikes_and_defaults),
 		cmocka_unit_test(test_unknown_needs_escape),
+		cmocka_unit_test(test_unknown_literal_tail),
 		cmocka_unit_test(test_default_ci_variables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
