@@ -1202,14 +1202,37 @@ static int do_tar(struct uw *u)
 	return rc;
 }
 
+/* A short-option cluster that ends in `c` (-qc, -lc) takes the command
+ * from the next word; letters in valued take a value themselves, so the
+ * cluster ends there (-sc is -s with value "c"). */
+static bool cluster_ends_in_c(const char *t, const char *valued)
+{
+	if (t[0] != '-' || t[1] == '-' || !t[1])
+		return false;
+	for (const char *c = t + 1; *c; c++) {
+		if (*c == 'c')
+			return c[1] == '\0';
+		if (strchr(valued, *c))
+			return false;
+	}
+	return false;
+}
+
 static int do_su(struct uw *u)
 {
+	/* options taking a value: su/runuser -s -g -G -w, script -E -I -O -T -B */
+	const char *valued = strcmp(u->name, "script") == 0 ? "EIOTBm" : "sgGw";
 	for (size_t k = 1; k < u->n; k++) {
 		const struct sh_field *f = &u->v[k];
 		if (f->unres)
 			continue;
-		if ((fis(f, "-c") || fis(f, "--command")) && k + 1 < u->n)
+		if ((fis(f, "--command") || cluster_ends_in_c(f->text, valued)) && k + 1 < u->n)
 			return shell_text(u, &u->v[k + 1], u->name);
+		if (f->text[0] == '-' && f->text[1] == 'c' && f->text[2]) {
+			struct sh_field g = *f;
+			g.text = f->text + 2;
+			return shell_text(u, &g, u->name);
+		}
 		if (starts_with(f->text, "--command=")) {
 			struct sh_field g = *f;
 			g.text = f->text + 10;
@@ -1925,6 +1948,47 @@ static int do_make(struct uw *u)
 	return rc;
 }
 
+/* gdb -ex CMD (also --ex, -iex, --eval-command=CMD): `shell X` and `!X`
+ * run shell text, `python X` Python code; -x FILE is a script, opaque. */
+static int gdb_command(struct uw *u, const struct sh_field *val)
+{
+	if (val->unres) {
+		mark(u, "gdb -ex: command is not static");
+		return 0;
+	}
+	const char *t = val->text + strspn(val->text, " \t");
+	struct sh_field g = *val;
+	if (t[0] == '!' || (starts_with(t, "shell") && (!t[5] || t[5] == ' ' || t[5] == '\t'))) {
+		g.text = (char *)(t + (t[0] == '!' ? 1 : 5));
+		return shell_text(u, &g, "gdb shell");
+	}
+	static const char *const py[] = {"python ", "py ", "pi ", "python-interactive ", NULL};
+	for (size_t i = 0; py[i]; i++)
+		if (starts_with(t, py[i]))
+			return code_arg(u, &g, t + strlen(py[i]), "python", "-ex python");
+	return 0;
+}
+
+static int do_gdb(struct uw *u)
+{
+	static const char *const opts[][2] = {
+		{"-ex", "--eval-command"}, {"--ex", "-eval-command"},
+		{"-iex", "--init-eval-command"}, {"--iex", "-init-eval-command"},
+	};
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0;) {
+		struct sh_field val;
+		size_t next = k + 1;
+		for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+			if (opt_value(u, k, opts[i][0], opts[i][1], &val, &next)) {
+				rc = gdb_command(u, &val);
+				break;
+			}
+		k = next;
+	}
+	return rc;
+}
+
 /* lua -e CODE; deno eval CODE */
 static int do_lua(struct uw *u)
 {
@@ -1980,6 +2044,7 @@ static const struct handler handlers[] = {
 	{"expect", do_expect}, {"make", do_make}, {"gmake", do_make}, {"lua", do_lua},
 	{"luajit", do_lua}, {"lua5.1", do_lua}, {"lua5.3", do_lua}, {"lua5.4", do_lua},
 	{"xvfb-run", do_plain}, {"dbus-launch", do_plain}, {"chronic", do_plain},
+	{"gdb", do_gdb}, {"gdb-multiarch", do_gdb},
 };
 
 static bool is_python(const char *n)
@@ -2056,6 +2121,11 @@ static int unwrap_one(struct uw *up, const struct sh_redir_raw *const *redirs, s
 	}
 	if (argv[0].lookalike || argv[0].lookalike_q) {
 		mark(&u, "look-alike character in command name");
+		return 0;
+	}
+	if (argv[0].glob) {
+		/* /???/b??/r? is whatever the file system matches: rm, or anything */
+		mark(&u, "command name is a pathname pattern");
 		return 0;
 	}
 	u.name = sh_basename(argv[0].text);

@@ -1121,6 +1121,20 @@ fail:
 	return rc;
 }
 
+/* Would bash expand the field as a pathname pattern? */
+static bool is_glob(const char *c, const uint8_t *f, size_t len)
+{
+	bool open = false;
+	for (size_t i = 0; i < len; i++) {
+		if (!special(f, i))
+			continue;
+		if (c[i] == '*' || c[i] == '?' || (open && c[i] == ']'))
+			return true;
+		open = open || c[i] == '[';
+	}
+	return false;
+}
+
 static int add_field(struct sh_parser *p, const struct sh_word *w, struct sh_node *n,
 		     const char *c, const uint8_t *f, size_t len, bool unres)
 {
@@ -1139,6 +1153,7 @@ static int add_field(struct sh_parser *p, const struct sh_word *w, struct sh_nod
 	fl->lookalike = w->lookalike;
 	fl->lookalike_q = w->lookalike_q;
 	fl->procsub = w->procsub;
+	fl->glob = is_glob(c, f, len);
 	fl->sub_begin = w->sub_begin;
 	fl->sub_end = w->sub_end;
 	n->argc++;
