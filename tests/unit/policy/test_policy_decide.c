@@ -318,6 +318,27 @@ static void test_unknown_literal_tail(void **state)
 	policy_free(p);
 }
 
+/* tar's dashless first word is its options: `tar xf a -C /` extracts. */
+static void test_tar_old_style(void **state)
+{
+	(void)state;
+	static const char pol[] = "version: 1\nrules:\n"
+				  "  - {id: x-out, decision: deny, reason: extracts outside,\n"
+				  "     match: {command: tar, flags_any: [\"-x|--extract\"],\n"
+				  "             options: {\"-C|--directory\": [system]}}}\n";
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	if (policy_load_buffer("tar", pol, strlen(pol), &p, &err) < 0)
+		fail_msg("%s", err.message);
+	expect_in(p, &ctx, "tar xf payload.tar -C /", POLICY_DENY, "x-out", NULL, NULL);
+	expect_in(p, &ctx, "tar xzvf a.tgz -C /usr", POLICY_DENY, "x-out", NULL, NULL);
+	expect_in(p, &ctx, "tar xf a.tar -C build", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "tar cf /tmp/a.tar -C / etc", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "tar tf a.tar -C /", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "tar x1f a -C /", POLICY_ALLOW, "default", NULL, NULL);
+	policy_free(p);
+}
+
 /* Study's false positives: CI lines with variables under the default policy. */
 static void test_default_ci_variables(void **state)
 {
@@ -345,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_lookalikes_and_defaults),
 		cmocka_unit_test(test_unknown_needs_escape),
 		cmocka_unit_test(test_unknown_literal_tail),
+		cmocka_unit_test(test_tar_old_style),
 		cmocka_unit_test(test_default_ci_variables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
