@@ -182,6 +182,17 @@ bool sh_literal_tail(const struct sh_field *f)
 	return strpbrk(sl + 1, "$`\"'(){}[]*?\\") == NULL;
 }
 
+/* "$DIR/run-*.sh": a file (or files) by a pattern of names; a glob never
+ * matches a '/', so what it names is a file in $DIR, as with a literal
+ * name — but which program that is, is not known (no command name). */
+static bool file_pattern_tail(const struct sh_field *f)
+{
+	const char *sl = strrchr(f->text, '/');
+	if (!sl || !sl[1] || f->lookalike || !strcmp(sl + 1, ".") || !strcmp(sl + 1, ".."))
+		return false;
+	return strpbrk(sl + 1, "$`\"'(){}\\") == NULL;
+}
+
 static int inner(struct uw *u, size_t start, const char *via)
 {
 	if (start >= u->n)
@@ -374,8 +385,8 @@ static int do_shell(struct uw *u)
 	size_t i = 1;
 	while (i < u->n) {
 		const struct sh_field *f = &u->v[i];
-		if (f->unres && sh_literal_tail(f))
-			break; /* the script, "$DIR/run.sh" */
+		if (f->unres && file_pattern_tail(f))
+			break; /* the script, "$DIR/run.sh", "$DIR"/run-*.sh */
 		if (f->unres) {
 			markf(u, "%s: options are not static", u->name);
 			return 0;
@@ -425,7 +436,7 @@ static int do_shell(struct uw *u)
 			mark(u, buf);
 			return 0;
 		}
-		if (f->unres && !sh_literal_tail(f)) { /* "$DIR/run.sh" is a script file */
+		if (f->unres && !file_pattern_tail(f)) { /* "$DIR/run.sh" is a script file */
 			markf(u, "%s: script path is not static", u->name);
 			return 0;
 		}

@@ -350,9 +350,13 @@ static void test_default_ci_variables(void **state)
 		"mkdir -p \"$dir\"", "cp \"$BIN\" \"$ARCHIVE\"/", "echo \"tag=$TAG\" >> $GITHUB_OUTPUT",
 		"python script.py \"$pr\"", "redis-cli -h \"$REDIS_HOST\" ping",
 		"curl -sSfL \"$URL\" -o \"$f\"", "tar -xzf \"$ARCHIVE\" -C \"$DEST\"",
-		"chmod +x \"$BIN\"", "mv \"$tmp\" \"$out\""};
+		"chmod +x \"$BIN\"", "mv \"$tmp\" \"$out\"",
+		/* a script named by a pattern in an unknown directory is a file */
+		"sh \"$volume\"/cov-analysis-macosx-*.sh", "bash \"$D\"/run-[0-9].sh"};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++)
 		expect_in(p, &ctx, lines[i], POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "sh \"$D\"/$F", POLICY_HOLD, "unresolved", NULL, NULL);
+	expect_in(p, &ctx, "sh $X \"x\"", POLICY_HOLD, "unresolved", NULL, NULL);
 	policy_free(p);
 }
 
