@@ -1959,6 +1959,116 @@ static int do_make(struct uw *u)
 	return rc;
 }
 
+/* ---- sed: the `e` command and the `e` flag of `s` run commands ---------- */
+
+/* End of a delimited part of s/y starting after its delimiter d. */
+static size_t sed_delimited(const char *t, size_t i, char d)
+{
+	while (t[i] && t[i] != d)
+		i += (t[i] == '\\' && t[i + 1]) ? 2 : 1;
+	return t[i] ? i + 1 : i;
+}
+
+/* Past an address: N, $, /re/ or \cREc, with ,addr2 / ~N / +N and '!'. */
+static size_t sed_address(const char *t, size_t i)
+{
+	for (int part = 0; part < 2; part++) {
+		if (t[i] == '/' || (t[i] == '\\' && t[i + 1])) {
+			char d = t[i] == '/' ? '/' : t[i + 1];
+			i = sed_delimited(t, i + (t[i] == '/' ? 1 : 2), d);
+			while (t[i] == 'I' || t[i] == 'M')
+				i++;
+		}
+		i += strspn(t + i, "0123456789$~+");
+		if (part == 0 && t[i] == ',')
+			i++;
+		else
+			break;
+	}
+	i += strspn(t + i, " \t");
+	while (t[i] == '!' || t[i] == ' ' || t[i] == '\t')
+		i++;
+	return i;
+}
+
+/* One sed script: each `e COMMAND` is shell text; a bare `e` and the `e`
+ * flag of `s` run what the input makes, which is not known. */
+static int sed_script(struct uw *u, const char *t)
+{
+	int rc = 0;
+	for (size_t i = 0; t[i] && rc == 0;) {
+		i += strspn(t + i, " \t\n;{}");
+		i = sed_address(t, i);
+		char c = t[i];
+		if (!c)
+			break;
+		size_t eol = i + 1 + strcspn(t + i + 1, "\n");
+		if (c == 'e') {
+			_cleanup_free_ char *cmd = strndup(t + i + 1, eol - i - 1);
+			if (!cmd)
+				return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+			if (!cmd[strspn(cmd, " \t")])
+				mark(u, "sed e runs the pattern space as a command");
+			else
+				rc = reparse(u, cmd, "sed e");
+			i = eol;
+		} else if ((c == 's' || c == 'y') && t[i + 1] && t[i + 1] != '\n') {
+			char d = t[i + 1];
+			i = sed_delimited(t, sed_delimited(t, i + 2, d), d);
+			size_t fl = strcspn(t + i, ";\n} \tw");
+			if (c == 's' && memchr(t + i, 'e', fl))
+				mark(u, "sed s///e runs the result as a command");
+			i += fl;
+			if (t[i] == 'w')
+				i = eol;
+		} else if (strchr("aicrRwW:#", c)) {
+			i = eol;
+		} else {
+			i++;
+		}
+	}
+	return rc;
+}
+
+/* A script with unknown parts (s/x/$V/) is read as written: what the
+ * parts hold comes from the caller's environment, not from the line; a
+ * script that is only an expansion ("$SCRIPT") is not known at all. */
+static int sed_script_field(struct uw *u, const struct sh_field *f)
+{
+	if (f->unres && (f->text[0] == '$' || f->text[0] == '`')) {
+		mark(u, "sed: script is not static");
+		return 0;
+	}
+	return sed_script(u, f->text);
+}
+
+/* sed -e SCRIPT / --expression=SCRIPT / -eSCRIPT, else the first operand
+ * (unless -f gives the script: a file, opaque). */
+static int do_sed(struct uw *u)
+{
+	int rc = 0;
+	bool given = false;
+	size_t first = 0;
+	for (size_t k = 1; k < u->n && rc == 0;) {
+		struct sh_field val;
+		size_t next = k + 1;
+		const struct sh_field *f = &u->v[k];
+		if (opt_value(u, k, "-e", "--expression", &val, &next)) {
+			given = true;
+			rc = sed_script_field(u, &val);
+		} else if (opt_value(u, k, "-f", "--file", &val, &next)) {
+			given = true;
+		} else if (!opt_value(u, k, "-l", "--line-length", &val, &next) && !first &&
+			   (f->unres || f->text[0] != '-')) {
+			first = k;
+		}
+		k = next;
+	}
+	if (rc == 0 && !given && first)
+		rc = sed_script_field(u, &u->v[first]);
+	return rc;
+}
+
 /* gdb -ex CMD (also --ex, -iex, --eval-command=CMD): `shell X` and `!X`
  * run shell text, `python X` Python code; -x FILE is a script, opaque. */
 static int gdb_command(struct uw *u, const struct sh_field *val)
@@ -2055,7 +2165,7 @@ static const struct handler handlers[] = {
 	{"expect", do_expect}, {"make", do_make}, {"gmake", do_make}, {"lua", do_lua},
 	{"luajit", do_lua}, {"lua5.1", do_lua}, {"lua5.3", do_lua}, {"lua5.4", do_lua},
 	{"xvfb-run", do_plain}, {"dbus-launch", do_plain}, {"chronic", do_plain},
-	{"gdb", do_gdb}, {"gdb-multiarch", do_gdb},
+	{"gdb", do_gdb}, {"gdb-multiarch", do_gdb}, {"sed", do_sed}, {"gsed", do_sed},
 };
 
 static bool is_python(const char *n)

@@ -477,6 +477,9 @@ static void test_round2_runners(void **state)
 		{"gdb --eval-command='shell id'", "id"},
 		{"python -c \"__import__('subprocess').call(['rm','-rf','/etc'])\"", "rm -rf /etc"},
 		{"python3 -c \"import importlib; importlib.import_module('os').system('id')\"", "id"},
+		{"sed -n '1e rm -rf ~' /dev/null", "rm -rf ~"},
+		{"sed -e 'p;/x/ e touch /etc/x' f", "touch /etc/x"},
+		{"sed --expression='$!e id' f", "id"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
 		shell_analysis a = analyze_ok(t[i].text);
@@ -491,15 +494,23 @@ static void test_round2_runners(void **state)
 	assert_no_cmd(a, "x");
 	shell_analysis_free(&a);
 	static const char *const unres[] = {"/\?\?\?/b\?\?/r\? -rf ~", "./bin/r* x", "/usr/bin/[r]m x",
-					    "gdb -ex \"$CMD\""};
+					    "gdb -ex \"$CMD\"", "sed 's/x/rm -rf ~/e' f", "sed '/^#/d;e' f",
+					    "sed -n \"$SCRIPT\" f"};
 	for (size_t i = 0; i < ARRAY_SIZE(unres); i++) {
 		a = analyze_ok(unres[i]);
 		if (!a.unresolved)
 			fail_msg("%s: not unresolved", unres[i]);
 		shell_analysis_free(&a);
 	}
+	/* a variable in a replacement: the command itself stays resolved */
+	a = analyze_ok("sed \"s/v=.*/v=$V/\" f");
+	assert_false(a.cmds[0].unresolved);
+	shell_analysis_free(&a);
 	static const char *const plain[] = {"[ -f x ]", "\"./a*b\" x", "ls *.c", "gdb -batch -ex run -ex bt ./a.out",
-					    "script -q log.txt", "python3 -c \"print(__import__('sys').version)\""};
+					    "script -q log.txt", "python3 -c \"print(__import__('sys').version)\"",
+					    "sed -i 's/foo/bar/g' x", "sed -n '/start/,/end/p' f", "sed 's|a|e|;s/e/f/' f",
+					    "sed -e '$a end' -e 'y/abc/xyz/' f", "sed -f e.sed f",
+					    "sed 's/a/b/w e.txt' f"};
 	for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
 		a = analyze_ok(plain[i]);
 		if (a.unresolved) {
