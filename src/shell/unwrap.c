@@ -1946,7 +1946,12 @@ static int do_make(struct uw *u)
 				rc = makefile_text(u, val.text, "make --eval");
 		} else if (opt_value(u, k, "-f", "--file", &val, &next) ||
 			   opt_value(u, k, NULL, "--makefile", &val, &next)) {
-			if (!val.unres && (!strcmp(val.text, "-") || !strcmp(val.text, "/dev/stdin"))) {
+			if (val.procsub) {
+				char buf[160];
+				snprintf(buf, sizeof(buf), "make reads its makefile from a process substitution: %s",
+					 sub_reason(u, &val, "code not static"));
+				mark(u, buf);
+			} else if (!val.unres && (!strcmp(val.text, "-") || !strcmp(val.text, "/dev/stdin"))) {
 				const struct sh_stdin *in = u->in ? u->in : &no_stdin;
 				if (in->body && !in->body_unres)
 					rc = makefile_text(u, in->body, "make -f -");

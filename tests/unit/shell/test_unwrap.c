@@ -495,7 +495,7 @@ static void test_round2_runners(void **state)
 	shell_analysis_free(&a);
 	static const char *const unres[] = {"/\?\?\?/b\?\?/r\? -rf ~", "./bin/r* x", "/usr/bin/[r]m x",
 					    "gdb -ex \"$CMD\"", "sed 's/x/rm -rf ~/e' f", "sed '/^#/d;e' f",
-					    "sed -n \"$SCRIPT\" f"};
+					    "sed -n \"$SCRIPT\" f", "make -f <(printf 'x:\\n\\trm -rf ~\\n') x"};
 	for (size_t i = 0; i < ARRAY_SIZE(unres); i++) {
 		a = analyze_ok(unres[i]);
 		if (!a.unresolved)
