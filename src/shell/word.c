@@ -683,6 +683,13 @@ int sh_expand_body(struct sh_parser *parent, const char *body, size_t len, size_
 	struct sh_word w = {0};
 	*sub_begin = parent->nodes->n;
 	int rc = read_dq(&sub, &w, true);
+	/* a here-document begun in a substitution of the body ($(cat <<E)) has
+	 * only the rest of the body to read from */
+	if (rc == 0)
+		rc = sh_read_heredocs(&sub);
+	for (size_t i = 0; i < sub.npend; i++)
+		free(sub.pend[i].delim);
+	free(sub.pend);
 	*sub_end = parent->nodes->n;
 	if (rc == 0) {
 		*out = sh_word_text(&w, unres);
