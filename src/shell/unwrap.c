@@ -2026,8 +2026,10 @@ static int sed_script(struct uw *u, const char *t)
 			i += fl;
 			if (t[i] == 'w')
 				i = eol;
-		} else if (strchr("aicrRwW:#", c)) {
-			i = eol;
+		} else if (strchr("aicrRwW#", c)) {
+			i = eol; /* text, a file name or a comment: to the end of the line */
+		} else if (strchr(":btT", c)) {
+			i += 1 + strcspn(t + i + 1, ";\n"); /* a label */
 		} else {
 			i++;
 		}

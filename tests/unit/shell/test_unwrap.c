@@ -495,7 +495,7 @@ static void test_round2_runners(void **state)
 	shell_analysis_free(&a);
 	static const char *const unres[] = {"/\?\?\?/b\?\?/r\? -rf ~", "./bin/r* x", "/usr/bin/[r]m x",
 					    "gdb -ex \"$CMD\"", "sed 's/x/rm -rf ~/e' f", "sed '/^#/d;e' f",
-					    "sed -n \"$SCRIPT\" f", "make -f <(printf 'x:\\n\\trm -rf ~\\n') x"};
+					    "sed -n \"$SCRIPT\" f", "sed ':a;N;$!ba;s/x/id/e' f", "make -f <(printf 'x:\\n\\trm -rf ~\\n') x"};
 	for (size_t i = 0; i < ARRAY_SIZE(unres); i++) {
 		a = analyze_ok(unres[i]);
 		if (!a.unresolved)
@@ -510,7 +510,7 @@ static void test_round2_runners(void **state)
 					    "script -q log.txt", "python3 -c \"print(__import__('sys').version)\"",
 					    "sed -i 's/foo/bar/g' x", "sed -n '/start/,/end/p' f", "sed 's|a|e|;s/e/f/' f",
 					    "sed -e '$a end' -e 'y/abc/xyz/' f", "sed -f e.sed f",
-					    "sed 's/a/b/w e.txt' f"};
+					    "sed 's/a/b/w e.txt' f", "sed ':a;N;$!ba;s/\\n/ /g' f", "sed -n '/x/{p;q}' f"};
 	for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
 		a = analyze_ok(plain[i]);
 		if (a.unresolved) {
