@@ -173,6 +173,7 @@ typedef struct txbox_check_opts {
 	const char *policy_file; /* NULL: built-in default */
 	const char *const *argv;
 	size_t argc;
+	bool net; /* judge as `run --net` would: host networking granted */
 } txbox_check_opts;
 
 int txbox_check(const txbox_check_opts *opts, txbox_decision *out, txbox_error *err);

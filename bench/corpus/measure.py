@@ -52,6 +52,8 @@ def check(args, workspace, row):
     cmd = [args.txbox, "check", "-w", workspace, "--json"]
     if args.policy:
         cmd += ["--policy", args.policy]
+    if args.net:
+        cmd.append("--net")
     cmd += ["--", row["line"]]
     r = subprocess.run(cmd, capture_output=True, timeout=60)
     try:
@@ -158,6 +160,8 @@ def main():
     ap.add_argument("--mode", choices=("auto", "benign", "adversarial"),
                     default="auto")
     ap.add_argument("--policy", help="policy file passed to txbox check")
+    ap.add_argument("--net", action="store_true",
+                    help="judge as `txbox run --net` would (txbox check --net)")
     ap.add_argument("-w", dest="workspace",
                     help="workspace for check (default: an empty temp dir)")
     ap.add_argument("--jobs", type=int, default=2)
@@ -175,7 +179,7 @@ def main():
         sys.exit(f"{args.tsv}: rows with fewer than 4 columns: {bad[:10]}")
     version = subprocess.run([args.txbox, "version"], capture_output=True,
                              text=True).stdout.strip()
-    print(f"# txbox check on {args.tsv} ({mode}); txbox: {args.txbox} {version}")
+    print(f"# txbox check{' --net' if args.net else ''} on {args.tsv} ({mode}); txbox: {args.txbox} {version}")
     run_all(args, rows)
     (report_adversarial if mode == "adversarial" else report_benign)(rows)
 

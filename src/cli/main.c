@@ -21,7 +21,7 @@ static const char usage_text[] =
 	"usage:\n"
 	"  txbox run    [-w DIR] [--policy FILE] [--timeout SEC] [--validate CMD] [LIMITS] [--net] [--json]\n"
 	"               [--allow-foreign-workspace] -- COMMAND...\n"
-	"  txbox check  [-w DIR] [--policy FILE] [--json] -- COMMAND...\n"
+	"  txbox check  [-w DIR] [--policy FILE] [--net] [--json] -- COMMAND...\n"
 	"  txbox commit TX [-w DIR] [--json]      commit a held transaction\n"
 	"  txbox rollback TX [-w DIR] [--json]    roll back a held transaction\n"
 	"  txbox policy check FILE\n"
@@ -197,8 +197,12 @@ typedef struct cli {
 	bool json;
 } cli;
 
+/* Which options a subcommand takes: the base set, check's (+ --net, which
+ * changes the verdict as it does for run), or all of run's. */
+typedef enum { OPTS_BASE, OPTS_CHECK, OPTS_RUN } opt_set;
+
 /* Parse options shared by the subcommands; returns optind or -exitcode. */
-static int parse_common(int argc, char **argv, cli *c, bool allow_run_opts)
+static int parse_common(int argc, char **argv, cli *c, opt_set set)
 {
 	optind = 1;
 	opterr = 0;
@@ -206,8 +210,8 @@ static int parse_common(int argc, char **argv, cli *c, bool allow_run_opts)
 	while ((ch = getopt_long(argc, argv, "+w:h", run_opts, NULL)) != -1) {
 		double d;
 		uint64_t v;
-		if (!allow_run_opts && ch != 'w' && ch != OPT_POLICY && ch != OPT_JSON && ch != OPT_STATE_DIR &&
-		    ch != 'h' && ch != '?' && ch != ':')
+		if (set != OPTS_RUN && !(set == OPTS_CHECK && ch == OPT_NET) && ch != 'w' && ch != OPT_POLICY &&
+		    ch != OPT_JSON && ch != OPT_STATE_DIR && ch != 'h' && ch != '?' && ch != ':')
 			return -die_usage("option %s does not apply to this command", argv[optind - 1]);
 		switch (ch) {
 		case 'w': c->run.workspace = optarg; break;
@@ -266,7 +270,7 @@ static int cmd_run(int argc, char **argv)
 	cli c;
 	memset(&c, 0, sizeof c);
 	txbox_run_opts_init(&c.run);
-	int i = parse_common(argc, argv, &c, true);
+	int i = parse_common(argc, argv, &c, OPTS_RUN);
 	if (i <= 0)
 		return -i;
 	if (i >= argc)
@@ -301,7 +305,7 @@ static int cmd_check(int argc, char **argv)
 	cli c;
 	memset(&c, 0, sizeof c);
 	txbox_run_opts_init(&c.run);
-	int i = parse_common(argc, argv, &c, false);
+	int i = parse_common(argc, argv, &c, OPTS_CHECK);
 	if (i <= 0)
 		return -i;
 	if (i >= argc)
@@ -311,6 +315,7 @@ static int cmd_check(int argc, char **argv)
 		.policy_file = c.run.policy_file,
 		.argv = (const char *const *)argv + i,
 		.argc = (size_t)(argc - i),
+		.net = c.run.net,
 	};
 	txbox_decision d;
 	txbox_error err = TXBOX_ERROR_INIT;
@@ -352,7 +357,7 @@ static int cmd_finish(int argc, char **argv, bool commit)
 		argv++;
 		argc--;
 	}
-	int i = parse_common(argc, argv, &c, false);
+	int i = parse_common(argc, argv, &c, OPTS_BASE);
 	if (i <= 0)
 		return -i;
 	if (!id && i < argc)
@@ -394,7 +399,7 @@ static int cmd_recover(int argc, char **argv)
 	cli c;
 	memset(&c, 0, sizeof c);
 	txbox_run_opts_init(&c.run);
-	int i = parse_common(argc, argv, &c, false);
+	int i = parse_common(argc, argv, &c, OPTS_BASE);
 	if (i <= 0)
 		return -i;
 	if (i < argc)

@@ -8,6 +8,7 @@
 #include "policy/internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,27 @@ static void drop_program_operand(cmdview *v)
 	}
 }
 
+/* tar's first word without a dash is a bundle of options (`tar xf a.tar
+ * -C /` is `tar -x -f a.tar -C /`): read it as one, so flag conditions see
+ * -x. Only a word of letters holding a function letter counts. */
+static int tar_old_style(cmdview *v, size_t start)
+{
+	if (start + 1 >= v->nwords || v->unknown[start + 1])
+		return 0;
+	const char *n = v->words[start] ? base_name(v->words[start]) : "";
+	const char *w = v->words[start + 1];
+	if ((strcmp(n, "tar") && strcmp(n, "gtar") && strcmp(n, "bsdtar")) || w[0] == '-' ||
+	    !w[0] || w[strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")] ||
+	    !strpbrk(w, "ctxurAd"))
+		return 0;
+	char *dashed = NULL;
+	if (asprintf(&dashed, "-%s", w) < 0)
+		return -ENOMEM;
+	free(v->words[start + 1]);
+	v->words[start + 1] = dashed;
+	return 0;
+}
+
 int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
 {
 	memset(v, 0, sizeof(*v));
@@ -142,6 +164,8 @@ int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
 			 strstr(cmd->via, "parallel")))
 		v->implicit_unknown_operand = true;
 
+	if (tar_old_style(v, start) < 0)
+		goto oom;
 	const cmd_hint *h = find_hint(p, v->name);
 	v->positional = calloc(v->nwords + 1, sizeof(*v->positional));
 	v->pos_unknown = calloc(v->nwords + 1, sizeof(*v->pos_unknown));

@@ -290,6 +290,55 @@ static bool operand_glob(const cmdview *v, size_t sub, const strlist *globs, int
 	return false;
 }
 
+/* Could some value of an unknown word match one of globs? A word like
+ * "$DIR/json.hpp~" ends in "/json.hpp~" whatever $DIR is, so a glob can
+ * match it only if the literal end of the glob (after its last wildcard)
+ * and "/json.hpp~" are suffixes of one string: one ends with the other.
+ * Over-approximates (escapes and classes count as wildcards). */
+static bool ends_with(const char *s, const char *suf, int fl)
+{
+	size_t n = strlen(s), m = strlen(suf);
+	if (m > n)
+		return false;
+	return (fl & FNM_CASEFOLD ? strcasecmp(s + n - m, suf) : strcmp(s + n - m, suf)) == 0;
+}
+
+static bool unknown_may_match(const strlist *globs, const char *word, int fl)
+{
+	if (!tail_is_literal(word))
+		return true;
+	const char *tail = strrchr(word, '/');
+	for (size_t i = 0; i < globs->n; i++) {
+		const char *g = globs->v[i], *lit = g;
+		for (const char *c = g; *c; c++)
+			if (strchr("*?[]\\", *c))
+				lit = c + 1;
+		if (lit == g ? ends_with(g, tail, fl) : ends_with(lit, tail, fl) || ends_with(tail, lit, fl))
+			return true;
+	}
+	return false;
+}
+
+/* An operand (from sub on) or, with all_words, any word that cannot be
+ * resolved and could match one of globs; what xargs reads could be any. */
+static bool unknown_could_match(const cmdview *v, size_t sub, bool all_words, const strlist *globs,
+				int fl)
+{
+	if (v->implicit_unknown_operand && (!v->operand_source || v->operand_source->npositional == 0))
+		return true;
+	if (all_words) {
+		for (size_t k = v->start + 1; k < v->nwords; k++)
+			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0 &&
+			    unknown_may_match(globs, v->words[k], fl))
+				return true;
+		return false;
+	}
+	for (size_t k = sub; k < v->npositional; k++)
+		if (v->pos_unknown[k] && !is_implicit_word(v, k) && unknown_may_match(globs, word_at(v, k), fl))
+			return true;
+	return false;
+}
+
 /* Words of the command (and redirection targets) that cannot be resolved. */
 static unsigned unknown_words(const cmdview *v)
 {
@@ -406,24 +455,26 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		goto no;
 
 	if (m->args.n)
-		NEED(operand_glob(v, sub, &m->args, fl), unk_ops);
+		NEED(operand_glob(v, sub, &m->args, fl), unk_ops && unknown_could_match(v, sub, false, &m->args, fl));
 	for (size_t i = 0; i < m->args_all.n; i++) {
 		char *one[] = {m->args_all.v[i], NULL};
 		strlist l = {one, 1, 1};
-		NEED(operand_glob(v, sub, &l, fl), unk_ops);
+		NEED(operand_glob(v, sub, &l, fl), unk_ops && unknown_could_match(v, sub, false, &l, fl));
 	}
 	if (m->words.n) {
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && glob_any(&m->words, v->words[k], fl);
-		NEED(any, unk_words);
+		NEED(any, unk_words && unknown_could_match(v, sub, true, &m->words, fl));
 	}
 	unsigned before_all = ms.unk_conds; /* one word can hold every words_all glob */
 	for (size_t i = 0; i < m->words_all.n; i++) {
+		char *one[] = {m->words_all.v[i], NULL};
+		strlist l = {one, 1, 1};
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && fnmatch(m->words_all.v[i], v->words[k], fl) == 0;
-		NEED(any, unk_words);
+		NEED(any, unk_words && unknown_could_match(v, sub, true, &l, fl));
 	}
 	if (ms.unk_conds > before_all + 1)
 		ms.unk_conds = before_all + 1;

@@ -62,6 +62,7 @@ struct sh_field {
 	bool lookalike; /* unquoted Unicode space / zero-width / dash look-alike */
 	bool lookalike_q; /* look-alike inside quotes (matters in command names) */
 	bool procsub;   /* contains <(…) or >(…) */
+	bool glob;      /* an unquoted * or ?, or [ with a later ]: pathname expansion */
 	size_t sub_begin, sub_end; /* nodes produced by substitutions inside the word */
 };
 

@@ -659,10 +659,53 @@ static char *python_unalias(const char *code, size_t len, size_t *out_len)
 	return b.s;
 }
 
+/* Python `__import__('M')` and `importlib.import_module("M")` with a
+ * literal name are the module M: the code with each spelled as M, so
+ * `__import__('subprocess').call([...])` is seen as subprocess.call. NULL
+ * when there is none (or on allocation failure: the code is scanned as is). */
+static char *python_dynamic_imports(const char *code, size_t len, size_t *out_len)
+{
+	static const char *const fns[] = {"__import__(", "importlib.import_module(", NULL};
+	struct sbuf b = {0};
+	bool any = false;
+	for (size_t i = 0; i < len;) {
+		size_t fl = 0;
+		for (size_t k = 0; fns[k] && !fl; k++)
+			if (len - i > strlen(fns[k]) && memcmp(code + i, fns[k], strlen(fns[k])) == 0 &&
+			    (i == 0 || (!ident(code[i - 1]) && code[i - 1] != '.')))
+				fl = strlen(fns[k]);
+		size_t q = i + fl, e = q + 1;
+		if (fl && q < len && (code[q] == '\'' || code[q] == '"')) {
+			while (e < len && (ident(code[e]) || code[e] == '.'))
+				e++;
+			if (e + 1 < len && code[e] == code[q] && code[e + 1] == ')' && e > q + 1) {
+				sbuf_put(&b, code + q + 1, e - q - 1);
+				i = e + 2;
+				any = true;
+				continue;
+			}
+		}
+		sbuf_putc(&b, code[i++]);
+	}
+	if (!any || b.oom) {
+		sbuf_free(&b);
+		return NULL;
+	}
+	*out_len = b.len;
+	return b.s;
+}
+
 int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_t len,
 		   const char *via, unsigned depth, int cmd_idx)
 {
 	if (strcmp(lang, "python") == 0) {
+		size_t dlen = 0;
+		char *dyn = python_dynamic_imports(code, len, &dlen);
+		if (dyn) {
+			int rc = sh_interp_scan(ctx, "python", dyn, dlen, via, depth, cmd_idx);
+			free(dyn);
+			return rc;
+		}
 		size_t ulen = 0;
 		char *un = python_unalias(code, len, &ulen);
 		if (un) {

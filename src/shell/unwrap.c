@@ -182,6 +182,17 @@ bool sh_literal_tail(const struct sh_field *f)
 	return strpbrk(sl + 1, "$`\"'(){}[]*?\\") == NULL;
 }
 
+/* "$DIR/run-*.sh": a file (or files) by a pattern of names; a glob never
+ * matches a '/', so what it names is a file in $DIR, as with a literal
+ * name — but which program that is, is not known (no command name). */
+static bool file_pattern_tail(const struct sh_field *f)
+{
+	const char *sl = strrchr(f->text, '/');
+	if (!sl || !sl[1] || f->lookalike || !strcmp(sl + 1, ".") || !strcmp(sl + 1, ".."))
+		return false;
+	return strpbrk(sl + 1, "$`\"'(){}\\") == NULL;
+}
+
 static int inner(struct uw *u, size_t start, const char *via)
 {
 	if (start >= u->n)
@@ -374,8 +385,8 @@ static int do_shell(struct uw *u)
 	size_t i = 1;
 	while (i < u->n) {
 		const struct sh_field *f = &u->v[i];
-		if (f->unres && sh_literal_tail(f))
-			break; /* the script, "$DIR/run.sh" */
+		if (f->unres && file_pattern_tail(f))
+			break; /* the script, "$DIR/run.sh", "$DIR"/run-*.sh */
 		if (f->unres) {
 			markf(u, "%s: options are not static", u->name);
 			return 0;
@@ -425,7 +436,7 @@ static int do_shell(struct uw *u)
 			mark(u, buf);
 			return 0;
 		}
-		if (f->unres && !sh_literal_tail(f)) { /* "$DIR/run.sh" is a script file */
+		if (f->unres && !file_pattern_tail(f)) { /* "$DIR/run.sh" is a script file */
 			markf(u, "%s: script path is not static", u->name);
 			return 0;
 		}
@@ -1202,14 +1213,37 @@ static int do_tar(struct uw *u)
 	return rc;
 }
 
+/* A short-option cluster that ends in `c` (-qc, -lc) takes the command
+ * from the next word; letters in valued take a value themselves, so the
+ * cluster ends there (-sc is -s with value "c"). */
+static bool cluster_ends_in_c(const char *t, const char *valued)
+{
+	if (t[0] != '-' || t[1] == '-' || !t[1])
+		return false;
+	for (const char *c = t + 1; *c; c++) {
+		if (*c == 'c')
+			return c[1] == '\0';
+		if (strchr(valued, *c))
+			return false;
+	}
+	return false;
+}
+
 static int do_su(struct uw *u)
 {
+	/* options taking a value: su/runuser -s -g -G -w, script -E -I -O -T -B */
+	const char *valued = strcmp(u->name, "script") == 0 ? "EIOTBm" : "sgGw";
 	for (size_t k = 1; k < u->n; k++) {
 		const struct sh_field *f = &u->v[k];
 		if (f->unres)
 			continue;
-		if ((fis(f, "-c") || fis(f, "--command")) && k + 1 < u->n)
+		if ((fis(f, "--command") || cluster_ends_in_c(f->text, valued)) && k + 1 < u->n)
 			return shell_text(u, &u->v[k + 1], u->name);
+		if (f->text[0] == '-' && f->text[1] == 'c' && f->text[2]) {
+			struct sh_field g = *f;
+			g.text = f->text + 2;
+			return shell_text(u, &g, u->name);
+		}
 		if (starts_with(f->text, "--command=")) {
 			struct sh_field g = *f;
 			g.text = f->text + 10;
@@ -1912,7 +1946,12 @@ static int do_make(struct uw *u)
 				rc = makefile_text(u, val.text, "make --eval");
 		} else if (opt_value(u, k, "-f", "--file", &val, &next) ||
 			   opt_value(u, k, NULL, "--makefile", &val, &next)) {
-			if (!val.unres && (!strcmp(val.text, "-") || !strcmp(val.text, "/dev/stdin"))) {
+			if (val.procsub) {
+				char buf[160];
+				snprintf(buf, sizeof(buf), "make reads its makefile from a process substitution: %s",
+					 sub_reason(u, &val, "code not static"));
+				mark(u, buf);
+			} else if (!val.unres && (!strcmp(val.text, "-") || !strcmp(val.text, "/dev/stdin"))) {
 				const struct sh_stdin *in = u->in ? u->in : &no_stdin;
 				if (in->body && !in->body_unres)
 					rc = makefile_text(u, in->body, "make -f -");
@@ -1920,6 +1959,159 @@ static int do_make(struct uw *u)
 					mark(u, "make reads its makefile from stdin");
 			}
 		}
+		k = next;
+	}
+	return rc;
+}
+
+/* ---- sed: the `e` command and the `e` flag of `s` run commands ---------- */
+
+/* End of a delimited part of s/y starting after its delimiter d. */
+static size_t sed_delimited(const char *t, size_t i, char d)
+{
+	while (t[i] && t[i] != d)
+		i += (t[i] == '\\' && t[i + 1]) ? 2 : 1;
+	return t[i] ? i + 1 : i;
+}
+
+/* Past an address: N, $, /re/ or \cREc, with ,addr2 / ~N / +N and '!'. */
+static size_t sed_address(const char *t, size_t i)
+{
+	for (int part = 0; part < 2; part++) {
+		if (t[i] == '/' || (t[i] == '\\' && t[i + 1])) {
+			char d = t[i] == '/' ? '/' : t[i + 1];
+			i = sed_delimited(t, i + (t[i] == '/' ? 1 : 2), d);
+			while (t[i] == 'I' || t[i] == 'M')
+				i++;
+		}
+		i += strspn(t + i, "0123456789$~+");
+		if (part == 0 && t[i] == ',')
+			i++;
+		else
+			break;
+	}
+	i += strspn(t + i, " \t");
+	while (t[i] == '!' || t[i] == ' ' || t[i] == '\t')
+		i++;
+	return i;
+}
+
+/* One sed script: each `e COMMAND` is shell text; a bare `e` and the `e`
+ * flag of `s` run what the input makes, which is not known. */
+static int sed_script(struct uw *u, const char *t)
+{
+	int rc = 0;
+	for (size_t i = 0; t[i] && rc == 0;) {
+		i += strspn(t + i, " \t\n;{}");
+		i = sed_address(t, i);
+		char c = t[i];
+		if (!c)
+			break;
+		size_t eol = i + 1 + strcspn(t + i + 1, "\n");
+		if (c == 'e') {
+			_cleanup_free_ char *cmd = strndup(t + i + 1, eol - i - 1);
+			if (!cmd)
+				return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+			if (!cmd[strspn(cmd, " \t")])
+				mark(u, "sed e runs the pattern space as a command");
+			else
+				rc = reparse(u, cmd, "sed e");
+			i = eol;
+		} else if ((c == 's' || c == 'y') && t[i + 1] && t[i + 1] != '\n') {
+			char d = t[i + 1];
+			i = sed_delimited(t, sed_delimited(t, i + 2, d), d);
+			size_t fl = strcspn(t + i, ";\n} \tw");
+			if (c == 's' && memchr(t + i, 'e', fl))
+				mark(u, "sed s///e runs the result as a command");
+			i += fl;
+			if (t[i] == 'w')
+				i = eol;
+		} else if (strchr("aicrRwW#", c)) {
+			i = eol; /* text, a file name or a comment: to the end of the line */
+		} else if (strchr(":btT", c)) {
+			i += 1 + strcspn(t + i + 1, ";\n"); /* a label */
+		} else {
+			i++;
+		}
+	}
+	return rc;
+}
+
+/* A script with unknown parts (s/x/$V/) is read as written: what the
+ * parts hold comes from the caller's environment, not from the line; a
+ * script that is only an expansion ("$SCRIPT") is not known at all. */
+static int sed_script_field(struct uw *u, const struct sh_field *f)
+{
+	if (f->unres && (f->text[0] == '$' || f->text[0] == '`')) {
+		mark(u, "sed: script is not static");
+		return 0;
+	}
+	return sed_script(u, f->text);
+}
+
+/* sed -e SCRIPT / --expression=SCRIPT / -eSCRIPT, else the first operand
+ * (unless -f gives the script: a file, opaque). */
+static int do_sed(struct uw *u)
+{
+	int rc = 0;
+	bool given = false;
+	size_t first = 0;
+	for (size_t k = 1; k < u->n && rc == 0;) {
+		struct sh_field val;
+		size_t next = k + 1;
+		const struct sh_field *f = &u->v[k];
+		if (opt_value(u, k, "-e", "--expression", &val, &next)) {
+			given = true;
+			rc = sed_script_field(u, &val);
+		} else if (opt_value(u, k, "-f", "--file", &val, &next)) {
+			given = true;
+		} else if (!opt_value(u, k, "-l", "--line-length", &val, &next) && !first &&
+			   (f->unres || f->text[0] != '-')) {
+			first = k;
+		}
+		k = next;
+	}
+	if (rc == 0 && !given && first)
+		rc = sed_script_field(u, &u->v[first]);
+	return rc;
+}
+
+/* gdb -ex CMD (also --ex, -iex, --eval-command=CMD): `shell X` and `!X`
+ * run shell text, `python X` Python code; -x FILE is a script, opaque. */
+static int gdb_command(struct uw *u, const struct sh_field *val)
+{
+	if (val->unres) {
+		mark(u, "gdb -ex: command is not static");
+		return 0;
+	}
+	const char *t = val->text + strspn(val->text, " \t");
+	struct sh_field g = *val;
+	if (t[0] == '!' || (starts_with(t, "shell") && (!t[5] || t[5] == ' ' || t[5] == '\t'))) {
+		g.text = (char *)(t + (t[0] == '!' ? 1 : 5));
+		return shell_text(u, &g, "gdb shell");
+	}
+	static const char *const py[] = {"python ", "py ", "pi ", "python-interactive ", NULL};
+	for (size_t i = 0; py[i]; i++)
+		if (starts_with(t, py[i]))
+			return code_arg(u, &g, t + strlen(py[i]), "python", "-ex python");
+	return 0;
+}
+
+static int do_gdb(struct uw *u)
+{
+	static const char *const opts[][2] = {
+		{"-ex", "--eval-command"}, {"--ex", "-eval-command"},
+		{"-iex", "--init-eval-command"}, {"--iex", "-init-eval-command"},
+	};
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0;) {
+		struct sh_field val;
+		size_t next = k + 1;
+		for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+			if (opt_value(u, k, opts[i][0], opts[i][1], &val, &next)) {
+				rc = gdb_command(u, &val);
+				break;
+			}
 		k = next;
 	}
 	return rc;
@@ -1980,6 +2172,7 @@ static const struct handler handlers[] = {
 	{"expect", do_expect}, {"make", do_make}, {"gmake", do_make}, {"lua", do_lua},
 	{"luajit", do_lua}, {"lua5.1", do_lua}, {"lua5.3", do_lua}, {"lua5.4", do_lua},
 	{"xvfb-run", do_plain}, {"dbus-launch", do_plain}, {"chronic", do_plain},
+	{"gdb", do_gdb}, {"gdb-multiarch", do_gdb}, {"sed", do_sed}, {"gsed", do_sed},
 };
 
 static bool is_python(const char *n)
@@ -2056,6 +2249,11 @@ static int unwrap_one(struct uw *up, const struct sh_redir_raw *const *redirs, s
 	}
 	if (argv[0].lookalike || argv[0].lookalike_q) {
 		mark(&u, "look-alike character in command name");
+		return 0;
+	}
+	if (argv[0].glob) {
+		/* /???/b??/r? is whatever the file system matches: rm, or anything */
+		mark(&u, "command name is a pathname pattern");
 		return 0;
 	}
 	u.name = sh_basename(argv[0].text);

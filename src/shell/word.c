@@ -6,8 +6,9 @@
  *
  *   '…'  "…"  \c  $'…' (all bash escapes; \u/\U give UTF-8)  $"…"
  *                       literal text, quotes removed, exactly as bash.
- *   $HOME ${HOME}       "~" when it starts the word and is followed by "/"
- *                       or the end; otherwise the raw text, unresolved.
+ *   $HOME ${HOME}       "~" when it starts the word, or follows '=', '@' or
+ *                       ':', and is followed by "/" or the end; otherwise
+ *                       the raw text, unresolved.
  *   ~ ~/x ~user         kept literally ("~/x"): policy resolves "~" against
  *                       HOME. (Note "~" from a quoted "~" is kept too, which
  *                       errs on the side of caution.)
@@ -682,6 +683,13 @@ int sh_expand_body(struct sh_parser *parent, const char *body, size_t len, size_
 	struct sh_word w = {0};
 	*sub_begin = parent->nodes->n;
 	int rc = read_dq(&sub, &w, true);
+	/* a here-document begun in a substitution of the body ($(cat <<E)) has
+	 * only the rest of the body to read from */
+	if (rc == 0)
+		rc = sh_read_heredocs(&sub);
+	for (size_t i = 0; i < sub.npend; i++)
+		free(sub.pend[i].delim);
+	free(sub.pend);
 	*sub_end = parent->nodes->n;
 	if (rc == 0) {
 		*out = sh_word_text(&w, unres);
@@ -723,6 +731,18 @@ int sh_normalize_lookalike(char **text, bool cmd, bool *flag)
 	return 0;
 }
 
+/* $HOME right after an unquoted '=', '@' or ':' (--out=$HOME/x, curl -d
+ * @$HOME/f, PATH-like lists) is read as "~": the tool takes what follows
+ * the separator as a path of its own, and the word as a whole keeps its
+ * lexical class (it starts with the same prefix either way). */
+static bool home_after_separator(const char *c, const uint8_t *f, size_t first, size_t i)
+{
+	size_t k = i;
+	while (k > first && (f[k - 1] & CF_NULLQ))
+		k--;
+	return k > first && !(f[k - 1] & (CF_EXP | CF_HOME)) && strchr("=@:", c[k - 1]);
+}
+
 /* Text of cells [0, n) without markers; CF_HOME handled. */
 static char *cells_text(const char *c, const uint8_t *f, size_t n, bool *unres)
 {
@@ -738,7 +758,7 @@ static char *cells_text(const char *c, const uint8_t *f, size_t n, bool *unres)
 			size_t j = i + 1;
 			while (j < n && (f[j] & CF_NULLQ))
 				j++;
-			if (i == first && (j == n || c[j] == '/')) {
+			if ((i == first || home_after_separator(c, f, first, i)) && (j == n || c[j] == '/')) {
 				sbuf_putc(&b, '~');
 			} else {
 				sbuf_puts(&b, "$HOME");
@@ -1108,6 +1128,20 @@ fail:
 	return rc;
 }
 
+/* Would bash expand the field as a pathname pattern? */
+static bool is_glob(const char *c, const uint8_t *f, size_t len)
+{
+	bool open = false;
+	for (size_t i = 0; i < len; i++) {
+		if (!special(f, i))
+			continue;
+		if (c[i] == '*' || c[i] == '?' || (open && c[i] == ']'))
+			return true;
+		open = open || c[i] == '[';
+	}
+	return false;
+}
+
 static int add_field(struct sh_parser *p, const struct sh_word *w, struct sh_node *n,
 		     const char *c, const uint8_t *f, size_t len, bool unres)
 {
@@ -1126,6 +1160,7 @@ static int add_field(struct sh_parser *p, const struct sh_word *w, struct sh_nod
 	fl->lookalike = w->lookalike;
 	fl->lookalike_q = w->lookalike_q;
 	fl->procsub = w->procsub;
+	fl->glob = is_glob(c, f, len);
 	fl->sub_begin = w->sub_begin;
 	fl->sub_end = w->sub_end;
 	n->argc++;

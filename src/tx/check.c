@@ -26,7 +26,9 @@ int txbox_check(const txbox_check_opts *opts, txbox_decision *out, txbox_error *
 	if (r < 0)
 		return r;
 	_cleanup_free_ char *cwd = run_start_dir(ws);
-	policy_ctx ctx = {.workspace = ws, .cwd = cwd ? cwd : ws, .home = getenv("HOME")};
+	/* as run: the policy's own grants are or'ed in by policy_decide */
+	policy_ctx ctx = {.workspace = ws, .cwd = cwd ? cwd : ws, .home = getenv("HOME"),
+			  .network = opts->net};
 	policy_verdict v;
 	r = policy_decide(pol, &ctx, opts->argv, opts->argc, &v, err);
 	if (r >= 0) {

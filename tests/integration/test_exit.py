@@ -374,3 +374,25 @@ def rollback_unsearchable(ctx):
     _ws_unchanged(before, ws, "unsearchable dirs")
     left = [e for e in os.listdir(os.path.join(ws, ".txbox", "tx")) if not e.startswith(".spare-")]
     check(not left, "transactions left behind: %r" % left)
+
+
+@test("exit/check-net-judges-like-run")
+def check_net(ctx):
+    """`check --net` decides as `run --net` does: an unresolved remote target
+    is contained without the network and held with it; other commands still
+    refuse --net."""
+    import json
+    ws = small_ws(ctx)
+    line = 'git push "$R" main'
+
+    def verdict(*extra):
+        p = subprocess.run([ctx.txbox, "check", "-w", ws, *extra, "--json", "--", line],
+                           capture_output=True, timeout=30)
+        check(p.returncode in (0, 3), "check %r: exit %d: %r" % (extra, p.returncode, p.stderr[-300:]))
+        return json.loads(p.stdout)["decision"]
+
+    check(verdict() == "allow", "without --net: %s (want allow)" % verdict())
+    check(verdict("--net") == "hold", "with --net: %s (want hold)" % verdict("--net"))
+    p = subprocess.run([ctx.txbox, "recover", "-w", ws, "--net"], capture_output=True, timeout=30)
+    check(p.returncode == 125 and b"does not apply" in p.stderr, "recover --net: exit %d %r"
+          % (p.returncode, p.stderr[-200:]))

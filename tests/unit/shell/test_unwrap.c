@@ -461,6 +461,66 @@ static void test_argv_api(void **state)
 	shell_analysis_free(&a);
 }
 
+/* Round 2: option clusters ending in -c, gdb commands, dynamic Python
+ * imports, and a command name that is a pathname pattern. */
+static void test_round2_runners(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *cmd;
+	} t[] = {
+		{"script -qc 'rm -rf ~' /dev/null", "rm -rf ~"},
+		{"script -q -c 'rm -rf ~'", "rm -rf ~"},
+		{"su -lc 'id -u' nobody", "id -u"},
+		{"gdb -batch -ex 'shell rm -rf ~'", "rm -rf ~"},
+		{"gdb -ex '!touch /etc/x'", "touch /etc/x"},
+		{"gdb --eval-command='shell id'", "id"},
+		{"python -c \"__import__('subprocess').call(['rm','-rf','/etc'])\"", "rm -rf /etc"},
+		{"python3 -c \"import importlib; importlib.import_module('os').system('id')\"", "id"},
+		{"sed -n '1e rm -rf ~' /dev/null", "rm -rf ~"},
+		{"sed -e 'p;/x/ e touch /etc/x' f", "touch /etc/x"},
+		{"sed --expression='$!e id' f", "id"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		shell_analysis a = analyze_ok(t[i].text);
+		if (!find_cmd(&a, t[i].cmd)) {
+			dump(&a);
+			fail_msg("%s: no command '%s'", t[i].text, t[i].cmd);
+		}
+		shell_analysis_free(&a);
+	}
+	/* -s takes a value: "c" is the shell, not the command option */
+	shell_analysis a = analyze_ok("su -sc x");
+	assert_no_cmd(a, "x");
+	shell_analysis_free(&a);
+	static const char *const unres[] = {"/\?\?\?/b\?\?/r\? -rf ~", "./bin/r* x", "/usr/bin/[r]m x",
+					    "gdb -ex \"$CMD\"", "sed 's/x/rm -rf ~/e' f", "sed '/^#/d;e' f",
+					    "sed -n \"$SCRIPT\" f", "sed ':a;N;$!ba;s/x/id/e' f", "make -f <(printf 'x:\\n\\trm -rf ~\\n') x"};
+	for (size_t i = 0; i < ARRAY_SIZE(unres); i++) {
+		a = analyze_ok(unres[i]);
+		if (!a.unresolved)
+			fail_msg("%s: not unresolved", unres[i]);
+		shell_analysis_free(&a);
+	}
+	/* a variable in a replacement: the command itself stays resolved */
+	a = analyze_ok("sed \"s/v=.*/v=$V/\" f");
+	assert_false(a.cmds[0].unresolved);
+	shell_analysis_free(&a);
+	static const char *const plain[] = {"[ -f x ]", "\"./a*b\" x", "ls *.c", "gdb -batch -ex run -ex bt ./a.out",
+					    "script -q log.txt", "python3 -c \"print(__import__('sys').version)\"",
+					    "sed -i 's/foo/bar/g' x", "sed -n '/start/,/end/p' f", "sed 's|a|e|;s/e/f/' f",
+					    "sed -e '$a end' -e 'y/abc/xyz/' f", "sed -f e.sed f",
+					    "sed 's/a/b/w e.txt' f", "sed ':a;N;$!ba;s/\\n/ /g' f", "sed -n '/x/{p;q}' f"};
+	for (size_t i = 0; i < ARRAY_SIZE(plain); i++) {
+		a = analyze_ok(plain[i]);
+		if (a.unresolved) {
+			dump(&a);
+			fail_msg("%s: unresolved", plain[i]);
+		}
+		shell_analysis_free(&a);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -470,7 +530,7 @@ int main(void)
 		cmocka_unit_test(test_runners),            cmocka_unit_test(test_chdir_options),
 		cmocka_unit_test(test_written_then_run),   cmocka_unit_test(test_interp_calls),
 		cmocka_unit_test(test_awk_tar),            cmocka_unit_test(test_interpreters),
-		cmocka_unit_test(test_argv_api),
+		cmocka_unit_test(test_argv_api),           cmocka_unit_test(test_round2_runners),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

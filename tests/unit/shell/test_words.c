@@ -85,6 +85,15 @@ static void test_home(void **state)
 	assert_true(a.cmds[0].word_unresolved[2]);
 	assert_true(a.unresolved);
 	shell_analysis_free(&a);
+	/* after '=', '@' or ':' it is a path of its own; ..$HOME is not */
+	a = analyze_ok("curl -d @$HOME/.ssh/k --out=${HOME} P=a:$HOME/b ..$HOME x=$HOME$y");
+	assert_string_equal(a.cmds[0].argv[2], "@~/.ssh/k");
+	assert_false(a.cmds[0].word_unresolved[2]);
+	assert_string_equal(a.cmds[0].argv[3], "--out=~");
+	assert_string_equal(a.cmds[0].argv[4], "P=a:~/b");
+	assert_true(a.cmds[0].word_unresolved[5]);
+	assert_true(a.cmds[0].word_unresolved[6]);
+	shell_analysis_free(&a);
 }
 
 static void test_expansions(void **state)
