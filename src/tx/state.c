@@ -702,12 +702,14 @@ static int recover_tx(tx_state_dir *s, const char *name, txbox_error *err)
 		tx_close(&t);
 		return r;
 	}
-	if (st == TX_HELD) { /* open on purpose, waiting for commit/rollback */
+	/* A journal without the commit point: a commit was under way, whatever
+	 * the state said before it (held included), and is reversed. */
+	bool journal = faccessat(t.fd, "journal", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	if (st == TX_HELD && !journal) { /* open on purpose, waiting for commit/rollback */
 		tx_close(&t);
 		return 0;
 	}
-	/* A journal without the commit point: the commit was under way. */
-	if (st != TX_COMMITTED && faccessat(t.fd, "journal", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+	if (st != TX_COMMITTED && journal)
 		r = tx_reverse_journal(s, &t, err);
 	else
 		r = tx_remove(s, &t, err);
