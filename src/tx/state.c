@@ -273,7 +273,7 @@ static int check_identity(const tx_state_dir *s, const ws_identity *id, const ch
 /* A state dir outside the workspace is bound to the first workspace that
  * uses it: shared, one workspace's recovery would reverse another's
  * journal into it. */
-static int bind_state_dir(tx_state_dir *s, txbox_error *err)
+static int bind_state_dir(tx_state_dir *s, unsigned flags, txbox_error *err)
 {
 	ws_identity id;
 	int r = read_identity(s->state_fd, s->state_path, &id, err);
@@ -283,8 +283,8 @@ static int bind_state_dir(tx_state_dir *s, txbox_error *err)
 		return check_identity(s, &id, what,
 				      "a state dir serves one workspace only: give this one its own --state-dir", err);
 	}
-	if (r != -ENOENT)
-		return r;
+	if (r != -ENOENT || !(flags & STATE_CREATE)) /* only a run binds; each transaction still checks */
+		return r == -ENOENT ? 0 : r;
 	char buf[IDENTITY_MAX];
 	int n = format_identity(s, buf);
 	if (n < 0 || n >= IDENTITY_MAX)
@@ -324,6 +324,32 @@ static int check_tx_identity(const tx_state_dir *s, tx *t, txbox_error *err)
 	snprintf(what, sizeof what, "transaction %s", t->id);
 	return check_identity(s, &id, what,
 			      "a transaction acts only on the workspace it was opened on (name that one with -w)", err);
+}
+
+/* A workspace whose state lives elsewhere keeps a W/.txbox all the same,
+ * recording where: what makes a directory recognisable as a workspace
+ * (a symlink inside one is never followed to name a workspace; the current
+ * directory must be one). Only in one's own workspace: another user's is
+ * theirs to arrange. */
+static int mark_workspace(const tx_state_dir *s, const struct stat *wst, txbox_error *err)
+{
+	if (wst->st_uid != geteuid())
+		return 0;
+	if (mkdirat(s->ws_fd, TX_STATE_DIR_NAME, 0700) < 0 && errno != EEXIST)
+		return txbox_fail_errno(err, -errno, "creating the workspace marker %s/%s", s->ws_path,
+					TX_STATE_DIR_NAME);
+	_cleanup_close_ int fd = open_trusted(s->ws_fd, TX_STATE_DIR_NAME, s->ws_path, S_IFDIR, 0, err);
+	if (fd < 0)
+		return fd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/%s vanished", s->ws_path, TX_STATE_DIR_NAME) : fd;
+	if (faccessat(fd, "state-dir", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	_cleanup_free_ char *real = realpath(s->state_path, NULL);
+	_cleanup_free_ char *line = NULL;
+	int n = asprintf(&line, "%s\n", real ? real : s->state_path);
+	if (n < 0)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	int r = fs_write_file_atomic(fd, ".gitignore", "*\n", 2, 0644, err);
+	return r < 0 ? r : fs_write_file_atomic(fd, "state-dir", line, (size_t)n, 0600, err);
 }
 
 int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, tx_state_dir *out,
@@ -378,7 +404,8 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	out->state_fd = steal_fd(sfd);
 	out->txs_fd = steal_fd(tfd);
 	out->state_inside = !state_dir;
-	if (state_dir && (r = bind_state_dir(out, err)) < 0) {
+	if (state_dir && ((r = bind_state_dir(out, flags, err)) < 0 ||
+			  ((flags & STATE_CREATE) && (r = mark_workspace(out, &wst, err)) < 0))) {
 		state_dir_close(out);
 		return r;
 	}

@@ -228,6 +228,22 @@ static int enclosing(walk *w, bool named, txbox_error *err)
 	return 0;
 }
 
+/* The current directory stands for a workspace only when it is (inside)
+ * one already: txbox sees its physical path only, so a directory reached
+ * through a symlink a transaction published (cd W/link, with $PWD stale or
+ * elsewhere) would otherwise become a new workspace outside W. A first use
+ * names the workspace with -w, whose path is checked for such symlinks. */
+static int existing_workspace(const walk *w, txbox_error *err)
+{
+	struct stat st;
+	if (fstatat(w->fd, TX_STATE_DIR_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	return txbox_fail(err, -ENOENT,
+			  "the current directory %s is not a txbox workspace (it holds no %s): name the "
+			  "workspace with -w DIR for its first use; later runs may start anywhere inside it",
+			  w->path, TX_STATE_DIR_NAME);
+}
+
 static int check_owner(int fd, const char *path, unsigned flags, txbox_error *err)
 {
 	struct stat st;
@@ -266,6 +282,8 @@ int workspace_open(const char *path, unsigned flags, char **canonical, int *ws_f
 	if (r < 0 || (r = enclosing(w, path != NULL, err)) < 0)
 		return r;
 	pfd = w->fd;
+	if (!path && !(flags & WS_CWD_NEW) && (r = existing_workspace(w, err)) < 0)
+		return r;
 	if ((r = check_owner(pfd, w->path, flags, err)) < 0 || (r = vet_path(w->path, err)) < 0)
 		return r;
 	struct statfs sf;
