@@ -29,7 +29,7 @@ static const char usage_text[] =
 	"  txbox version\n"
 	"\n"
 	"LIMITS: --memory SIZE  --pids N  --cpu SEC  --disk SIZE   (SIZE takes K/M/G suffixes)\n"
-	"-w defaults to the current directory, or the txbox workspace that holds it.\n"
+	"-w defaults to the txbox workspace the current directory is (in); a first use names it with -w.\n"
 	"A workspace owned by another user is refused unless --allow-foreign-workspace is given\n"
 	"(then with --state-dir DIR outside it, on its filesystem).\n"
 	"One COMMAND argument is shell text run by /bin/sh -c; several are an argv executed directly.\n"

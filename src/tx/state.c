@@ -743,8 +743,8 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
  * command wrote that was not published, and overlay index entries (extra
  * links to committed files). The emptied layer is renamed aside (stale/)
  * and deleted by the transaction that takes the spare, while its command
- * runs; journal and state files (right after a commit's fsyncs their
- * unlinks wait for the filesystem journal) and stray files are removed by
+ * runs; journal, state and workspace files (right after a commit's fsyncs
+ * their unlinks wait for the filesystem journal) and stray files are removed by
  * the taker before the spare gets a transaction's name (take_one). A
  * spare's name is never read by recovery. */
 static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
