@@ -743,8 +743,8 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
  * command wrote that was not published, and overlay index entries (extra
  * links to committed files). The emptied layer is renamed aside (stale/)
  * and deleted by the transaction that takes the spare, while its command
- * runs; journal, state and workspace files (right after a commit's fsyncs
- * their unlinks wait for the filesystem journal) and stray files are removed by
+ * runs; journal and state files (right after a commit's fsyncs their
+ * unlinks wait for the filesystem journal) and stray files are removed by
  * the taker before the spare gets a transaction's name (take_one). A
  * spare's name is never read by recovery. */
 static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
@@ -773,6 +773,9 @@ static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 		if (!fs_xattr_is_overlay_private(names + i) && strncmp(names + i, "security.", 9) != 0 &&
 		    fremovexattr(t->top.upper_fd, names + i) < 0 && errno != ENODATA)
 			return txbox_fail_errno(err, -errno, "removing the xattr %s from the upper root", names + i);
+	/* a spare belongs to no workspace until taken */
+	if (unlinkat(t->fd, IDENTITY_NAME, 0) < 0 && errno != ENOENT)
+		return txbox_fail_errno(err, -errno, "removing the workspace record of %s", t->id);
 	trace_mark("recycle: emptied");
 	int spares = each_spare(s, NULL, NULL);
 	if (spares < 0 || spares >= TX_SPARES_MAX)
