@@ -69,14 +69,15 @@ const char *tx_status_name(tx_status st);
  * same directory) must not pass through a symlink inside a txbox workspace
  * (a directory holding .txbox/). A directory inside a workspace of the
  * caller's is refused when named, and stands for that (outermost)
- * workspace when it is the current directory. The current directory must
- * be (inside) a workspace already (it holds .txbox/) unless flags has
- * WS_CWD_NEW. A workspace owned by another
+ * workspace when it is the current directory. A current directory known
+ * only by its physical path ($PWD does not name it) must be (inside) a
+ * workspace already (it holds .txbox/) unless flags has WS_CWD_NEW. A
+ * workspace owned by another
  * user is refused unless flags has WS_ALLOW_FOREIGN. */
 enum {
 	WS_ALLOW_FOREIGN = 1 << 0,
-	/* the current directory may be a workspace that is not one yet (no
-	 * .txbox): for what neither reads nor changes it (txbox check) */
+	/* the current directory may become a workspace whatever path it was
+	 * reached by: for what neither reads nor changes it (txbox check) */
 	WS_CWD_NEW = 1 << 1,
 };
 int workspace_open(const char *path, unsigned flags, char **canonical, int *ws_fd, txbox_error *err);

@@ -2,8 +2,9 @@
 (docs/ARCHITECTURE.md, "Workspace identity"): a held transaction's commit
 is journaled and recovered like any other; a transaction or a state dir
 outside the workspace refuses another workspace; a workspace is never
-taken implicitly from a current directory that is not one yet (it may
-have been reached through a symlink a transaction published)."""
+taken implicitly from a current directory known only by its physical path
+that is not one yet (it may have been reached through a symlink a
+transaction published)."""
 
 import os
 from harness import check, test
@@ -159,6 +160,7 @@ def committed_symlink(ctx):
         ("cwd W/link, PWD elsewhere, --state-dir", ["run", "--state-dir", s2], link, "/"),
         ("cwd W/link, PWD elsewhere", ["run"], link, "/"),
         ("cwd W/link, PWD unset", ["run"], link, ""),
+        ("cwd W/link, PWD W/link", ["run"], link, link),
     ]
     for label, args, cwd, pwd in tries:
         _write(v, "precious", "precious")
