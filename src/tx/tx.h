@@ -3,6 +3,9 @@
  *
  *   .txbox/.gitignore          "*"
  *   .txbox/lock                flock: serialises commits on the workspace
+ *   .txbox/state-dir           (state elsewhere: the marker's only record)
+ *                              where the state lives
+ *   STATE/workspace            (a --state-dir) the one workspace it serves
  *   .txbox/tx/<id>/            one transaction; flock on the dir while a
  *                              txbox process owns it
  *   .txbox/tx/.new-<id>/       one being created (locked, then renamed)
@@ -10,6 +13,7 @@
  *                              stale/ (its emptied layer, deleted by the next user)
  *   .txbox/tx/.trash-<id>/     one being deleted
  *       state                  running | held | applying | committed
+ *       workspace              "<dev> <ino> <path>" of the workspace it acts on
  *       layers/<n>/{upper,work}  the overlay layers (a stack; n = savepoint)
  *       journal                the commit plan (journal.c)
  *       displaced/             originals moved aside by a commit
