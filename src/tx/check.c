@@ -18,7 +18,7 @@ int txbox_check(const txbox_check_opts *opts, txbox_decision *out, txbox_error *
 		return txbox_fail(err, -EINVAL, "no command given");
 	_cleanup_free_ char *ws = NULL;
 	_cleanup_close_ int ws_fd = -1;
-	int r = workspace_open(opts->workspace, WS_ALLOW_FOREIGN, &ws, &ws_fd, err); /* reads nothing of it */
+	int r = workspace_open(opts->workspace, WS_ALLOW_FOREIGN | WS_CWD_NEW, &ws, &ws_fd, err); /* reads nothing of it */
 	if (r < 0)
 		return r;
 	policy *pol = NULL;

@@ -5,8 +5,38 @@
 #include "util/clock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static bool has_journal(tx *t)
+{
+	return faccessat(t->fd, "journal", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* The same journaled commit as txbox_run's: the state leaves "held"
+ * (durably) before the first change, so a crash at any point is found and
+ * reversed by recovery like any interrupted commit. */
+static int commit_held(tx_state_dir *sd, tx *t, txbox_result *res, txbox_error *err)
+{
+	int r = tx_set_state(t, TX_APPLYING, err);
+	if (r < 0)
+		return r;
+	tx_commit_info ci;
+	r = tx_commit(sd, t, true, &ci, err);
+	res->changes = ci.changes;
+	res->nchanges = ci.nchanges;
+	txbox_error re = TXBOX_ERROR_INIT;
+	if (r < 0)
+		tx_reverse_journal(sd, t, &re);
+	else {
+		res->outcome = TXBOX_COMMITTED;
+		tx_remove(sd, t, &re);
+	}
+	txbox_error_clear(&re);
+	return r;
+}
 
 int txbox_finish_held(const char *workspace, const char *state_dir, const char *txid, bool commit,
 		      txbox_result **out, txbox_error *err)
@@ -44,26 +74,15 @@ int txbox_finish_held(const char *workspace, const char *state_dir, const char *
 	}
 	res->tx = strdup(txid);
 	if (!commit) {
-		r = tx_rollback(&sd, &t, err);
+		/* a journal means a commit got under way (an older txbox, or a
+		 * crash between its steps): reversing it restores the
+		 * originals it displaced; discarding would delete them */
+		r = has_journal(&t) ? tx_reverse_journal(&sd, &t, err) : tx_rollback(&sd, &t, err);
 		res->outcome = TXBOX_ROLLED_BACK;
 		res->rollback_reason = "policy";
 		res->exit_status = 1;
-	} else {
-		tx_commit_info ci;
-		r = tx_commit(&sd, &t, true, &ci, err);
-		res->changes = ci.changes;
-		res->nchanges = ci.nchanges;
-		if (r < 0) {
-			txbox_error re = TXBOX_ERROR_INIT;
-			tx_reverse_journal(&sd, &t, &re);
-			txbox_error_clear(&re);
-		} else {
-			res->outcome = TXBOX_COMMITTED;
-			txbox_error re = TXBOX_ERROR_INIT;
-			tx_remove(&sd, &t, &re);
-			txbox_error_clear(&re);
-		}
-	}
+	} else
+		r = commit_held(&sd, &t, res, err);
 	if (r < 0) {
 		txbox_result_free(res);
 		goto out;

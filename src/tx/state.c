@@ -207,6 +207,151 @@ static int foreign_state_where(const char *ws_path, const struct stat *wst, int 
 			  ws_path, who);
 }
 
+/* ---- workspace identity ---------------------------------------------
+ * A transaction acts on one workspace only: the one it was opened on. Its
+ * identity (device and inode of the root; the path for messages) is
+ * recorded in each transaction ("workspace") and in a state dir outside
+ * the workspace, which serves that workspace alone. */
+
+#define IDENTITY_NAME "workspace"
+#define IDENTITY_MAX (PATH_MAX + 64)
+
+typedef struct ws_identity {
+	unsigned long long dev, ino;
+	char path[PATH_MAX];
+} ws_identity;
+
+static int format_identity(const tx_state_dir *s, char buf[static IDENTITY_MAX])
+{
+	struct stat st;
+	if (fstat(s->ws_fd, &st) < 0)
+		return -errno;
+	return snprintf(buf, IDENTITY_MAX, "%llu %llu %s\n", (unsigned long long)st.st_dev,
+			(unsigned long long)st.st_ino, s->ws_path);
+}
+
+/* Read a recorded identity: -ENOENT when missing or empty (a crash before
+ * it reached the disk), an error when it is not one. */
+static int read_identity(int dirfd, const char *where, ws_identity *id, txbox_error *err)
+{
+	_cleanup_close_ int fd = open_trusted(dirfd, IDENTITY_NAME, where, S_IFREG, 0, err);
+	if (fd < 0)
+		return fd;
+	char buf[IDENTITY_MAX + 1];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf - 1)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return txbox_fail_errno(err, -errno, "reading %s/%s", where, IDENTITY_NAME);
+	if (n == 0)
+		return -ENOENT;
+	buf[n] = '\0';
+	int off = 0;
+	if (buf[n - 1] != '\n' || sscanf(buf, "%llu %llu %n", &id->dev, &id->ino, &off) != 2 || off == 0)
+		return refuse(err, where, IDENTITY_NAME, "it is not \"<device> <inode> <path>\"");
+	buf[n - 1] = '\0';
+	escape_name(buf + off, id->path, sizeof id->path);
+	return 0;
+}
+
+/* Whether id is the workspace s->ws_fd; else an error naming both. */
+static int check_identity(const tx_state_dir *s, const ws_identity *id, const char *what, const char *hint,
+			  txbox_error *err)
+{
+	struct stat st;
+	if (fstat(s->ws_fd, &st) < 0)
+		return txbox_fail_errno(err, -errno, "stat of the workspace %s", s->ws_path);
+	if (id->dev == (unsigned long long)st.st_dev && id->ino == (unsigned long long)st.st_ino)
+		return 0;
+	return txbox_fail(err, -EXDEV,
+			  "refusing %s: it belongs to the workspace %s (device %llu, inode %llu), not to %s "
+			  "(device %llu, inode %llu); %s",
+			  what, id->path, id->dev, id->ino, s->ws_path, (unsigned long long)st.st_dev,
+			  (unsigned long long)st.st_ino, hint);
+}
+
+/* A state dir outside the workspace is bound to the first workspace that
+ * uses it: shared, one workspace's recovery would reverse another's
+ * journal into it. */
+static int bind_state_dir(tx_state_dir *s, unsigned flags, txbox_error *err)
+{
+	ws_identity id;
+	int r = read_identity(s->state_fd, s->state_path, &id, err);
+	if (r == 0) {
+		char what[PATH_MAX + 32];
+		snprintf(what, sizeof what, "the state dir %s", s->state_path);
+		return check_identity(s, &id, what,
+				      "a state dir serves one workspace only: give this one its own --state-dir", err);
+	}
+	if (r != -ENOENT || !(flags & STATE_CREATE)) /* only a run binds; each transaction still checks */
+		return r == -ENOENT ? 0 : r;
+	char buf[IDENTITY_MAX];
+	int n = format_identity(s, buf);
+	if (n < 0 || n >= IDENTITY_MAX)
+		return txbox_fail(err, n < 0 ? n : -ENAMETOOLONG, "recording the workspace of %s", s->state_path);
+	return fs_write_file_atomic(s->state_fd, IDENTITY_NAME, buf, (size_t)n, 0600, err);
+}
+
+/* The transaction's own record, made with it (not synced: the journal's
+ * fsyncs come later; a record lost in a crash falls back on the state
+ * dir's binding). */
+static int record_tx_identity(const tx_state_dir *s, tx *t, txbox_error *err)
+{
+	char buf[IDENTITY_MAX];
+	int n = format_identity(s, buf);
+	if (n < 0 || n >= IDENTITY_MAX)
+		return txbox_fail(err, n < 0 ? n : -ENAMETOOLONG, "recording the workspace of %s", t->id);
+	if (unlinkat(t->fd, IDENTITY_NAME, 0) < 0 && errno != ENOENT)
+		return txbox_fail_errno(err, -errno, "replacing the workspace record of %s", t->id);
+	_cleanup_close_ int fd =
+		openat(t->fd, IDENTITY_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, buf, (size_t)n) != n)
+		return txbox_fail_errno(err, -errno, "recording the workspace of %s", t->id);
+	return 0;
+}
+
+static int check_tx_identity(const tx_state_dir *s, tx *t, txbox_error *err)
+{
+	char where[PATH_MAX];
+	snprintf(where, sizeof where, "%s/tx/%s", s->state_path, t->id);
+	ws_identity id;
+	int r = read_identity(t->fd, where, &id, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	char what[TX_ID_MAX + 32];
+	snprintf(what, sizeof what, "transaction %s", t->id);
+	return check_identity(s, &id, what,
+			      "a transaction acts only on the workspace it was opened on (name that one with -w)", err);
+}
+
+/* A workspace whose state lives elsewhere keeps a W/.txbox all the same,
+ * recording where: what makes a directory recognisable as a workspace
+ * (a symlink inside one is never followed to name a workspace; the current
+ * directory must be one). Only in one's own workspace: another user's is
+ * theirs to arrange. */
+static int mark_workspace(const tx_state_dir *s, const struct stat *wst, txbox_error *err)
+{
+	if (wst->st_uid != geteuid())
+		return 0;
+	if (mkdirat(s->ws_fd, TX_STATE_DIR_NAME, 0700) < 0 && errno != EEXIST)
+		return txbox_fail_errno(err, -errno, "creating the workspace marker %s/%s", s->ws_path,
+					TX_STATE_DIR_NAME);
+	_cleanup_close_ int fd = open_trusted(s->ws_fd, TX_STATE_DIR_NAME, s->ws_path, S_IFDIR, 0, err);
+	if (fd < 0)
+		return fd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/%s vanished", s->ws_path, TX_STATE_DIR_NAME) : fd;
+	if (faccessat(fd, "state-dir", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	_cleanup_free_ char *real = realpath(s->state_path, NULL);
+	_cleanup_free_ char *line = NULL;
+	int n = asprintf(&line, "%s\n", real ? real : s->state_path);
+	if (n < 0)
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	int r = fs_write_file_atomic(fd, ".gitignore", "*\n", 2, 0644, err);
+	return r < 0 ? r : fs_write_file_atomic(fd, "state-dir", line, (size_t)n, 0600, err);
+}
+
 int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, tx_state_dir *out,
 		   txbox_error *err)
 {
@@ -259,6 +404,11 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	out->state_fd = steal_fd(sfd);
 	out->txs_fd = steal_fd(tfd);
 	out->state_inside = !state_dir;
+	if (state_dir && ((r = bind_state_dir(out, flags, err)) < 0 ||
+			  ((flags & STATE_CREATE) && (r = mark_workspace(out, &wst, err)) < 0))) {
+		state_dir_close(out);
+		return r;
+	}
 	return 0;
 }
 
@@ -441,7 +591,8 @@ int tx_create(tx_state_dir *s, tx *out, txbox_error *err)
 			return err ? err->code : -EEXIST;
 		}
 	}
-	return tx_set_state(out, TX_RUNNING, err);
+	int r = record_tx_identity(s, out, err);
+	return r < 0 ? r : tx_set_state(out, TX_RUNNING, err);
 }
 
 /* Everything of a transaction txbox reads back, checked before use; not
@@ -456,6 +607,7 @@ static int check_tx_entries(tx_state_dir *s, tx *t, txbox_error *err)
 	} entries[] = {
 		{"state", S_IFREG},  {"journal", S_IFREG},  {"displaced", S_IFDIR},
 		{"layers", S_IFDIR}, {"layers/0", S_IFDIR}, {"layers/0/root", S_IFREG},
+		{IDENTITY_NAME, S_IFREG},
 	};
 	char where[PATH_MAX];
 	snprintf(where, sizeof where, "%s/tx/%s", s->state_path, t->id);
@@ -489,7 +641,7 @@ int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err)
 	if (flock(out->fd, LOCK_EX | LOCK_NB) < 0)
 		return txbox_fail(err, -EBUSY, "transaction %s is in use by another txbox process", id);
 	int r = check_tx_entries(s, out, err);
-	if (r < 0)
+	if (r < 0 || (r = check_tx_identity(s, out, err)) < 0)
 		return r;
 	out->top.upper_fd = openat(out->fd, "layers/0/upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	out->top.work_fd = openat(out->fd, "layers/0/work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -621,6 +773,9 @@ static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 		if (!fs_xattr_is_overlay_private(names + i) && strncmp(names + i, "security.", 9) != 0 &&
 		    fremovexattr(t->top.upper_fd, names + i) < 0 && errno != ENODATA)
 			return txbox_fail_errno(err, -errno, "removing the xattr %s from the upper root", names + i);
+	/* a spare belongs to no workspace until taken */
+	if (unlinkat(t->fd, IDENTITY_NAME, 0) < 0 && errno != ENOENT)
+		return txbox_fail_errno(err, -errno, "removing the workspace record of %s", t->id);
 	trace_mark("recycle: emptied");
 	int spares = each_spare(s, NULL, NULL);
 	if (spares < 0 || spares >= TX_SPARES_MAX)
@@ -702,12 +857,14 @@ static int recover_tx(tx_state_dir *s, const char *name, txbox_error *err)
 		tx_close(&t);
 		return r;
 	}
-	if (st == TX_HELD) { /* open on purpose, waiting for commit/rollback */
+	/* A journal without the commit point: a commit was under way, whatever
+	 * the state said before it (held included), and is reversed. */
+	bool journal = faccessat(t.fd, "journal", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	if (st == TX_HELD && !journal) { /* open on purpose, waiting for commit/rollback */
 		tx_close(&t);
 		return 0;
 	}
-	/* A journal without the commit point: the commit was under way. */
-	if (st != TX_COMMITTED && faccessat(t.fd, "journal", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+	if (st != TX_COMMITTED && journal)
 		r = tx_reverse_journal(s, &t, err);
 	else
 		r = tx_remove(s, &t, err);

@@ -3,6 +3,9 @@
  *
  *   .txbox/.gitignore          "*"
  *   .txbox/lock                flock: serialises commits on the workspace
+ *   .txbox/state-dir           (state elsewhere: the marker's only record)
+ *                              where the state lives
+ *   STATE/workspace            (a --state-dir) the one workspace it serves
  *   .txbox/tx/<id>/            one transaction; flock on the dir while a
  *                              txbox process owns it
  *   .txbox/tx/.new-<id>/       one being created (locked, then renamed)
@@ -10,6 +13,7 @@
  *                              stale/ (its emptied layer, deleted by the next user)
  *   .txbox/tx/.trash-<id>/     one being deleted
  *       state                  running | held | applying | committed
+ *       workspace              "<dev> <ino> <path>" of the workspace it acts on
  *       layers/<n>/{upper,work}  the overlay layers (a stack; n = savepoint)
  *       journal                the commit plan (journal.c)
  *       displaced/             originals moved aside by a commit
@@ -70,9 +74,17 @@ const char *tx_status_name(tx_status st);
  * same directory) must not pass through a symlink inside a txbox workspace
  * (a directory holding .txbox/). A directory inside a workspace of the
  * caller's is refused when named, and stands for that (outermost)
- * workspace when it is the current directory. A workspace owned by another
+ * workspace when it is the current directory. A current directory known
+ * only by its physical path ($PWD does not name it) must be (inside) a
+ * workspace already (it holds .txbox/) unless flags has WS_CWD_NEW. A
+ * workspace owned by another
  * user is refused unless flags has WS_ALLOW_FOREIGN. */
-enum { WS_ALLOW_FOREIGN = 1 << 0 };
+enum {
+	WS_ALLOW_FOREIGN = 1 << 0,
+	/* the current directory may become a workspace whatever path it was
+	 * reached by: for what neither reads nor changes it (txbox check) */
+	WS_CWD_NEW = 1 << 1,
+};
 int workspace_open(const char *path, unsigned flags, char **canonical, int *ws_fd, txbox_error *err);
 /* "name (uid N)" for messages */
 void tx_owner_name(uid_t uid, char buf[static 96]);

@@ -172,8 +172,9 @@ static int walk_step(walk *w, const char *logical, txbox_error *err)
  * directory are taken from $PWD when it names the current directory (a
  * shell's logical path keeps the symlinks it was reached through, which
  * getcwd() does not). */
-static char *logical_path(const char *path)
+static char *logical_path(const char *path, bool *physical)
 {
+	*physical = false;
 	if (path && path[0] == '/')
 		return strdup(path);
 	const char *pwd = getenv("PWD");
@@ -184,6 +185,7 @@ static char *logical_path(const char *path)
 		if (!(cwd = getcwd(NULL, 0)))
 			return NULL;
 		pwd = cwd;
+		*physical = true;
 	}
 	char *out = NULL;
 	if (asprintf(&out, "%s%s%s", pwd, path ? "/" : "", path ? path : "") < 0)
@@ -228,6 +230,24 @@ static int enclosing(walk *w, bool named, txbox_error *err)
 	return 0;
 }
 
+/* A current directory known only by its physical path ($PWD missing or
+ * naming another directory) stands for a workspace only when it is
+ * (inside) one already: a directory reached through a symlink a
+ * transaction published (cd W/link) would otherwise become a new
+ * workspace outside W. Named with -w, or by a $PWD that names it, the path
+ * is walked and such a symlink refused. */
+static int existing_workspace(const walk *w, txbox_error *err)
+{
+	struct stat st;
+	if (fstatat(w->fd, TX_STATE_DIR_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	return txbox_fail(err, -ENOENT,
+			  "the current directory %s is not a txbox workspace (it holds no %s) and $PWD does "
+			  "not name it, so the path it was reached by is unknown: name the workspace with -w DIR "
+			  "for its first use; later runs may start anywhere inside it",
+			  w->path, TX_STATE_DIR_NAME);
+}
+
 static int check_owner(int fd, const char *path, unsigned flags, txbox_error *err)
 {
 	struct stat st;
@@ -255,7 +275,8 @@ int workspace_open(const char *path, unsigned flags, char **canonical, int *ws_f
 		return txbox_fail(err, -EINVAL, "the workspace path is empty");
 	if (path && strlen(path) >= PATH_MAX)
 		return txbox_fail(err, -ENAMETOOLONG, "the workspace path is too long");
-	_cleanup_free_ char *logical = logical_path(path);
+	bool physical;
+	_cleanup_free_ char *logical = logical_path(path, &physical);
 	if (!logical)
 		return txbox_fail_errno(err, -errno, "cannot determine the current directory");
 	_cleanup_free_ walk *w = calloc(1, sizeof *w);
@@ -266,6 +287,8 @@ int workspace_open(const char *path, unsigned flags, char **canonical, int *ws_f
 	if (r < 0 || (r = enclosing(w, path != NULL, err)) < 0)
 		return r;
 	pfd = w->fd;
+	if (!path && physical && !(flags & WS_CWD_NEW) && (r = existing_workspace(w, err)) < 0)
+		return r;
 	if ((r = check_owner(pfd, w->path, flags, err)) < 0 || (r = vet_path(w->path, err)) < 0)
 		return r;
 	struct statfs sf;

@@ -139,6 +139,7 @@ def load_tests():
     import test_spare  # noqa: F401
     import test_literal  # noqa: F401
     import test_state_trust  # noqa: F401
+    import test_tx_binding  # noqa: F401
     import test_commit_trust  # noqa: F401
     import test_effects  # noqa: F401
 

@@ -365,8 +365,15 @@ def relative_ws(ctx):
     res.expect(outcome="committed", exit_status=0)
     check(os.path.isfile(os.path.join(ws, "sub", "rel.txt")), "-w sub (relative) did not commit into ws/sub")
     check(not os.path.exists(os.path.join(ws, "rel.txt")), "-w sub wrote into the cwd instead")
-    # -w defaults to the current directory
-    res = ctx.run_txbox(["run", "--json", "--", "echo dflt > dflt.txt"], cwd=ws)
+    # without -w, a current directory known only by its physical path ($PWD
+    # names another) must be a workspace already: ws is not one yet
+    env = dict(os.environ, PWD="/")
+    res = ctx.run_txbox(["run", "--json", "--", "echo dflt > dflt.txt"], cwd=ws, env=env)
+    check(res.rc == 125 and b"not a txbox workspace" in res.err,
+          "without -w, a directory that is no workspace yet was used: rc %d %r" % (res.rc, res.err[-300:]))
+    check(not os.path.exists(os.path.join(ws, "dflt.txt")), "the refused run changed the cwd")
+    # -w defaults to the current directory: $PWD names it
+    res = ctx.run_txbox(["run", "--json", "--", "echo dflt > dflt.txt"], cwd=ws, env=dict(os.environ, PWD=ws))
     res.parse_json()
     res.expect(outcome="committed", exit_status=0)
     check(os.path.isfile(os.path.join(ws, "dflt.txt")), "without -w, the cwd was not the workspace")
