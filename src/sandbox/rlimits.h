@@ -11,6 +11,14 @@
  * SIGKILL a second later). */
 int harden_rlimits_apply(const harden_opts *o, txbox_error *err);
 
+/* RLIMIT_SIGPENDING of every command: signals it may have queued at once. */
+#define LIMITS_SIGPENDING 256u
+
+/* SysV message queues: bytes per queue (the kernel's default msgmnb), and
+ * the kernel memory each queued message costs beyond its text. */
+#define LIMITS_MSGMNB 16384u
+#define LIMITS_MSG_HEADER_BYTES 64u
+
 /* Kernel memory an inode of the private tmpfs costs (inode + dentry),
  * charged with its pages when memory is measured without a cgroup. */
 #define LIMITS_TMPFS_INODE_BYTES 1024u
@@ -28,5 +36,17 @@ void limits_memwatch_init(limits_memwatch *w);
 uint64_t limits_memwatch_bytes(const limits_memwatch *w);
 
 /* In the sandbox's IPC namespace (init, before /proc/sys is read-only):
- * SysV shared memory of at most `bytes` in all. 0 or -errno. */
+ * SysV shared memory, and SysV message queues, of at most `bytes` each.
+ * 0 or -errno. */
 int limits_ipc_cap(uint64_t bytes);
+
+/* In the sandbox's own user namespace (init, rootless, before /proc/sys is
+ * read-only): per-user kernel counters (inotify, fanotify) capped at a
+ * quarter of the host user's allowance. 0 or -errno. */
+int limits_ucounts_cap(void);
+
+/* CPU used so far by the sandbox's PID namespace, in clock ticks: every
+ * live process's, and what its processes (init included) reaped. Init
+ * samples it to enforce one CPU budget for the whole sandbox when no
+ * cgroup accounts it (RLIMIT_CPU is per process). */
+uint64_t limits_ns_cpu_ticks(void);

@@ -50,6 +50,8 @@ typedef struct init_report {
 	int validation_status;
 	unsigned long long watch_memory; /* bytes; 0 = a cgroup watches (or no limit) */
 	int memory_exceeded;
+	unsigned long long watch_cpu; /* clock ticks for the whole sandbox; 0 = no limit */
+	int cpu_exceeded;
 	int cgroup_failed;   /* could not join the v1 cgroup: rlimits hold instead */
 	char msg[1024];
 } init_report;
@@ -252,6 +254,7 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 	limits_memwatch mw = {0}; /* its baseline: before the command exists */
 	if (rep->watch_memory)
 		limits_memwatch_init(&mw);
+	uint64_t cpu_base = rep->watch_cpu ? limits_ns_cpu_ticks() : 0;
 	int ep[2]; /* exec channel: a datagram per message, so a handoff is told from a failure */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ep) < 0)
 		return -errno;
@@ -312,14 +315,18 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 	 * memory limit); RLIMIT_AS at twice the limit is the hard backstop of
 	 * each process between two samples. */
 	uint64_t watch = (uint64_t)rep->watch_memory;
-	_cleanup_close_ int pidfd = watch ? sys_pidfd_open(pid, 0) : -1;
+	_cleanup_close_ int pidfd = watch || rep->watch_cpu ? sys_pidfd_open(pid, 0) : -1;
 	for (;;) {
 		if (pidfd >= 0) {
 			struct pollfd pf = {.fd = pidfd, .events = POLLIN};
 			int pr = poll(&pf, 1, 20);
 			if (pr == 0) {
-				if (limits_memwatch_bytes(&mw) > watch) {
+				if (watch && limits_memwatch_bytes(&mw) > watch) {
 					rep->memory_exceeded = 1;
+					kill(-1, SIGKILL);
+				}
+				if (rep->watch_cpu && limits_ns_cpu_ticks() - cpu_base > rep->watch_cpu) {
+					rep->cpu_exceeded = 1;
 					kill(-1, SIGKILL);
 				}
 				while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans */
@@ -472,6 +479,10 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	close(sync_r);
 	if (s->limits.memory_bytes && s->harden.address_space_bytes)
 		rep.watch_memory = s->limits.memory_bytes;
+	/* RLIMIT_CPU is per process: forking spreads any budget. The budget
+	 * is the whole sandbox's, sampled here whatever else accounts it. */
+	if (s->harden.cpu_seconds)
+		rep.watch_cpu = s->harden.cpu_seconds * (unsigned long long)sysconf(_SC_CLK_TCK);
 	if (c == 'm' || rep.cgroup_failed) { /* no cgroup after all: fall back to rlimits */
 		((sandbox_spec *)s)->harden.address_space_bytes = 2 * s->limits.memory_bytes;
 		rep.watch_memory = s->limits.memory_bytes;
@@ -876,6 +887,8 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	}
 	if (!o->limit && rep.memory_exceeded)
 		o->limit = "memory";
+	if (!o->limit && rep.cpu_exceeded)
+		o->limit = "cpu";
 	if (!o->limit && o->signal == SIGXCPU)
 		o->limit = "cpu";
 	if (!o->limit && o->signal == SIGXFSZ)

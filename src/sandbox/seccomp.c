@@ -88,6 +88,16 @@ static const char *const denied_always[] = {
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
 };
 
+/* Refused with ENOSYS whatever the arguments: legacy (kernel) AIO. Its
+ * event pool (fs.aio-max-nr) is one per machine, with no per-user or
+ * per-cgroup share, so one command could starve every database and VM on
+ * the host. ENOSYS, as on a kernel built without AIO: glibc's POSIX AIO
+ * uses threads and never calls these; libaio users fall back. */
+static const char *const denied_nosys[] = {
+	"io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
+	"io_pgetevents_time64",
+};
+
 static const uint64_t clone_ns_flags[] = {
 	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
 	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
@@ -116,23 +126,31 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned nargs
 	return 0;
 }
 
-static int add_denied_names(scmp_filter_ctx ctx, txbox_error *err)
+static int add_denied_list(scmp_filter_ctx ctx, const char *const *names, size_t n, int errnum,
+			   txbox_error *err)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(denied_always); i++) {
-		int nr = seccomp_syscall_resolve_name(denied_always[i]);
+	for (size_t i = 0; i < n; i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]);
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* unknown to this libseccomp: skip */
-		int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(errnum), nr, 0);
 		if (r < 0) {
 			/* A syscall this architecture lacks (negative pseudo
 			 * number that cannot be rewritten) is not an error. */
 			if (nr < 0 && (r == -EDOM || r == -EINVAL || r == -EFAULT))
 				continue;
-			return txbox_fail_errno(err, r, "seccomp: adding the rule for %s",
-						denied_always[i]);
+			return txbox_fail_errno(err, r, "seccomp: adding the rule for %s", names[i]);
 		}
 	}
 	return 0;
+}
+
+static int add_denied_names(scmp_filter_ctx ctx, txbox_error *err)
+{
+	int r = add_denied_list(ctx, denied_always, ARRAY_SIZE(denied_always), EPERM, err);
+	if (r < 0)
+		return r;
+	return add_denied_list(ctx, denied_nosys, ARRAY_SIZE(denied_nosys), ENOSYS, err);
 }
 
 static int add_clone_rules(scmp_filter_ctx ctx, txbox_error *err)
