@@ -43,6 +43,11 @@
 #include <string.h>
 #include <dirent.h>
 #include <linux/magic.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/msg.h>
 #include <sys/shm.h>
@@ -810,6 +815,54 @@ static uint64_t own_shmem_bytes(void)
 	return sum;
 }
 
+static uint64_t unix_diag_meminfo(const struct nlmsghdr *h)
+{
+	const struct unix_diag_msg *m = NLMSG_DATA(h);
+	int left = (int)h->nlmsg_len - (int)NLMSG_LENGTH(sizeof *m);
+	for (const struct rtattr *a = (const void *)(m + 1); left > 0 && RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+		if (a->rta_type != UNIX_DIAG_MEMINFO || RTA_PAYLOAD(a) < SK_MEMINFO_WMEM_ALLOC * 4 + 4)
+			continue;
+		const uint32_t *v = RTA_DATA(a);
+		return (uint64_t)v[SK_MEMINFO_RMEM_ALLOC] + v[SK_MEMINFO_WMEM_ALLOC];
+	}
+	return 0;
+}
+
+/* Bytes queued in the Unix sockets of this network namespace (sock_diag:
+ * each socket's allocated receive and send buffer memory). Kernel memory,
+ * resident in no process: a few thousand socket pairs hold gigabytes. */
+static uint64_t ns_unix_socket_bytes(void)
+{
+	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return 0;
+	struct {
+		struct nlmsghdr h;
+		struct unix_diag_req r;
+	} req = {
+		.h = {.nlmsg_len = sizeof req, .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+		.r = {.sdiag_family = AF_UNIX, .udiag_states = ~0u, .udiag_show = UDIAG_SHOW_MEMINFO},
+	};
+	if (send(fd, &req, sizeof req, 0) != (ssize_t)sizeof req)
+		return 0;
+	uint64_t sum = 0;
+	_Alignas(struct nlmsghdr) char buf[32768];
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof buf, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return sum;
+		int left = (int)n;
+		for (const struct nlmsghdr *h = (const void *)buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
+				return sum;
+			if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY)
+				sum += unix_diag_meminfo(h);
+		}
+	}
+}
+
 void limits_memwatch_init(limits_memwatch *w)
 {
 	w->shmem_base = host_shmem_bytes();
@@ -826,7 +879,8 @@ uint64_t limits_memwatch_bytes(const limits_memwatch *w)
 	uint64_t host = host_shmem_bytes();
 	uint64_t grown = host > w->shmem_base ? host - w->shmem_base : 0;
 	uint64_t own = own_shmem_bytes();
-	return ns_private_bytes() + (grown > own ? grown : own);
+	uint64_t sockets = w->own_netns ? ns_unix_socket_bytes() : 0;
+	return ns_private_bytes() + (grown > own ? grown : own) + sockets;
 }
 
 int limits_ipc_cap(uint64_t bytes)

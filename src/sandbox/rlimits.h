@@ -4,6 +4,7 @@
 
 #include "sandbox/harden.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Lower the RLIMIT_* named in o (0 = leave as is); never raises a hard
@@ -26,11 +27,15 @@ int harden_rlimits_apply(const harden_opts *o, txbox_error *err);
 /* Without a memory cgroup, the sandbox's init samples what the sandbox
  * holds in memory: the private (anonymous) memory of every process of its
  * PID namespace, plus shared memory held by objects rather than processes
- * — its private tmpfs, SysV segments of its IPC namespace, memfds (open,
+ * — its private tmpfs, SysV segments and message queues of its IPC
+ * namespace, Unix socket buffers of its network namespace, memfds (open,
  * only mapped, or in flight in a socket: bounded by the machine's shmem
  * growth since init_memwatch). Runs in init, with the sandbox's /proc. */
 typedef struct limits_memwatch {
 	uint64_t shmem_base;
+	/* The network namespace is the sandbox's own: the buffers of its Unix
+	 * sockets are the command's (with --net they would be the host's). */
+	bool own_netns;
 } limits_memwatch;
 void limits_memwatch_init(limits_memwatch *w);
 uint64_t limits_memwatch_bytes(const limits_memwatch *w);

@@ -252,8 +252,10 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 		   int out_w, int err_w, int *status, bool *started, init_report *rep)
 {
 	limits_memwatch mw = {0}; /* its baseline: before the command exists */
-	if (rep->watch_memory)
+	if (rep->watch_memory) {
 		limits_memwatch_init(&mw);
+		mw.own_netns = !s->network;
+	}
 	uint64_t cpu_base = rep->watch_cpu ? limits_ns_cpu_ticks() : 0;
 	int ep[2]; /* exec channel: a datagram per message, so a handoff is told from a failure */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ep) < 0)

@@ -2586,3 +2586,26 @@ def terminal_escapes_filtered(ctx):
         check(bad not in seen, "%r reached the terminal: %r" % (bad, seen[:400]))
     check(b"\x1b[31mRED\x1b[0m" in seen, "SGR colours did not reach the terminal: %r" % seen[:400])
     check(b"AB" in seen and b"C" in seen and b"D" in seen, "text around the sequences lost: %r" % seen[:400])
+
+
+@attack("unix-socket-buffer-memory", heavy=True, needs=("python3",))
+def unix_socket_buffer_memory(ctx):
+    """Unix socket buffers are kernel memory resident in no process: under
+    --memory 64M a few thousand filled socket pairs never hold 384 MiB."""
+    ws = ctx.workspace("sockbuf")
+    ctx.allow_error = True
+    script = ("import socket, time\n"
+              "pairs, total = [], 0\n"
+              "while total < (384 << 20) and len(pairs) < 3000:\n"
+              "    a, b = socket.socketpair(); a.setblocking(False)\n"
+              "    try:\n"
+              "        while True: total += a.send(b'x' * 65536)\n"
+              "    except BlockingIOError: pass\n"
+              "    pairs.append((a, b))\n"
+              "print('BUFFERED', total >> 20, flush=True)\n"
+              "time.sleep(2)\nprint('SURVIVED', flush=True)\nprint('PROBE-DONE')\n")
+    res = ctx.run(ws, argv=["python3", "-c", script], opts=["--memory", "64M", "--timeout", "60"], timeout=90)
+    check("SURVIVED" not in res.stdout, "%s MiB held in Unix socket buffers under --memory 64M: %s"
+          % ((res.lines("BUFFERED ") or ["?"])[0], res.describe()))
+    check(res.outcome == "rolled_back" and res.get("limit") == "memory",
+          "not stopped as the memory limit: %s" % res.describe())
