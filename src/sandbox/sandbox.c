@@ -156,11 +156,12 @@ static void __attribute__((noreturn)) report_harden_failure(int exec_pipe, txbox
  * so it needs no no_new_privs yet), and init hands its listener to the
  * socket guard (unixguard.c) while we harden the rest; only then may our
  * copy close: no listener left would make every connect() fail (ENOSYS). */
-static int load_socket_filter(int exec_pipe)
+static int load_socket_filter(const sandbox_spec *s, int exec_pipe)
 {
 	txbox_error e = TXBOX_ERROR_INIT;
 	int listener;
-	if (harden_seccomp_load_notify(&listener, &e) < 0)
+	/* With --net, abstract names are the host's: bind goes to the guard too. */
+	if (harden_seccomp_load_notify(s->network, &listener, &e) < 0)
 		report_harden_failure(exec_pipe, &e);
 	if (write(exec_pipe, &listener, sizeof listener) != (ssize_t)sizeof listener)
 		_exit(125);
@@ -191,7 +192,7 @@ exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_t
 	exec_pipe = 3;
 	signal(SIGPIPE, SIG_DFL);
 
-	int listener = load_socket_filter(exec_pipe);
+	int listener = load_socket_filter(s, exec_pipe);
 	txbox_error e = TXBOX_ERROR_INIT;
 	if (harden_child_apply(&s->harden, NULL, &e) < 0)
 		report_harden_failure(exec_pipe, &e);

@@ -2609,3 +2609,29 @@ def unix_socket_buffer_memory(ctx):
           % ((res.lines("BUFFERED ") or ["?"])[0], res.describe()))
     check(res.outcome == "rolled_back" and res.get("limit") == "memory",
           "not stopped as the memory limit: %s" % res.describe())
+
+
+@attack("abstract-bind-with-net", needs=("python3",))
+def abstract_bind_with_net(ctx):
+    """With --net the abstract Unix namespace is the host's: the command
+    never binds (squats) a host abstract name, while pathname binds (with
+    its umask) and autobind keep working."""
+    ws = ctx.workspace("absbind", seed=False)
+    name = "txbox-sec-squat-" + ctx.mark
+    script = ("import os, socket, stat\n"
+              "os.umask(0o077)\n"
+              "try:\n"
+              "    socket.socket(socket.AF_UNIX).bind('\\0%s'); print('ABSTRACT bound')\n"
+              "except OSError as e: print('ABSTRACT', e.errno)\n"
+              "p = socket.socket(socket.AF_UNIX); p.bind('p.sock'); p.listen(1)\n"
+              "c = socket.socket(socket.AF_UNIX); c.connect('p.sock')\n"
+              "print('PATH', oct(stat.S_IMODE(os.stat('p.sock').st_mode)), p.getsockname())\n"
+              "a = socket.socket(socket.AF_UNIX); a.bind(''); print('AUTO', len(a.getsockname()))\n"
+              "os.unlink('p.sock')\nprint('PROBE-DONE')\n" % name)
+    res = ctx.run(ws, argv=["python3", "-c", script], opts=["--net"])
+    check(res.lines("ABSTRACT "), "no result: %s" % res.describe())
+    check(res.lines("ABSTRACT ")[0] == "ABSTRACT 1",
+          "with --net the command bound the host abstract name @%s: %s" % (name, res.lines("ABSTRACT ")[0]))
+    check(res.lines("PATH ") and res.lines("PATH ")[0] == "PATH 0o700 p.sock",
+          "a pathname bind with --net does not work as natively: %s" % res.describe())
+    check(res.lines("AUTO "), "autobind with --net failed: %s" % res.describe())
