@@ -729,6 +729,7 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	uint64_t last_measure = t0;
 	quota_watch qw;
 	quota_watch_init(&qw, layer->upper_fd, s->limits.disk_bytes, t0);
+	qw.init_pid = pid; /* files the sandbox unlinked but holds open count too */
 	fcntl(outp[0], F_SETFL, O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
 	fcntl(repp[0], F_SETFL, O_NONBLOCK);

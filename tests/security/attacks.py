@@ -2635,3 +2635,22 @@ def abstract_bind_with_net(ctx):
     check(res.lines("PATH ") and res.lines("PATH ")[0] == "PATH 0o700 p.sock",
           "a pathname bind with --net does not work as natively: %s" % res.describe())
     check(res.lines("AUTO "), "autobind with --net failed: %s" % res.describe())
+
+
+@attack("disk-unlinked-open-files", heavy=True, needs=("python3",))
+def disk_unlinked_open_files(ctx):
+    """Files the command unlinked but holds open are in no walk of the
+    layer, yet on the disk: under --disk 20M, 8 such files of 10 MiB each
+    are stopped as the disk limit."""
+    ws = ctx.workspace("unlinkedopen")
+    ctx.allow_error = True
+    script = ("import os, time\nfds = []\n"
+              "for i in range(8):\n"
+              "    fd = os.open('big%d' % i, os.O_CREAT | os.O_WRONLY, 0o644)\n"
+              "    for k in range(10): os.write(fd, b'\\xa5' * (1 << 20))\n"
+              "    os.fsync(fd); os.unlink('big%d' % i); fds.append(os.dup(fd)); fds.append(fd)\n"
+              "    time.sleep(0.2)\n"
+              "time.sleep(4)\nprint('SURVIVED')\nprint('PROBE-DONE')\n")
+    res = ctx.run(ws, argv=["python3", "-c", script], opts=["--disk", "20M", "--timeout", "60"], timeout=90)
+    check(res.outcome == "rolled_back" and res.get("limit") == "disk",
+          "80 MiB in unlinked open files under --disk 20M not stopped as the disk limit: %s" % res.describe())
