@@ -328,7 +328,8 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 					rep->memory_exceeded = 1;
 					kill(-1, SIGKILL);
 				}
-				if (rep->watch_cpu && limits_ns_cpu_ticks() - cpu_base > rep->watch_cpu) {
+				uint64_t cpu = rep->watch_cpu ? limits_ns_cpu_ticks() : 0;
+				if (rep->watch_cpu && cpu > cpu_base && cpu - cpu_base > rep->watch_cpu) {
 					rep->cpu_exceeded = 1;
 					kill(-1, SIGKILL);
 				}
