@@ -40,7 +40,130 @@ void capture_init(capture *c, size_t limit, int passthrough)
 		}
 		if (c->pass_own < 0 && S_ISCHR(st.st_mode) && isatty(passthrough))
 			c->pass_chunk = 256; /* no own description (another user's tty): n_tty's wake-up room */
+		c->pass_tty = S_ISCHR(st.st_mode) && isatty(passthrough);
 	}
+}
+
+static bool is_string_intro(unsigned char b)
+{
+	return b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X';
+}
+
+/* Text, or a C0/C1 control to drop. UTF-8 is passed whole except the
+ * encodings of C1 controls (C2 80..C2 9F); a stray byte 0x80..0x9F is a C1
+ * control to an 8-bit terminal and is dropped. */
+static size_t ground_byte(term_filter *f, unsigned char b, char *out)
+{
+	if (f->utf8_left) {
+		if (b >= 0x80 && b < 0xc0) {
+			f->utf8_left--;
+			if (f->utf8_c2) {
+				f->utf8_c2 = false;
+				if (b < 0xa0)
+					return 0; /* C1 control: the lead was held back, drop both */
+				out[0] = (char)0xc2;
+				out[1] = (char)b;
+				return 2;
+			}
+			out[0] = (char)b;
+			return 1;
+		}
+		f->utf8_left = 0; /* broken sequence: judge this byte afresh */
+		f->utf8_c2 = false;
+	}
+	if (b == 0x1b) {
+		f->state = TERM_ESC;
+		return 0;
+	}
+	if (b >= 0xc2 && b < 0xf5) {
+		f->utf8_left = b < 0xe0 ? 1 : b < 0xf0 ? 2 : 3;
+		f->utf8_c2 = b == 0xc2;
+		if (f->utf8_c2)
+			return 0; /* held back until its continuation says what it is */
+		out[0] = (char)b;
+		return 1;
+	}
+	bool text = (b >= 0x20 && b < 0x7f) || b == '\t' || b == '\n' || b == '\r' || b == '\b';
+	if (!text)
+		return 0;
+	out[0] = (char)b;
+	return 1;
+}
+
+static size_t csi_byte(term_filter *f, unsigned char b, char *out)
+{
+	if (b >= 0x40 && b <= 0x7e) { /* final byte */
+		f->state = TERM_GROUND;
+		if (b != 'm' || !f->csi_ok)
+			return 0;
+		out[0] = 0x1b;
+		out[1] = '[';
+		memcpy(out + 2, f->csi, f->csi_len);
+		out[2 + f->csi_len] = 'm';
+		return f->csi_len + 3;
+	}
+	if (b >= 0x20 && b <= 0x3f) {
+		bool sgr = (b >= '0' && b <= '9') || b == ';' || b == ':';
+		if (!sgr || f->csi_len == sizeof f->csi)
+			f->csi_ok = false;
+		else
+			f->csi[f->csi_len++] = (char)b;
+		return 0;
+	}
+	f->state = b == 0x1b ? TERM_ESC : TERM_GROUND; /* anything else aborts it */
+	return 0;
+}
+
+static size_t esc_byte(term_filter *f, unsigned char b)
+{
+	if (b == '[') {
+		f->state = TERM_CSI;
+		f->csi_len = 0;
+		f->csi_ok = true;
+	} else if (is_string_intro(b))
+		f->state = TERM_STRING;
+	else if (b >= 0x20 && b <= 0x2f)
+		f->state = TERM_ESC_INTER;
+	else if (b != 0x1b)
+		f->state = TERM_GROUND; /* a final byte (dropped with its ESC), or an abort */
+	return 0;
+}
+
+static size_t term_byte(term_filter *f, unsigned char b, char *out)
+{
+	switch (f->state) {
+	case TERM_GROUND:
+		return ground_byte(f, b, out);
+	case TERM_ESC:
+		return esc_byte(f, b);
+	case TERM_ESC_INTER:
+		if (b < 0x20 || b > 0x2f)
+			f->state = b == 0x1b ? TERM_ESC : TERM_GROUND;
+		return 0;
+	case TERM_CSI:
+		return csi_byte(f, b, out);
+	case TERM_STRING:
+		if (b == 0x07 || b == 0x18 || b == 0x1a)
+			f->state = TERM_GROUND;
+		else if (b == 0x1b)
+			f->state = TERM_STRING_ESC;
+		return 0;
+	case TERM_STRING_ESC:
+		if (b == '\\') {
+			f->state = TERM_GROUND;
+			return 0;
+		}
+		return esc_byte(f, b); /* ESC ends the string and starts a sequence */
+	}
+	return 0;
+}
+
+size_t term_filter_run(term_filter *f, const char *in, size_t n, char *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++)
+		o += term_byte(f, (unsigned char)in[i], out + o);
+	return o;
 }
 
 static void queue(capture *c, const char *p, size_t n)
@@ -134,7 +257,11 @@ int capture_read_some(capture *c, int fd, int rounds_max)
 		if (n == 0)
 			return 0;
 		if (c->passthrough >= 0 && !c->pass_gone) {
-			queue(c, chunk, (size_t)n);
+			if (c->pass_tty) {
+				char safe[sizeof chunk + sizeof c->term.csi + 3];
+				queue(c, safe, term_filter_run(&c->term, chunk, (size_t)n, safe));
+			} else
+				queue(c, chunk, (size_t)n);
 			capture_pass_flush(c, 0);
 		}
 		size_t room = c->limit - c->len;

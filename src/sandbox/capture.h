@@ -5,6 +5,34 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Escape-sequence filter for a live copy to a terminal: plain text, \t \n
+ * \r \b and SGR colours (CSI digits/;/: m) pass; every other control,
+ * ESC/CSI sequence and string (OSC, DCS, APC, PM, SOS) is dropped, also
+ * when split across reads. The terminal is outside the sandbox: OSC 52
+ * writes the clipboard, report requests type answers into the shell. */
+typedef enum term_state {
+	TERM_GROUND,
+	TERM_ESC,       /* after ESC */
+	TERM_ESC_INTER, /* ESC, intermediates: until a final byte */
+	TERM_CSI,       /* ESC [ parameters */
+	TERM_STRING,    /* OSC/DCS/APC/PM/SOS body: until BEL or ST */
+	TERM_STRING_ESC,
+} term_state;
+
+typedef struct term_filter {
+	term_state state;
+	unsigned utf8_left;  /* continuation bytes still expected */
+	bool utf8_c2;        /* the lead was 0xC2: U+0080..U+009F are C1 controls */
+	bool csi_ok;         /* parameters so far fit an SGR sequence */
+	size_t csi_len;
+	char csi[32];
+} term_filter;
+
+/* Filter n bytes of in into out (room for n + sizeof csi + 3 bytes: a
+ * sequence held back from earlier calls); returns
+ * the bytes written. */
+size_t term_filter_run(term_filter *f, const char *in, size_t n, char *out);
+
 typedef struct capture {
 	char *buf;
 	size_t len, cap, limit;
@@ -17,6 +45,8 @@ typedef struct capture {
 	bool pass_sock;     /* the fd is a socket: send(MSG_DONTWAIT) */
 	bool pass_gone;     /* the fd failed: no more live copy */
 	bool pass_dropped;  /* the queue overflowed: live copy stopped (capture goes on) */
+	bool pass_tty;      /* the fd is a terminal: the live copy is filtered */
+	term_filter term;
 } capture;
 
 void capture_init(capture *c, size_t limit, int passthrough);

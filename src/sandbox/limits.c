@@ -43,7 +43,13 @@
 #include <string.h>
 #include <dirent.h>
 #include <linux/magic.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/msg.h>
 #include <sys/shm.h>
 #include <sys/statfs.h>
 #include <sys/stat.h>
@@ -90,7 +96,9 @@ int harden_rlimits_apply(const harden_opts *o, txbox_error *err)
 		return r;
 	if (o->no_core && (r = lower_rlimit(RLIMIT_CORE, "RLIMIT_CORE", 0, 0, err)) < 0)
 		return r;
-	return 0;
+	/* Queued signals are counted per user up the user-namespace chain:
+	 * rootless, the command would spend the host user's own budget. */
+	return lower_rlimit(RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING", LIMITS_SIGPENDING, LIMITS_SIGPENDING, err);
 }
 
 /* ---- small file helpers ------------------------------------------------ */
@@ -799,7 +807,60 @@ static uint64_t own_shmem_bytes(void)
 	struct shm_info si;
 	if (shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&si) >= 0)
 		sum += ((uint64_t)si.shm_rss + si.shm_swp) * (uint64_t)sysconf(_SC_PAGESIZE);
+	/* SysV message queues: kernel memory of the IPC namespace, resident
+	 * in no process. MSG_INFO's msgtql is the bytes queued in all. */
+	struct msginfo mi;
+	if (msgctl(0, MSG_INFO, (struct msqid_ds *)(void *)&mi) >= 0 && mi.msgtql > 0)
+		sum += (uint64_t)mi.msgtql + (uint64_t)mi.msgmap * LIMITS_MSG_HEADER_BYTES;
 	return sum;
+}
+
+static uint64_t unix_diag_meminfo(const struct nlmsghdr *h)
+{
+	const struct unix_diag_msg *m = NLMSG_DATA(h);
+	int left = (int)h->nlmsg_len - (int)NLMSG_LENGTH(sizeof *m);
+	for (const struct rtattr *a = (const void *)(m + 1); left > 0 && RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+		if (a->rta_type != UNIX_DIAG_MEMINFO || RTA_PAYLOAD(a) < SK_MEMINFO_WMEM_ALLOC * 4 + 4)
+			continue;
+		const uint32_t *v = RTA_DATA(a);
+		return (uint64_t)v[SK_MEMINFO_RMEM_ALLOC] + v[SK_MEMINFO_WMEM_ALLOC];
+	}
+	return 0;
+}
+
+/* Bytes queued in the Unix sockets of this network namespace (sock_diag:
+ * each socket's allocated receive and send buffer memory). Kernel memory,
+ * resident in no process: a few thousand socket pairs hold gigabytes. */
+static uint64_t ns_unix_socket_bytes(void)
+{
+	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return 0;
+	struct {
+		struct nlmsghdr h;
+		struct unix_diag_req r;
+	} req = {
+		.h = {.nlmsg_len = sizeof req, .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+		.r = {.sdiag_family = AF_UNIX, .udiag_states = ~0u, .udiag_show = UDIAG_SHOW_MEMINFO},
+	};
+	if (send(fd, &req, sizeof req, 0) != (ssize_t)sizeof req)
+		return 0;
+	uint64_t sum = 0;
+	_Alignas(struct nlmsghdr) char buf[32768];
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof buf, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return sum;
+		int left = (int)n;
+		for (const struct nlmsghdr *h = (const void *)buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
+				return sum;
+			if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY)
+				sum += unix_diag_meminfo(h);
+		}
+	}
 }
 
 void limits_memwatch_init(limits_memwatch *w)
@@ -818,7 +879,8 @@ uint64_t limits_memwatch_bytes(const limits_memwatch *w)
 	uint64_t host = host_shmem_bytes();
 	uint64_t grown = host > w->shmem_base ? host - w->shmem_base : 0;
 	uint64_t own = own_shmem_bytes();
-	return ns_private_bytes() + (grown > own ? grown : own);
+	uint64_t sockets = w->own_netns ? ns_unix_socket_bytes() : 0;
+	return ns_private_bytes() + (grown > own ? grown : own) + sockets;
 }
 
 int limits_ipc_cap(uint64_t bytes)
@@ -832,5 +894,74 @@ int limits_ipc_cap(uint64_t bytes)
 	if (r < 0)
 		return r;
 	snprintf(num, sizeof num, "%" PRIu64, bytes);
-	return write_text("/proc/sys/kernel/shmmax", num);
+	if ((r = write_text("/proc/sys/kernel/shmmax", num)) < 0)
+		return r;
+	/* SysV message queues: msgmni queues of at most msgmnb bytes each. */
+	uint64_t per_queue = bytes < LIMITS_MSGMNB ? bytes : LIMITS_MSGMNB;
+	snprintf(num, sizeof num, "%" PRIu64, per_queue ? per_queue : 1);
+	if ((r = write_text("/proc/sys/kernel/msgmnb", num)) < 0)
+		return r;
+	uint64_t queues = per_queue ? bytes / per_queue : 1;
+	snprintf(num, sizeof num, "%" PRIu64, queues > 32000 ? 32000 : queues ? queues : 1);
+	return write_text("/proc/sys/kernel/msgmni", num);
+}
+
+/* ---- per-user kernel counters (init side, rootless) -------------------- */
+
+int limits_ucounts_cap(void)
+{
+	/* The sandbox's own user namespace has its own ceiling for each
+	 * per-user counter (user.max_*, INT_MAX when created); the counts are
+	 * charged at every level up to the host user. A quarter of the host's
+	 * per-user allowance leaves the rest to the user's own programs. */
+	static const char *const pairs[][2] = {
+		{"/proc/sys/fs/inotify/max_user_instances", "/proc/sys/user/max_inotify_instances"},
+		{"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"},
+		{"/proc/sys/fs/fanotify/max_user_groups", "/proc/sys/user/max_fanotify_groups"},
+		{"/proc/sys/fs/fanotify/max_user_marks", "/proc/sys/user/max_fanotify_marks"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(pairs); i++) {
+		char buf[32];
+		if (read_text(pairs[i][0], buf, sizeof buf) <= 0)
+			continue; /* a kernel without it */
+		unsigned long long host = strtoull(buf, NULL, 10);
+		snprintf(buf, sizeof buf, "%llu", host / 4 ? host / 4 : 1);
+		int r = write_text(pairs[i][1], buf);
+		if (r < 0 && r != -ENOENT)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- CPU of the whole sandbox without a cgroup (init side) ------------- */
+
+/* utime+stime (and, with children, cutime+cstime) of /proc/<name>/stat. */
+static uint64_t stat_ticks(const char *name, bool own, bool children)
+{
+	char p[300], buf[1024];
+	snprintf(p, sizeof p, "/proc/%s/stat", name);
+	if (read_text(p, buf, sizeof buf) <= 0)
+		return 0;
+	const char *q = strrchr(buf, ')'); /* the command name may hold anything */
+	unsigned long long ut, st, cut, cst;
+	if (!q || sscanf(q + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st,
+			 &cut, &cst) != 4)
+		return 0;
+	return (own ? ut + st : 0) + (children ? cut + cst : 0);
+}
+
+uint64_t limits_ns_cpu_ticks(void)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	uint64_t sum = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		/* init's own sampling is not the command's; what init reaped is */
+		sum += stat_ticks(de->d_name, strcmp(de->d_name, "1") != 0, true);
+	}
+	return sum;
 }

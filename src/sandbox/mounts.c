@@ -232,6 +232,9 @@ static int bind_dev(int devfd, const char *name, char *msg, size_t len)
 	return 0;
 }
 
+/* Ptys the sandbox may hold at once: a terminal or a few for tests. */
+#define SANDBOX_MAX_PTYS "64"
+
 static int build_dev(int shared, char *msg, size_t len)
 {
 	/* Keep the host's /dev reachable while the new one is assembled. */
@@ -248,8 +251,10 @@ static int build_dev(int shared, char *msg, size_t len)
 	}
 	if (mkdir("/dev/pts", 0755) < 0 || mkdir("/dev/shm", 01777) < 0)
 		return failf(msg, len, errno, "creating /dev directories");
+	/* The pty count is machine-wide (kernel.pty.max); max= caps this
+	 * instance so the command can never take the host's ptys. */
 	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-		  "newinstance,ptmxmode=0666,mode=620") == 0) {
+		  "newinstance,ptmxmode=0666,mode=620,max=" SANDBOX_MAX_PTYS) == 0) {
 		if (symlink("pts/ptmx", "/dev/ptmx") < 0)
 			return failf(msg, len, errno, "creating /dev/ptmx");
 	}
@@ -277,6 +282,11 @@ static int build_proc(const sandbox_spec *s, char *msg, size_t len)
 	int r = limits_ipc_cap(private_memory_cap(s));
 	if (r < 0 && r != -ENOENT && !(s->use_userns && (r == -EACCES || r == -EPERM)))
 		return failf(msg, len, -r, "capping SysV shared memory");
+	/* Rootless, init is root of the sandbox's own user namespace, whose
+	 * per-user counters it may cap; as real root, /proc/sys/user is the
+	 * host's own and stays untouched. */
+	if (s->use_userns && (r = limits_ucounts_cap()) < 0)
+		return failf(msg, len, -r, "capping the sandbox's inotify and fanotify counters");
 	/* /proc/irq and /proc/bus need capabilities of the initial user
 	 * namespace to write, which the command never has: no bind needed. */
 	static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger"};

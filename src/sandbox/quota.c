@@ -6,11 +6,15 @@
  * limit between two checks. */
 #include "sandbox/quota.h"
 
+#include "util/cleanup.h"
 #include "util/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -139,7 +143,10 @@ bool quota_watch_over(quota_watch *w, uint64_t now_ns)
 		return false;
 	uint64_t t0 = clock_now_ns();
 	quota_use u;
-	if (!quota_measure(w->fd, w->disk_bytes, w->inodes, &u) || over(&u, w->disk_bytes, w->inodes))
+	if (!quota_measure(w->fd, w->disk_bytes, w->inodes, &u))
+		return true;
+	uint64_t hidden = w->init_pid > 0 ? quota_unlinked_open_bytes(w->init_pid) : 0;
+	if (over(&(quota_use){.bytes = u.bytes + hidden, .inodes = u.inodes}, w->disk_bytes, w->inodes))
 		return true;
 	uint64_t t1 = clock_now_ns();
 	w->at_walk = u;
@@ -149,4 +156,99 @@ bool quota_watch_over(quota_watch *w, uint64_t now_ns)
 	w->last_walk_ns = t1;
 	w->next_walk_ns = t1 + 20 * w->walk_cost_ns;
 	return false;
+}
+
+/* ---- unlinked files held open ------------------------------------------- */
+
+#define TREE_MAX 65536u /* processes followed below init */
+
+typedef struct held_file {
+	dev_t dev;
+	ino_t ino;
+	uint64_t bytes;
+} held_file;
+
+typedef struct held_set {
+	held_file *v;
+	size_t n, cap;
+} held_set;
+
+static void held_set_free(held_set *h) { free(h->v); }
+
+static int held_cmp(const void *a, const void *b)
+{
+	const held_file *x = a, *y = b;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* The children of every thread of pid, appended to tree (bounded). */
+static void add_children(int pid, int *tree, size_t *n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", pid);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char cpath[300];
+		snprintf(cpath, sizeof cpath, "/proc/%d/task/%s/children", pid, de->d_name);
+		_cleanup_fclose_ FILE *f = fopen(cpath, "re");
+		int c;
+		while (f && *n < TREE_MAX && fscanf(f, "%d", &c) == 1)
+			tree[(*n)++] = c;
+	}
+}
+
+/* The unlinked regular files among pid's descriptors, into h. */
+static void add_held(int pid, held_set *h)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/fd", pid);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		/* O_PATH through the magic link: the open file itself, no I/O */
+		_cleanup_close_ int f = openat(dirfd(d), de->d_name, O_PATH | O_CLOEXEC);
+		struct stat st;
+		struct statfs sf;
+		if (f < 0 || fstat(f, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0 || fstatfs(f, &sf) < 0 ||
+		    sf.f_type == TMPFS_MAGIC || sf.f_type == HUGETLBFS_MAGIC)
+			continue;
+		if (h->n == h->cap) {
+			size_t ncap = h->cap ? 2 * h->cap : 64;
+			held_file *nv = realloc(h->v, ncap * sizeof *nv);
+			if (!nv)
+				return;
+			h->v = nv;
+			h->cap = ncap;
+		}
+		h->v[h->n++] = (held_file){.dev = st.st_dev, .ino = st.st_ino, .bytes = (uint64_t)st.st_blocks * 512};
+	}
+}
+
+uint64_t quota_unlinked_open_bytes(int init_pid)
+{
+	_cleanup_free_ int *tree = malloc(TREE_MAX * sizeof *tree);
+	if (!tree)
+		return 0;
+	size_t n = 0;
+	tree[n++] = init_pid;
+	_cleanup_(held_set_free) held_set h = {0};
+	for (size_t i = 0; i < n; i++) {
+		add_children(tree[i], tree, &n);
+		add_held(tree[i], &h);
+	}
+	if (h.n == 0)
+		return 0;
+	qsort(h.v, h.n, sizeof *h.v, held_cmp);
+	uint64_t sum = 0;
+	for (size_t i = 0; i < h.n; i++)
+		if (i == 0 || held_cmp(&h.v[i - 1], &h.v[i]) != 0)
+			sum += h.v[i].bytes;
+	return sum;
 }

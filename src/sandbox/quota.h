@@ -43,8 +43,17 @@ typedef struct quota_watch {
 	bool fs_counts_inodes;        /* f_files is meaningful (not btrfs) */
 	quota_use at_walk;            /* the layer at the last walk */
 	uint64_t next_walk_ns, last_walk_ns, walk_cost_ns;
+	int init_pid;                 /* the sandbox's init (host pid), 0 = unknown */
 } quota_watch;
 
 void quota_watch_init(quota_watch *w, int upper_fd, uint64_t disk_bytes, uint64_t now_ns);
-/* True when the layer is (or cannot be shown not to be) over the limit. */
+/* True when the layer is (or cannot be shown not to be) over the limit.
+ * With init_pid set, each walk adds what the sandbox's processes hold in
+ * files they unlinked (quota_unlinked_open_bytes). */
 bool quota_watch_over(quota_watch *w, uint64_t now_ns);
+
+/* Bytes of the regular files that init (a host pid) and its descendants
+ * hold open but have unlinked: in no walk of the layer, yet on the disk
+ * until closed. Each file counts once; files of memory file systems are
+ * the memory limit's. */
+uint64_t quota_unlinked_open_bytes(int init_pid);

@@ -4,12 +4,21 @@
 
 #include "sandbox/harden.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Lower the RLIMIT_* named in o (0 = leave as is); never raises a hard
  * limit. RLIMIT_CPU gets soft = cpu_seconds, hard = soft + 1 (SIGXCPU, then
  * SIGKILL a second later). */
 int harden_rlimits_apply(const harden_opts *o, txbox_error *err);
+
+/* RLIMIT_SIGPENDING of every command: signals it may have queued at once. */
+#define LIMITS_SIGPENDING 256u
+
+/* SysV message queues: bytes per queue (the kernel's default msgmnb), and
+ * the kernel memory each queued message costs beyond its text. */
+#define LIMITS_MSGMNB 16384u
+#define LIMITS_MSG_HEADER_BYTES 64u
 
 /* Kernel memory an inode of the private tmpfs costs (inode + dentry),
  * charged with its pages when memory is measured without a cgroup. */
@@ -18,15 +27,31 @@ int harden_rlimits_apply(const harden_opts *o, txbox_error *err);
 /* Without a memory cgroup, the sandbox's init samples what the sandbox
  * holds in memory: the private (anonymous) memory of every process of its
  * PID namespace, plus shared memory held by objects rather than processes
- * — its private tmpfs, SysV segments of its IPC namespace, memfds (open,
+ * — its private tmpfs, SysV segments and message queues of its IPC
+ * namespace, Unix socket buffers of its network namespace, memfds (open,
  * only mapped, or in flight in a socket: bounded by the machine's shmem
  * growth since init_memwatch). Runs in init, with the sandbox's /proc. */
 typedef struct limits_memwatch {
 	uint64_t shmem_base;
+	/* The network namespace is the sandbox's own: the buffers of its Unix
+	 * sockets are the command's (with --net they would be the host's). */
+	bool own_netns;
 } limits_memwatch;
 void limits_memwatch_init(limits_memwatch *w);
 uint64_t limits_memwatch_bytes(const limits_memwatch *w);
 
 /* In the sandbox's IPC namespace (init, before /proc/sys is read-only):
- * SysV shared memory of at most `bytes` in all. 0 or -errno. */
+ * SysV shared memory, and SysV message queues, of at most `bytes` each.
+ * 0 or -errno. */
 int limits_ipc_cap(uint64_t bytes);
+
+/* In the sandbox's own user namespace (init, rootless, before /proc/sys is
+ * read-only): per-user kernel counters (inotify, fanotify) capped at a
+ * quarter of the host user's allowance. 0 or -errno. */
+int limits_ucounts_cap(void);
+
+/* CPU used so far by the sandbox's PID namespace, in clock ticks: every
+ * live process's, and what its processes (init included) reaped. Init
+ * samples it to enforce one CPU budget for the whole sandbox when no
+ * cgroup accounts it (RLIMIT_CPU is per process). */
+uint64_t limits_ns_cpu_ticks(void);

@@ -50,6 +50,8 @@ typedef struct init_report {
 	int validation_status;
 	unsigned long long watch_memory; /* bytes; 0 = a cgroup watches (or no limit) */
 	int memory_exceeded;
+	unsigned long long watch_cpu; /* clock ticks for the whole sandbox; 0 = no limit */
+	int cpu_exceeded;
 	int cgroup_failed;   /* could not join the v1 cgroup: rlimits hold instead */
 	char msg[1024];
 } init_report;
@@ -154,11 +156,12 @@ static void __attribute__((noreturn)) report_harden_failure(int exec_pipe, txbox
  * so it needs no no_new_privs yet), and init hands its listener to the
  * socket guard (unixguard.c) while we harden the rest; only then may our
  * copy close: no listener left would make every connect() fail (ENOSYS). */
-static int load_socket_filter(int exec_pipe)
+static int load_socket_filter(const sandbox_spec *s, int exec_pipe)
 {
 	txbox_error e = TXBOX_ERROR_INIT;
 	int listener;
-	if (harden_seccomp_load_notify(&listener, &e) < 0)
+	/* With --net, abstract names are the host's: bind goes to the guard too. */
+	if (harden_seccomp_load_notify(s->network, &listener, &e) < 0)
 		report_harden_failure(exec_pipe, &e);
 	if (write(exec_pipe, &listener, sizeof listener) != (ssize_t)sizeof listener)
 		_exit(125);
@@ -189,7 +192,7 @@ exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_t
 	exec_pipe = 3;
 	signal(SIGPIPE, SIG_DFL);
 
-	int listener = load_socket_filter(exec_pipe);
+	int listener = load_socket_filter(s, exec_pipe);
 	txbox_error e = TXBOX_ERROR_INIT;
 	if (harden_child_apply(&s->harden, NULL, &e) < 0)
 		report_harden_failure(exec_pipe, &e);
@@ -250,8 +253,11 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 		   int out_w, int err_w, int *status, bool *started, init_report *rep)
 {
 	limits_memwatch mw = {0}; /* its baseline: before the command exists */
-	if (rep->watch_memory)
+	if (rep->watch_memory) {
 		limits_memwatch_init(&mw);
+		mw.own_netns = !s->network;
+	}
+	uint64_t cpu_base = rep->watch_cpu ? limits_ns_cpu_ticks() : 0;
 	int ep[2]; /* exec channel: a datagram per message, so a handoff is told from a failure */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ep) < 0)
 		return -errno;
@@ -312,14 +318,19 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 	 * memory limit); RLIMIT_AS at twice the limit is the hard backstop of
 	 * each process between two samples. */
 	uint64_t watch = (uint64_t)rep->watch_memory;
-	_cleanup_close_ int pidfd = watch ? sys_pidfd_open(pid, 0) : -1;
+	_cleanup_close_ int pidfd = watch || rep->watch_cpu ? sys_pidfd_open(pid, 0) : -1;
 	for (;;) {
 		if (pidfd >= 0) {
 			struct pollfd pf = {.fd = pidfd, .events = POLLIN};
 			int pr = poll(&pf, 1, 20);
 			if (pr == 0) {
-				if (limits_memwatch_bytes(&mw) > watch) {
+				if (watch && limits_memwatch_bytes(&mw) > watch) {
 					rep->memory_exceeded = 1;
+					kill(-1, SIGKILL);
+				}
+				uint64_t cpu = rep->watch_cpu ? limits_ns_cpu_ticks() : 0;
+				if (rep->watch_cpu && cpu > cpu_base && cpu - cpu_base > rep->watch_cpu) {
+					rep->cpu_exceeded = 1;
 					kill(-1, SIGKILL);
 				}
 				while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans */
@@ -472,6 +483,10 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	close(sync_r);
 	if (s->limits.memory_bytes && s->harden.address_space_bytes)
 		rep.watch_memory = s->limits.memory_bytes;
+	/* RLIMIT_CPU is per process: forking spreads any budget. The budget
+	 * is the whole sandbox's, sampled here whatever else accounts it. */
+	if (s->harden.cpu_seconds)
+		rep.watch_cpu = s->harden.cpu_seconds * (unsigned long long)sysconf(_SC_CLK_TCK);
 	if (c == 'm' || rep.cgroup_failed) { /* no cgroup after all: fall back to rlimits */
 		((sandbox_spec *)s)->harden.address_space_bytes = 2 * s->limits.memory_bytes;
 		rep.watch_memory = s->limits.memory_bytes;
@@ -715,6 +730,7 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	uint64_t last_measure = t0;
 	quota_watch qw;
 	quota_watch_init(&qw, layer->upper_fd, s->limits.disk_bytes, t0);
+	qw.init_pid = pid; /* files the sandbox unlinked but holds open count too */
 	fcntl(outp[0], F_SETFL, O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
 	fcntl(repp[0], F_SETFL, O_NONBLOCK);
@@ -876,6 +892,8 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	}
 	if (!o->limit && rep.memory_exceeded)
 		o->limit = "memory";
+	if (!o->limit && rep.cpu_exceeded)
+		o->limit = "cpu";
 	if (!o->limit && o->signal == SIGXCPU)
 		o->limit = "cpu";
 	if (!o->limit && o->signal == SIGXFSZ)

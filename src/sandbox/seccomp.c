@@ -88,6 +88,16 @@ static const char *const denied_always[] = {
 	"io_uring_setup", "io_uring_enter", "io_uring_register",
 };
 
+/* Refused with ENOSYS whatever the arguments: legacy (kernel) AIO. Its
+ * event pool (fs.aio-max-nr) is one per machine, with no per-user or
+ * per-cgroup share, so one command could starve every database and VM on
+ * the host. ENOSYS, as on a kernel built without AIO: glibc's POSIX AIO
+ * uses threads and never calls these; libaio users fall back. */
+static const char *const denied_nosys[] = {
+	"io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
+	"io_pgetevents_time64",
+};
+
 static const uint64_t clone_ns_flags[] = {
 	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
 	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
@@ -116,23 +126,31 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned nargs
 	return 0;
 }
 
-static int add_denied_names(scmp_filter_ctx ctx, txbox_error *err)
+static int add_denied_list(scmp_filter_ctx ctx, const char *const *names, size_t n, int errnum,
+			   txbox_error *err)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(denied_always); i++) {
-		int nr = seccomp_syscall_resolve_name(denied_always[i]);
+	for (size_t i = 0; i < n; i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]);
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* unknown to this libseccomp: skip */
-		int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+		int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(errnum), nr, 0);
 		if (r < 0) {
 			/* A syscall this architecture lacks (negative pseudo
 			 * number that cannot be rewritten) is not an error. */
 			if (nr < 0 && (r == -EDOM || r == -EINVAL || r == -EFAULT))
 				continue;
-			return txbox_fail_errno(err, r, "seccomp: adding the rule for %s",
-						denied_always[i]);
+			return txbox_fail_errno(err, r, "seccomp: adding the rule for %s", names[i]);
 		}
 	}
 	return 0;
+}
+
+static int add_denied_names(scmp_filter_ctx ctx, txbox_error *err)
+{
+	int r = add_denied_list(ctx, denied_always, ARRAY_SIZE(denied_always), EPERM, err);
+	if (r < 0)
+		return r;
+	return add_denied_list(ctx, denied_nosys, ARRAY_SIZE(denied_nosys), ENOSYS, err);
 }
 
 static int add_clone_rules(scmp_filter_ctx ctx, txbox_error *err)
@@ -342,12 +360,16 @@ int harden_seccomp_compile(bool allow_extra_socket_families, void **bpf, size_t 
 #define ARG4_HI offsetof(struct seccomp_data, args[4])
 #endif
 
-int harden_seccomp_load_notify(int *listener, txbox_error *err)
+int harden_seccomp_load_notify(bool with_bind, int *listener, txbox_error *err)
 {
 	*listener = -1;
-#if defined(__NR_connect) && defined(__NR_sendto) && defined(__NR_sendmsg) && defined(__NR_sendmmsg)
+#if defined(__NR_connect) && defined(__NR_sendto) && defined(__NR_sendmsg) && defined(__NR_sendmmsg) && \
+	defined(__NR_bind)
 	uint32_t arch = seccomp_arch_native();
-	enum { NOTIFY = 11, ALLOW = 12 };
+	/* Without bind, its test compares with a number no call has (and a
+	 * call numbered so would get the guard's ENOSYS, as natively). */
+	uint32_t bind_nr = with_bind ? (uint32_t)__NR_bind : 0xffffffffu;
+	enum { NOTIFY = 12, ALLOW = 13 };
 	/* Foreign ABIs never get here: the main filter refuses them (bad
 	 * architecture, x32), and the strictest verdict of all filters wins. */
 	struct sock_filter prog[] = {
@@ -357,13 +379,14 @@ int harden_seccomp_load_notify(int *listener, txbox_error *err)
 		/* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, NOTIFY - 4, 0),
 		/* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, NOTIFY - 5, 0),
 		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmmsg, NOTIFY - 6, 0),
-		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 0, ALLOW - 7),
-		/* 7 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG4_LO),
-		/* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, NOTIFY - 9),
-		/* 9 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG4_HI),
-		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, ALLOW - 11, NOTIFY - 11),
-		/* 11 NOTIFY */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-		/* 12 ALLOW */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, bind_nr, NOTIFY - 7, 0),
+		/* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 0, ALLOW - 8),
+		/* 8 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG4_LO),
+		/* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, NOTIFY - 10),
+		/* 10 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG4_HI),
+		/* 11 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, ALLOW - 12, NOTIFY - 12),
+		/* 12 NOTIFY */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		/* 13 ALLOW */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog fprog = {.len = ARRAY_SIZE(prog), .filter = prog};
 	/* WAIT_KILLABLE_RECV: once the guard has the call, only a fatal signal

@@ -20,11 +20,12 @@ int harden_seccomp_compile(bool allow_extra_socket_families, void **bpf, size_t 
 int harden_seccomp_load_bpf(const void *bpf, size_t len, txbox_error *err);
 
 /* A second filter, loaded last, that hands connect(), sendmsg(),
- * sendmmsg() and sendto() with an address to a supervisor (unixguard.c)
- * through a user-notification listener (returned in *listener, close-on-
- * exec). Installing it in a process whose filters already have a listener
- * fails (EBUSY): the command can never install one of its own in front. */
-int harden_seccomp_load_notify(int *listener, txbox_error *err);
+ * sendmmsg() and sendto() with an address (and bind() when with_bind: the
+ * network namespace is the host's) to a supervisor (unixguard.c) through a
+ * user-notification listener (returned in *listener, close-on-exec).
+ * Installing it in a process whose filters already have a listener fails
+ * (EBUSY): the command can never install one of its own in front. */
+int harden_seccomp_load_notify(bool with_bind, int *listener, txbox_error *err);
 
 /* The filter compiled at build time (seccompgen.c): both variants, for
  * the architecture of the build. */

@@ -18,7 +18,9 @@
  * interrupted only by a fatal signal; one send copies at most DATA_MAX
  * bytes (a stream socket sees a short write, a larger datagram EMSGSIZE);
  * with --net an abstract address is refused (the guard is not inside the
- * command's Landlock domain, which scopes abstract sockets). */
+ * command's Landlock domain, which scopes abstract sockets), for bind too
+ * (handed over only then); a pathname bind creates the socket file with
+ * the guard's credentials and the caller's umask. */
 #include "sandbox/unixguard.h"
 
 #include "util/cleanup.h"
@@ -30,6 +32,7 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -334,6 +337,78 @@ static long emu_connect(const target *t, int s)
 	return connect(s, d.len ? (struct sockaddr *)&d.ss : NULL, d.len) < 0 ? -errno : 0;
 }
 
+/* The caller's umask (/proc/PID/status), 022 when unreadable. */
+static mode_t caller_umask(const target *t)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof path, "/proc/%u/status", t->req.pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (n <= 0)
+		return 022;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "\nUmask:");
+	return p ? (mode_t)(strtoul(p + 7, NULL, 8) & 0777) : 022;
+}
+
+/* A pathname bind carried out for the caller: the name is created in the
+ * directory its path names (resolved as it would: from its root or cwd),
+ * with its umask — on this thread only, whose fs context is made its own
+ * (each call has a thread of its own). */
+static long bind_path(const target *t, int s, const struct sockaddr_un *u, size_t len)
+{
+	const size_t off = offsetof(struct sockaddr_un, sun_path);
+	char path[sizeof u->sun_path + 1];
+	size_t n = strnlen(u->sun_path, len - off);
+	memcpy(path, u->sun_path, n);
+	path[n] = '\0';
+	char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	if (!*base)
+		return -ENOENT;
+	if (slash == path)
+		path[1] = '\0'; /* "/name": the root */
+	else if (slash)
+		*slash = '\0';
+	mode_t mask = caller_umask(t);
+	_cleanup_close_ int dfd = resolve(t, slash ? path : ".");
+	if (dfd < 0)
+		return dfd;
+	if (unshare(CLONE_FS) < 0 || fchdir(dfd) < 0)
+		return -errno;
+	umask(mask);
+	struct sockaddr_un rel = {.sun_family = AF_UNIX};
+	size_t bl = strlen(base);
+	memcpy(rel.sun_path, base, bl);
+	return bind(s, (struct sockaddr *)&rel, (socklen_t)(off + bl + 1)) < 0 ? -errno : 0;
+}
+
+/* bind(), handed over only with --net, where abstract names are the host's:
+ * an abstract name is refused (the command would squat a host service's
+ * name and receive its clients' data); everything else is carried out from
+ * the copied address. */
+static long emu_bind(const target *t, int s)
+{
+	const __u64 *a = t->req.data.args;
+	const size_t off = offsetof(struct sockaddr_un, sun_path);
+	struct sockaddr_storage ss;
+	uint64_t len = (uint32_t)a[2];
+	if (len > sizeof ss)
+		return -EINVAL;
+	if (len && !a[1])
+		return -EFAULT;
+	int r = len ? peek(t, a[1], &ss, (size_t)len) : 0;
+	if (r < 0)
+		return r;
+	const struct sockaddr_un *u = (const struct sockaddr_un *)&ss;
+	if (len > off && u->sun_family == AF_UNIX && sock_opt(s, SO_DOMAIN) == AF_UNIX) {
+		if (u->sun_path[0] == '\0')
+			return t->g->network ? -EPERM : (bind(s, (struct sockaddr *)&ss, (socklen_t)len) < 0 ? -errno : 0);
+		return bind_path(t, s, u, (size_t)len);
+	}
+	return bind(s, len ? (struct sockaddr *)&ss : NULL, (socklen_t)len) < 0 ? -errno : 0;
+}
+
 /* How much of want bytes one send copies (see DATA_MAX); -EMSGSIZE when a
  * message cannot be cut. */
 static long data_len(int s, uint64_t want)
@@ -517,6 +592,8 @@ static long emulate(const target *t)
 		return emu_sendmsg(t, s);
 	case __NR_sendmmsg:
 		return emu_sendmmsg(t, s);
+	case __NR_bind:
+		return emu_bind(t, s);
 	default:
 		return -ENOSYS;
 	}

@@ -2442,3 +2442,215 @@ def forged_overlay_metadata(ctx):
     ctx.run(ws, argv=["python3", "-c", script])
     check(os.path.exists(os.path.join(ws, "src", "main.c")), "a forged opaque xattr deleted src/main.c")
     check(os.path.lexists(os.path.join(ws, "README")), "a forged whiteout xattr deleted README")
+
+
+# ---- machine-wide pools and the terminal (red team rt2) -------------------
+@attack("pty-pool-capped", needs=("python3",))
+def pty_pool_capped(ctx):
+    """kernel.pty.max is one pool for the machine: the sandbox's devpts
+    instance holds at most a few dozen ptys, whatever --pids/nofile allow."""
+    ws = ctx.workspace("ptypool")
+    script = ("import os\nn = 0\n"
+              "while n < 400:\n"
+              "    try: os.open('/dev/ptmx', os.O_RDWR | os.O_NOCTTY)\n"
+              "    except OSError: break\n"
+              "    n += 1\n"
+              "print('PTYS', n)\nprint('PROBE-DONE')\n")
+    res = ctx.run(ws, argv=["python3", "-c", script])
+    got = [int(l.split()[1]) for l in res.lines("PTYS ")]
+    check(got, "no result: %s" % res.describe())
+    check(0 < got[0] <= 64, "the command opened %d ptys of the machine's pool" % got[0])
+
+
+@attack("kernel-aio-refused", needs=("python3",))
+def kernel_aio_refused(ctx):
+    """fs.aio-max-nr is one pool for the machine: io_setup fails (ENOSYS)."""
+    ws = ctx.workspace("aio")
+    script = ("import ctypes, errno, os, platform\n"
+              "nr = {'x86_64': 206, 'aarch64': 0}[platform.machine()]\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "c = ctypes.c_ulong(0)\n"
+              "r = libc.syscall(nr, 4096, ctypes.byref(c))\n"
+              "print('IO_SETUP', r, errno.errorcode.get(ctypes.get_errno(), '?') if r else 'ok')\n"
+              "print('PROBE-DONE')\n")
+    res = ctx.run(ws, argv=["python3", "-c", script])
+    got = res.lines("IO_SETUP ")
+    check(got, "no result: %s" % res.describe())
+    check(got[0] == "IO_SETUP -1 ENOSYS", "io_setup inside the sandbox: %s" % got[0])
+
+
+@attack("cpu-budget-spread-over-processes", heavy=True, needs=("python3",))
+def cpu_budget_spread(ctx):
+    """--cpu is a budget for the whole sandbox: eight processes of 0.6 s
+    each (RLIMIT_CPU is per process) must not commit under --cpu 1."""
+    ws = ctx.workspace("cpuspread")
+    ctx.allow_error = True
+    script = ("import os, resource, time\n"
+              "kids = []\n"
+              "for i in range(8):\n"
+              "    p = os.fork()\n"
+              "    if p == 0:\n"
+              "        t = time.process_time()\n"
+              "        while time.process_time() - t < 0.6: pass\n"
+              "        os._exit(0)\n"
+              "    kids.append(p)\n"
+              "for p in kids: os.waitpid(p, 0)\n"
+              "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+              "print('CPU %.1f' % (r.ru_utime + r.ru_stime))\nprint('PROBE-DONE')\n")
+    res = ctx.run(ws, argv=["python3", "-c", script], opts=["--cpu", "1", "--timeout", "60"], timeout=90)
+    check(res.outcome == "rolled_back" and res.get("limit") == "cpu",
+          "--cpu 1 spread over 8 processes was not stopped as the cpu limit: %s" % res.describe())
+
+
+@attack("sysv-msgqueue-memory", heavy=True, needs=("python3",))
+def sysv_msgqueue_memory(ctx):
+    """SysV message queues are kernel memory of the sandbox's IPC
+    namespace: under --memory 64M they never hold 192 MiB."""
+    ws = ctx.workspace("msgq")
+    ctx.allow_error = True
+    script = ("import ctypes, sys\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              "msg = ctypes.create_string_buffer(8 + 8000); msg[0] = b'\\x01'\n"
+              "total = 0\n"
+              "while total < (192 << 20):\n"
+              "    q = libc.msgget(0, 0o600 | 0o1000)\n"
+              "    if q < 0: break\n"
+              "    while libc.msgsnd(q, msg, 8000, 0o4000) == 0:\n"
+              "        total += 8000\n"
+              "    if total % (16 << 20) < 16000: print('QUEUED', total >> 20, flush=True)\n"
+              "print('QUEUED', total >> 20, flush=True)\nprint('PROBE-DONE')\n")
+    res = ctx.run(ws, argv=["python3", "-c", script], opts=["--memory", "64M", "--timeout", "60"], timeout=90)
+    got = [int(l.split()[1]) for l in res.lines("QUEUED ")]
+    check(max(got or [0]) < 160, "%d MiB queued in SysV message queues under --memory 64M: %s"
+          % (max(got), res.describe()))
+
+
+@attack("host-user-counters", needs=("python3",))
+def host_user_counters(ctx):
+    """Per-user kernel counters are charged up to the host user: the
+    command may queue only a few signals, and rootless take at most a
+    quarter of the user's inotify instances."""
+    ws = ctx.workspace("ucounts")
+    script = ("import ctypes, resource\n"
+              "print('SIGPENDING', resource.getrlimit(resource.RLIMIT_SIGPENDING)[0])\n"
+              "libc = ctypes.CDLL(None)\nn = 0\n"
+              "while n < 100000 and libc.inotify_init() >= 0: n += 1\n"
+              "print('INOTIFY', n)\nprint('PROBE-DONE')\n")
+    res = ctx.run(ws, argv=["python3", "-c", script])
+    sig = [int(l.split()[1]) for l in res.lines("SIGPENDING ")]
+    ino = [int(l.split()[1]) for l in res.lines("INOTIFY ")]
+    check(sig and ino, "no result: %s" % res.describe())
+    check(sig[0] <= 256, "RLIMIT_SIGPENDING %d in the sandbox" % sig[0])
+    if not ctx.is_root:
+        host = int(read_text("/proc/sys/fs/inotify/max_user_instances"))
+        check(ino[0] <= host // 4, "the command took %d of the user's %d inotify instances" % (ino[0], host))
+
+
+_ESCAPES = r"""
+printf 'A\033]52;c;Y3VybCBldmlsfHNoCg==\007B'
+printf '\033]0;;rm -rf ~ #\007\033[21t\033P$q"p\033\\\033[6n'
+printf '\033[31mRED\033[0m'
+printf '\033]5'; sleep 0.2; printf '2;c;QUJD\033'; sleep 0.2; printf '\\C\033['; sleep 0.2; printf '21tD\n'
+echo PROBE-DONE
+"""
+
+
+@attack("terminal-escapes-filtered")
+def terminal_escapes_filtered(ctx):
+    """The live output copy to the user's terminal passes text and SGR
+    colours only: OSC 52 (clipboard), title/cursor reports, DCS never reach
+    it, also when split across writes. The captured output stays raw."""
+    import pty
+    ws = ctx.workspace("termesc")
+    script = ctx.script("termesc", _ESCAPES)
+    master, slave = pty.openpty()
+    full = [ctx.txbox, "run", "-w", ws] + (["--policy", ctx.policy] if ctx.policy else []) + \
+        ["--", "/bin/sh", script]
+    p = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd=ws,
+                         env=ctx.base_env(), start_new_session=True)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    p.wait(timeout=30)
+    os.close(master)
+    check(b"PROBE-DONE" in seen, "no output on the terminal: %r" % seen[:300])
+    for bad in (b"\x1b]", b"\x1b[21t", b"\x1b[6n", b"\x1bP", b"\x1b\\"):
+        check(bad not in seen, "%r reached the terminal: %r" % (bad, seen[:400]))
+    check(b"\x1b[31mRED\x1b[0m" in seen, "SGR colours did not reach the terminal: %r" % seen[:400])
+    check(b"AB" in seen and b"C" in seen and b"D" in seen, "text around the sequences lost: %r" % seen[:400])
+
+
+@attack("unix-socket-buffer-memory", heavy=True, needs=("python3",))
+def unix_socket_buffer_memory(ctx):
+    """Unix socket buffers are kernel memory resident in no process: under
+    --memory 64M a few thousand filled socket pairs never hold 384 MiB."""
+    ws = ctx.workspace("sockbuf")
+    ctx.allow_error = True
+    script = ("import socket, time\n"
+              "pairs, total = [], 0\n"
+              "while total < (384 << 20) and len(pairs) < 3000:\n"
+              "    a, b = socket.socketpair(); a.setblocking(False)\n"
+              "    try:\n"
+              "        while True: total += a.send(b'x' * 65536)\n"
+              "    except BlockingIOError: pass\n"
+              "    pairs.append((a, b))\n"
+              "print('BUFFERED', total >> 20, flush=True)\n"
+              "time.sleep(2)\nprint('SURVIVED', flush=True)\nprint('PROBE-DONE')\n")
+    res = ctx.run(ws, argv=["python3", "-c", script], opts=["--memory", "64M", "--timeout", "60"], timeout=90)
+    check("SURVIVED" not in res.stdout, "%s MiB held in Unix socket buffers under --memory 64M: %s"
+          % ((res.lines("BUFFERED ") or ["?"])[0], res.describe()))
+    check(res.outcome == "rolled_back" and res.get("limit") == "memory",
+          "not stopped as the memory limit: %s" % res.describe())
+
+
+@attack("abstract-bind-with-net", needs=("python3",))
+def abstract_bind_with_net(ctx):
+    """With --net the abstract Unix namespace is the host's: the command
+    never binds (squats) a host abstract name, while pathname binds (with
+    its umask) and autobind keep working."""
+    ws = ctx.workspace("absbind", seed=False)
+    name = "txbox-sec-squat-" + ctx.mark
+    script = ("import os, socket, stat\n"
+              "os.umask(0o077)\n"
+              "try:\n"
+              "    socket.socket(socket.AF_UNIX).bind('\\0%s'); print('ABSTRACT bound')\n"
+              "except OSError as e: print('ABSTRACT', e.errno)\n"
+              "p = socket.socket(socket.AF_UNIX); p.bind('p.sock'); p.listen(1)\n"
+              "c = socket.socket(socket.AF_UNIX); c.connect('p.sock')\n"
+              "print('PATH', oct(stat.S_IMODE(os.stat('p.sock').st_mode)), p.getsockname())\n"
+              "a = socket.socket(socket.AF_UNIX); a.bind(''); print('AUTO', len(a.getsockname()))\n"
+              "os.unlink('p.sock')\nprint('PROBE-DONE')\n" % name)
+    res = ctx.run(ws, argv=["python3", "-c", script], opts=["--net"])
+    check(res.lines("ABSTRACT "), "no result: %s" % res.describe())
+    check(res.lines("ABSTRACT ")[0] == "ABSTRACT 1",
+          "with --net the command bound the host abstract name @%s: %s" % (name, res.lines("ABSTRACT ")[0]))
+    check(res.lines("PATH ") and res.lines("PATH ")[0] == "PATH 0o700 p.sock",
+          "a pathname bind with --net does not work as natively: %s" % res.describe())
+    check(res.lines("AUTO "), "autobind with --net failed: %s" % res.describe())
+
+
+@attack("disk-unlinked-open-files", heavy=True, needs=("python3",))
+def disk_unlinked_open_files(ctx):
+    """Files the command unlinked but holds open are in no walk of the
+    layer, yet on the disk: under --disk 20M, 8 such files of 10 MiB each
+    are stopped as the disk limit."""
+    ws = ctx.workspace("unlinkedopen")
+    ctx.allow_error = True
+    script = ("import os, time\nfds = []\n"
+              "for i in range(8):\n"
+              "    fd = os.open('big%d' % i, os.O_CREAT | os.O_WRONLY, 0o644)\n"
+              "    for k in range(10): os.write(fd, b'\\xa5' * (1 << 20))\n"
+              "    os.fsync(fd); os.unlink('big%d' % i); fds.append(os.dup(fd)); fds.append(fd)\n"
+              "    time.sleep(0.2)\n"
+              "time.sleep(4)\nprint('SURVIVED')\nprint('PROBE-DONE')\n")
+    res = ctx.run(ws, argv=["python3", "-c", script], opts=["--disk", "20M", "--timeout", "60"], timeout=90)
+    check(res.outcome == "rolled_back" and res.get("limit") == "disk",
+          "80 MiB in unlinked open files under --disk 20M not stopped as the disk limit: %s" % res.describe())
