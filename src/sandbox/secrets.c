@@ -405,63 +405,7 @@ static int open_store(int dirfd, const char *rel, int flags)
 	return sys_openat2(dirfd, rel, &how);
 }
 
-/* Hide base/rel (rel relative to dirfd; base names it in errors). */
-static int mask_at(masker *m, int dirfd, const char *base, const char *rel)
-{
-	_cleanup_close_ int fd = open_store(dirfd, *rel ? rel : ".", O_PATH);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening %s/%s", base, rel);
-	if ((m->src >= 0 && st.st_dev == m->src_dev) || devino_has(&m->keep, &st) ||
-	    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) /* HISTFILE=/dev/null */
-		return 0;
-	int r = cover(m, fd, S_ISDIR(st.st_mode));
-	if (r < 0)
-		return txbox_fail_errno(m->err, r, "secrets: masking %s/%s", base, rel);
-	return 0;
-}
-
-/* Hide what rel matches under at. The first lit bytes of rel are a name
- * already matched (taken literally, whatever characters it holds). */
-static int mask_glob(masker *m, int at, const char *base, const char *rel, size_t lit)
-{
-	const char *meta = strpbrk(rel + lit, "*?[");
-	if (!meta)
-		return mask_at(m, at, base, rel);
-	const char *cs = meta, *ce = strchrnul(meta, '/');
-	while (cs > rel && cs[-1] != '/')
-		cs--;
-	char dir[PATH_MAX], comp[NAME_MAX + 1], sub[PATH_MAX], sbase[PATH_MAX];
-	if ((size_t)(ce - cs) > NAME_MAX || (size_t)(cs - rel) >= sizeof dir)
-		return txbox_fail(m->err, -ENAMETOOLONG, "secrets: pattern too long: %s", rel);
-	snprintf(dir, sizeof dir, "%.*s", cs > rel ? (int)(cs - rel - 1) : 1, cs > rel ? rel : ".");
-	snprintf(comp, sizeof comp, "%.*s", (int)(ce - cs), cs);
-
-	int dfd = open_store(at, dir, O_RDONLY | O_DIRECTORY);
-	if (dfd < 0)
-		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening %s/%s", base, dir);
-	_cleanup_closedir_ DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return txbox_fail_errno(m->err, -errno, "secrets: listing %s/%s", base, dir);
-	}
-	if (snprintf(sbase, sizeof sbase, "%s/%s", base, dir) >= (int)sizeof sbase)
-		sbase[0] = '\0'; /* only names things in errors */
-	/* The component as a name of its own: a path given literally. */
-	snprintf(sub, sizeof sub, "%s%s", comp, ce);
-	int r = mask_glob(m, dirfd(d), sbase, sub, strlen(comp));
-	for (struct dirent *de; r == 0 && (de = readdir(d));) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, comp) ||
-		    fnmatch(comp, de->d_name, FNM_PERIOD) != 0)
-			continue;
-		if (snprintf(sub, sizeof sub, "%s%s", de->d_name, ce) >= (int)sizeof sub)
-			continue;
-		r = mask_glob(m, dirfd(d), sbase, sub, strlen(de->d_name));
-	}
-	return r;
-}
-
-/* ---- other places a directory is seen ---------------------------------- */
+/* ---- other places a path is seen --------------------------------------- */
 
 /* mountinfo escapes ' ', '\t', '\n' and '\\' as \ooo. In place. */
 static void unescape_octal(char *s)
@@ -534,11 +478,12 @@ static char *path_in_fs(const masker *m, const char *canon, size_t *which)
 	return p;
 }
 
-/* Every other place the mount table shows the directory canon (whose
- * identity is st): a bind mount of it, of a directory above it, or the
- * same filesystem mounted again (masks are made on one path; the same
- * inodes reached through another mount would stay visible). */
-static int aliases(const masker *m, const char *canon, const struct stat *st, strv_buf *out)
+/* Every other place the mount table shows canon (whose identity is st):
+ * in alias, the mounts showing it whole (a bind mount of it, of a
+ * directory above it, the same filesystem mounted again); in inner, the
+ * mounts showing a part of it (a bind of a directory below it). */
+static int aliases(const masker *m, const char *canon, const struct stat *st, strv_buf *alias,
+		   strv_buf *inner)
 {
 	size_t self = SIZE_MAX;
 	_cleanup_free_ char *in_fs = path_in_fs(m, canon, &self);
@@ -546,22 +491,122 @@ static int aliases(const masker *m, const char *canon, const struct stat *st, st
 		return 0;
 	for (size_t i = 0; i < m->nmounts; i++) {
 		const mount_entry *e = &m->mounts[i];
-		const char *rest = below(in_fs, e->root);
-		char *alias = NULL;
-		if (i == self || e->dev != st->st_dev || !rest)
+		const char *rest = below(in_fs, e->root), *part = below(e->root, in_fs);
+		char *p = NULL;
+		if (i == self || e->dev != st->st_dev || (!rest && !(part && *part)))
 			continue;
-		if (asprintf(&alias, "%s%s", strcmp(e->point, "/") || !*rest ? e->point : "", rest) < 0)
-			return -ENOMEM;
-		struct stat at;
-		if (stat(alias, &at) < 0 || at.st_dev != st->st_dev || at.st_ino != st->st_ino) {
-			free(alias); /* covered by another mount since, or a different tree */
+		if (!rest) {
+			int r = (p = strdup(e->point)) ? strv_buf_push(inner, p) : -ENOMEM;
+			if (r < 0)
+				return r;
 			continue;
 		}
-		int r = strv_buf_push(out, alias);
+		if (asprintf(&p, "%s%s", strcmp(e->point, "/") || !*rest ? e->point : "", rest) < 0)
+			return -ENOMEM;
+		struct stat at;
+		if (!strcmp(p, canon) || stat(p, &at) < 0 || at.st_dev != st->st_dev ||
+		    at.st_ino != st->st_ino) {
+			free(p); /* covered by another mount, or a different tree */
+			continue;
+		}
+		int r = strv_buf_push(alias, p);
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+/* Cover at (by path) when it still shows what a mask hides, identified by
+ * want (same inode) or, for a part of it, by the device alone. */
+static int cover_alias(masker *m, const char *at, const struct stat *want, bool part)
+{
+	_cleanup_close_ int fd = open(at, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != want->st_dev ||
+	    (!part && st.st_ino != want->st_ino) || devino_has(&m->keep, &st))
+		return 0; /* masked already through another alias, or gone */
+	return cover(m, fd, S_ISDIR(st.st_mode));
+}
+
+/* Cover fd (identity st) and every other place the mount table shows it:
+ * a mask is a mount on one path, the same inodes seen through a bind of
+ * the store, of a part of it, of its home, of /home, of /etc or of / stay
+ * readable there. */
+static int cover_everywhere(masker *m, int fd, const struct stat *st)
+{
+	char self[64], canon[PATH_MAX];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(self, canon, sizeof canon - 1);
+	_cleanup_(strv_buf_free) strv_buf alias = {0};
+	_cleanup_(strv_buf_free) strv_buf inner = {0};
+	if (n > 0 && canon[0] == '/') {
+		canon[n] = '\0';
+		int r = aliases(m, canon, st, &alias, &inner);
+		if (r < 0)
+			return r;
+	}
+	int r = cover(m, fd, S_ISDIR(st->st_mode));
+	for (size_t i = 0; r == 0 && i < alias.n; i++)
+		r = cover_alias(m, alias.v[i], st, false);
+	for (size_t i = 0; r == 0 && i < inner.n; i++)
+		r = cover_alias(m, inner.v[i], st, true);
+	return r;
+}
+
+/* Hide base/rel (rel relative to dirfd; base names it in errors). */
+static int mask_at(masker *m, int dirfd, const char *base, const char *rel)
+{
+	_cleanup_close_ int fd = open_store(dirfd, *rel ? rel : ".", O_PATH);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening %s/%s", base, rel);
+	if ((m->src >= 0 && st.st_dev == m->src_dev) || devino_has(&m->keep, &st) ||
+	    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) /* HISTFILE=/dev/null */
+		return 0;
+	int r = cover_everywhere(m, fd, &st);
+	if (r < 0)
+		return txbox_fail_errno(m->err, r, "secrets: masking %s/%s", base, rel);
+	return 0;
+}
+
+/* Hide what rel matches under at. The first lit bytes of rel are a name
+ * already matched (taken literally, whatever characters it holds). */
+static int mask_glob(masker *m, int at, const char *base, const char *rel, size_t lit)
+{
+	const char *meta = strpbrk(rel + lit, "*?[");
+	if (!meta)
+		return mask_at(m, at, base, rel);
+	const char *cs = meta, *ce = strchrnul(meta, '/');
+	while (cs > rel && cs[-1] != '/')
+		cs--;
+	char dir[PATH_MAX], comp[NAME_MAX + 1], sub[PATH_MAX], sbase[PATH_MAX];
+	if ((size_t)(ce - cs) > NAME_MAX || (size_t)(cs - rel) >= sizeof dir)
+		return txbox_fail(m->err, -ENAMETOOLONG, "secrets: pattern too long: %s", rel);
+	snprintf(dir, sizeof dir, "%.*s", cs > rel ? (int)(cs - rel - 1) : 1, cs > rel ? rel : ".");
+	snprintf(comp, sizeof comp, "%.*s", (int)(ce - cs), cs);
+
+	int dfd = open_store(at, dir, O_RDONLY | O_DIRECTORY);
+	if (dfd < 0)
+		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening %s/%s", base, dir);
+	_cleanup_closedir_ DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return txbox_fail_errno(m->err, -errno, "secrets: listing %s/%s", base, dir);
+	}
+	if (snprintf(sbase, sizeof sbase, "%s/%s", base, dir) >= (int)sizeof sbase)
+		sbase[0] = '\0'; /* only names things in errors */
+	/* The component as a name of its own: a path given literally. */
+	snprintf(sub, sizeof sub, "%s%s", comp, ce);
+	int r = mask_glob(m, dirfd(d), sbase, sub, strlen(comp));
+	for (struct dirent *de; r == 0 && (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, comp) ||
+		    fnmatch(comp, de->d_name, FNM_PERIOD) != 0)
+			continue;
+		if (snprintf(sub, sizeof sub, "%s%s", de->d_name, ce) >= (int)sizeof sub)
+			continue;
+		r = mask_glob(m, dirfd(d), sbase, sub, strlen(de->d_name));
+	}
+	return r;
 }
 
 /* ---- whose homes -------------------------------------------------------- */
@@ -667,39 +712,8 @@ static int other_home(masker *m, const char *path)
 		return 0;
 	if (devino_has(&m->keep, &st))
 		return home_add(m, path, &st) < 0 ? txbox_fail(m->err, -ENOMEM, "secrets: out of memory") : 0;
-	_cleanup_(strv_buf_free) strv_buf alias = {0};
-	int r = aliases(m, canon, &st, &alias);
-	if (r < 0)
-		return txbox_fail_errno(m->err, r, "secrets: where else %s is mounted", path);
-	if ((r = cover(m, fd, true)) < 0)
-		return txbox_fail_errno(m->err, r, "secrets: hiding the home %s", path);
-	for (size_t i = 0; i < alias.n; i++) {
-		_cleanup_close_ int afd = open(alias.v[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		struct stat ast;
-		if (afd < 0 || fstat(afd, &ast) < 0 || ast.st_dev != st.st_dev || ast.st_ino != st.st_ino)
-			continue; /* a mask on it already: another alias of the same place */
-		if ((r = cover(m, afd, true)) < 0)
-			return txbox_fail_errno(m->err, r, "secrets: hiding the home %s at %s", path, alias.v[i]);
-	}
-	return 0;
-}
-
-/* Each of the caller's homes is also seen wherever the mount table shows
- * it again: its stores are hidden there too. */
-static int own_home_aliases(masker *m)
-{
-	size_t n = m->nhomes;
-	for (size_t i = 0; i < n; i++) {
-		_cleanup_(strv_buf_free) strv_buf alias = {0};
-		_cleanup_free_ char *canon = realpath(m->homes[i].path, NULL);
-		struct stat st = {.st_dev = m->homes[i].id.dev, .st_ino = m->homes[i].id.ino};
-		int r = canon ? aliases(m, canon, &st, &alias) : 0;
-		for (size_t j = 0; r == 0 && j < alias.n; j++)
-			r = home_push(m, alias.v[j], &st);
-		if (r < 0)
-			return txbox_fail_errno(m->err, r, "secrets: where else %s is mounted", m->homes[i].path);
-	}
-	return 0;
+	int r = cover_everywhere(m, fd, &st);
+	return r < 0 ? txbox_fail_errno(m->err, r, "secrets: hiding the home %s", path) : 0;
 }
 
 /* The homes of the password database (files: reading it must not depend
@@ -767,9 +781,11 @@ static int cover_home_dir_entries(masker *m)
 	struct stat st;
 	if (stat("/home", &st) < 0)
 		return 0;
+	/* a bind of one home is that home's alias: other_home covers it */
 	_cleanup_(strv_buf_free) strv_buf alias = {0};
+	_cleanup_(strv_buf_free) strv_buf parts = {0};
 	_cleanup_free_ char *canon = realpath("/home", NULL);
-	int r = canon ? aliases(m, canon, &st, &alias) : 0;
+	int r = canon ? aliases(m, canon, &st, &alias, &parts) : 0;
 	if (r < 0)
 		return txbox_fail_errno(m->err, r, "secrets: where else /home is mounted");
 	r = cover_dir_entries(m, "/home");
@@ -804,9 +820,7 @@ static int find_homes(masker *m, const char *env_home, const char *workspace)
 	for (size_t i = 0; i < others.n; i++)
 		if ((r = other_home(m, others.v[i])) < 0)
 			return r;
-	if ((r = cover_home_dir_entries(m)) < 0)
-		return r;
-	return own_home_aliases(m);
+	return cover_home_dir_entries(m);
 }
 
 /* ---- what to hide -------------------------------------------------------- */
@@ -822,34 +836,6 @@ static int mask_builtin(masker *m, int dirfd, const char *base, const char *pref
 		int r = mask_glob(m, dirfd, base, list[i] + (list[i][0] == '/'), 0);
 		if (r < 0)
 			return r;
-	}
-	return 0;
-}
-
-/* The system's secrets where the mount table shows their directory again
- * (/etc bound elsewhere, the root filesystem mounted twice). */
-static int mask_system_aliases(masker *m)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(system_secrets); i++) {
-		const char *pat = system_secrets[i], *meta = strpbrk(pat, "*?[");
-		const char *slash = pat + strlen(pat);
-		while (slash > pat && (slash[0] != '/' || (meta && slash > meta)))
-			slash--;
-		if (unmasked(m, "", pat) || slash == pat)
-			continue;
-		char dir[PATH_MAX];
-		snprintf(dir, sizeof dir, "%.*s", (int)(slash - pat), pat);
-		struct stat st;
-		_cleanup_(strv_buf_free) strv_buf alias = {0};
-		_cleanup_free_ char *canon = realpath(dir, NULL);
-		int r = canon && stat(canon, &st) == 0 ? aliases(m, canon, &st, &alias) : 0;
-		for (size_t j = 0; r == 0 && j < alias.n; j++) {
-			_cleanup_close_ int d = open(alias.v[j], O_PATH | O_DIRECTORY | O_CLOEXEC);
-			if (d >= 0)
-				r = mask_glob(m, d, alias.v[j], slash + 1, 0);
-		}
-		if (r < 0)
-			return r == -ENOMEM ? txbox_fail(m->err, r, "secrets: out of memory") : r;
 	}
 	return 0;
 }
@@ -947,7 +933,6 @@ int secrets_mask_paths(const char *const *paths, const char *home, const char *w
 	if (rootfd < 0)
 		return txbox_fail_errno(err, -errno, "secrets: opening /");
 	if ((r = mask_builtin(&m, rootfd, "", "", system_secrets, ARRAY_SIZE(system_secrets))) < 0 ||
-	    (r = mask_system_aliases(&m)) < 0 ||
 	    (r = mask_env_stores(&m, rootfd, envp)) < 0)
 		return r;
 	return mask_policy_paths(&m, rootfd, paths);

@@ -105,18 +105,19 @@ echo SCENE-DONE
 
 @test("secrets/home-masked-on-every-mount", root_only=True)
 def home_every_mount(ctx):
-    """The caller's home bind-mounted elsewhere (and /home, /root, /etc and
-    the root filesystem): the masked stores and the system's secrets are
-    hidden at every place the mount table shows them."""
+    """The caller's home bind-mounted elsewhere (and a store itself, /home,
+    /root, /etc and the root filesystem): the masked stores and the
+    system's secrets are hidden at every place the mount table shows them."""
     out = _scene(ctx, r'''
 mount -t tmpfs tmpfs /home; plant /home/$TU self; chown -R $TU: /home/$TU; chmod 700 /home/$TU
 mount -t tmpfs -o mode=700 tmpfs /root; plant /root root
-for d in home-alias user-alias root-alias etc-alias fs-alias; do mkdir "$BASE/$d"; done
+for d in home-alias user-alias ssh-alias root-alias etc-alias fs-alias; do mkdir "$BASE/$d"; done
 mount --bind /home "$BASE/home-alias"; mount --bind /home/$TU "$BASE/user-alias"
+mount --bind /home/$TU/.ssh "$BASE/ssh-alias"
 mount --bind /root "$BASE/root-alias"; mount --bind /etc "$BASE/etc-alias"; mount --bind / "$BASE/fs-alias"
 [ -s /etc/shadow ] && echo SHADOW-ON-HOST
 probe="cat \$HOME/.ssh/id_ed25519 \$HOME/.bash_history $BASE/home-alias/$TU/.ssh/id_ed25519 \
-  $BASE/home-alias/$TU/.bash_history $BASE/user-alias/.ssh/id_ed25519 $BASE/root-alias/.ssh/id_ed25519 \
+  $BASE/home-alias/$TU/.bash_history $BASE/user-alias/.ssh/id_ed25519 $BASE/ssh-alias/id_ed25519 $BASE/root-alias/.ssh/id_ed25519 \
   $BASE/root-alias/.bash_history 2>/dev/null
   for s in $BASE/etc-alias/shadow $BASE/fs-alias/etc/shadow; do [ -s \$s ] && echo SHADOW-READ:\$s; done; true"
 txrun root /root "$probe" | sed 's/^/[root] /'
