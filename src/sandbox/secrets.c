@@ -20,7 +20,9 @@
  * because that is where the secret is readable from. Nothing that is the
  * workspace, a caller's home, or an ancestor of one (that includes "/") is
  * ever covered: a store resolving there holds nothing the command could not
- * read anyway, and hiding it would hide the workspace.
+ * read anyway, and hiding it would hide the workspace. A mask covers its
+ * target at every place the mount table shows it (bind mounts of it, of a
+ * directory above it or of a part of it).
  *
  * Masking runs inside the sandbox's private mount namespace, before the host
  * is remounted read-only. One detached read-only tmpfs (new mount API)
