@@ -50,8 +50,9 @@ int landlock_probe_abi(void);
  * (XDG_CONFIG_HOME, KUBECONFIG, ...), every other user's home, the system's
  * secrets, and paths (globs; "~/" in every home of the caller; "!X" keeps
  * a built-in X visible). Directories become an empty read-only directory,
- * anything else an empty read-only file. Missing paths are skipped; the
- * workspace and its ancestors are never covered. */
+ * anything else an empty read-only file, at every mount showing it.
+ * Missing paths are skipped; the workspace and its ancestors are never
+ * covered. */
 int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
 		       const char *const *envp, txbox_error *err);
 

@@ -20,7 +20,9 @@
  * because that is where the secret is readable from. Nothing that is the
  * workspace, a caller's home, or an ancestor of one (that includes "/") is
  * ever covered: a store resolving there holds nothing the command could not
- * read anyway, and hiding it would hide the workspace.
+ * read anyway, and hiding it would hide the workspace. A mask covers its
+ * target at every place the mount table shows it (bind mounts of it, of a
+ * directory above it or of a part of it).
  *
  * Masking runs inside the sandbox's private mount namespace, before the host
  * is remounted read-only. One detached read-only tmpfs (new mount API)
@@ -46,6 +48,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* New mount API, by raw syscall (glibc < 2.36 has no wrappers). */
@@ -105,7 +108,9 @@ static const char *const home_stores[] = {
 	".config/.wrangler", ".pulumi", ".databrickscfg", ".snowsql", ".kaggle", ".dbt",
 	".config/configstore",
 	/* containers and clusters */
-	".kube", ".docker/config.json", ".config/containers/auth.json", ".config/helm", ".minikube",
+	/* .docker whole: its config.json is rewritten by rename, which would
+	 * drop a mask on the file itself */
+	".kube", ".docker", ".config/containers/auth.json", ".config/helm", ".minikube",
 	".talos",
 	/* git forges */
 	".git-credentials", ".config/git/credentials", ".gitcookies", ".cache/git/credential",
@@ -178,6 +183,37 @@ typedef struct devino_set {
 	size_t n, cap;
 } devino_set;
 
+typedef struct strv_buf {
+	char **v;
+	size_t n;
+} strv_buf;
+
+static void strv_buf_free(strv_buf *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->v[i]);
+	free(b->v);
+}
+
+static int strv_buf_push(strv_buf *b, char *s)
+{
+	char **v = realloc(b->v, (b->n + 1) * sizeof(*v));
+	if (!v) {
+		free(s);
+		return -ENOMEM;
+	}
+	b->v = v;
+	b->v[b->n++] = s;
+	return 0;
+}
+
+/* One line of /proc/self/mountinfo: which filesystem, which of its
+ * directories (root), shown where (point). */
+typedef struct mount_entry {
+	dev_t dev;
+	char *root, *point;
+} mount_entry;
+
 typedef struct home_dir {
 	char *path;
 	devino id;
@@ -189,6 +225,8 @@ typedef struct masker {
 	devino_set keep;   /* never covered: the workspace, the caller's homes, their ancestors */
 	const char *const *paths; /* the policy's: "!X" keeps the built-in X (a store, a
 				   * system secret, a home) visible */
+	mount_entry *mounts;   /* the mount table when masking began */
+	size_t nmounts;
 	home_dir *homes;       /* the caller's homes: their stores are hidden */
 	size_t nhomes, homes_cap;
 	txbox_error *err;
@@ -202,6 +240,9 @@ static void masker_done(masker *m)
 	for (size_t i = 0; i < m->nhomes; i++)
 		free(m->homes[i].path);
 	free(m->homes);
+	for (size_t i = 0; i < m->nmounts; i++)
+		free(m->mounts[i].root), free(m->mounts[i].point);
+	free(m->mounts);
 }
 
 /* The policy keeps prefix+name visible ("!~/.npmrc", "!/etc/ssl/private"). */
@@ -366,6 +407,154 @@ static int open_store(int dirfd, const char *rel, int flags)
 	return sys_openat2(dirfd, rel, &how);
 }
 
+/* ---- other places a path is seen --------------------------------------- */
+
+/* mountinfo escapes ' ', '\t', '\n' and '\\' as \ooo. In place. */
+static void unescape_octal(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; w++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 | (r[3] - '0'));
+			r += 4;
+		} else {
+			*w = *r++;
+		}
+	}
+	*w = '\0';
+}
+
+static int mounts_read(masker *m)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned maj, min;
+		int root_at, root_end, point_at, point_end;
+		if (sscanf(line, "%*d %*d %u:%u %n%*s%n %n%*s%n", &maj, &min, &root_at, &root_end,
+			   &point_at, &point_end) != 2 || root_end <= root_at || point_end <= point_at)
+			continue;
+		line[root_end] = line[point_end] = '\0';
+		mount_entry *v = realloc(m->mounts, (m->nmounts + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		m->mounts = v;
+		mount_entry *e = &v[m->nmounts];
+		*e = (mount_entry){makedev(maj, min), strdup(line + root_at), strdup(line + point_at)};
+		m->nmounts++;
+		if (!e->root || !e->point)
+			return -ENOMEM;
+		unescape_octal(e->root);
+		unescape_octal(e->point);
+	}
+	return 0;
+}
+
+/* p is dir or below it: what follows dir in p ("" or "/x..."), else NULL. */
+static const char *below(const char *p, const char *dir)
+{
+	size_t n = strcmp(dir, "/") ? strlen(dir) : 0;
+	if (strncmp(p, dir, n) != 0 || (p[n] != '\0' && p[n] != '/'))
+		return NULL;
+	return p + n;
+}
+
+/* The path of canon within its filesystem: through the last-made mount
+ * with the longest mount point above it. NULL when none is. */
+static char *path_in_fs(const masker *m, const char *canon, size_t *which)
+{
+	const mount_entry *best = NULL;
+	for (size_t i = 0; i < m->nmounts; i++) {
+		const mount_entry *e = &m->mounts[i];
+		if (below(canon, e->point) && (!best || strlen(e->point) >= strlen(best->point)))
+			best = e, *which = i;
+	}
+	char *p = NULL;
+	if (best && asprintf(&p, "%s%s", strcmp(best->root, "/") ? best->root : "",
+			     below(canon, best->point)) < 0)
+		p = NULL;
+	return p;
+}
+
+/* Every other place the mount table shows canon (whose identity is st):
+ * in alias, the mounts showing it whole (a bind mount of it, of a
+ * directory above it, the same filesystem mounted again); in inner, the
+ * mounts showing a part of it (a bind of a directory below it). */
+static int aliases(const masker *m, const char *canon, const struct stat *st, strv_buf *alias,
+		   strv_buf *inner)
+{
+	size_t self = SIZE_MAX;
+	_cleanup_free_ char *in_fs = path_in_fs(m, canon, &self);
+	if (!in_fs)
+		return 0;
+	for (size_t i = 0; i < m->nmounts; i++) {
+		const mount_entry *e = &m->mounts[i];
+		const char *rest = below(in_fs, e->root), *part = below(e->root, in_fs);
+		char *p = NULL;
+		if (i == self || e->dev != st->st_dev || (!rest && !(part && *part)))
+			continue;
+		if (!rest) {
+			int r = (p = strdup(e->point)) ? strv_buf_push(inner, p) : -ENOMEM;
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (asprintf(&p, "%s%s", strcmp(e->point, "/") || !*rest ? e->point : "", rest) < 0)
+			return -ENOMEM;
+		struct stat at;
+		if (!strcmp(p, canon) || stat(p, &at) < 0 || at.st_dev != st->st_dev ||
+		    at.st_ino != st->st_ino) {
+			free(p); /* covered by another mount, or a different tree */
+			continue;
+		}
+		int r = strv_buf_push(alias, p);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Cover at (by path) when it still shows what a mask hides, identified by
+ * want (same inode) or, for a part of it, by the device alone. */
+static int cover_alias(masker *m, const char *at, const struct stat *want, bool part)
+{
+	_cleanup_close_ int fd = open(at, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != want->st_dev ||
+	    (!part && st.st_ino != want->st_ino) || devino_has(&m->keep, &st))
+		return 0; /* masked already through another alias, or gone */
+	return cover(m, fd, S_ISDIR(st.st_mode));
+}
+
+/* Cover fd (identity st) and every other place the mount table shows it:
+ * a mask is a mount on one path, the same inodes seen through a bind of
+ * the store, of a part of it, of its home, of /home, of /etc or of / stay
+ * readable there. */
+static int cover_everywhere(masker *m, int fd, const struct stat *st)
+{
+	char self[64], canon[PATH_MAX];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(self, canon, sizeof canon - 1);
+	_cleanup_(strv_buf_free) strv_buf alias = {0};
+	_cleanup_(strv_buf_free) strv_buf inner = {0};
+	if (n > 0 && canon[0] == '/') {
+		canon[n] = '\0';
+		int r = aliases(m, canon, st, &alias, &inner);
+		if (r < 0)
+			return r;
+	}
+	int r = cover(m, fd, S_ISDIR(st->st_mode));
+	for (size_t i = 0; r == 0 && i < alias.n; i++)
+		r = cover_alias(m, alias.v[i], st, false);
+	for (size_t i = 0; r == 0 && i < inner.n; i++)
+		r = cover_alias(m, inner.v[i], st, true);
+	return r;
+}
+
 /* Hide base/rel (rel relative to dirfd; base names it in errors). */
 static int mask_at(masker *m, int dirfd, const char *base, const char *rel)
 {
@@ -376,7 +565,7 @@ static int mask_at(masker *m, int dirfd, const char *base, const char *rel)
 	if ((m->src >= 0 && st.st_dev == m->src_dev) || devino_has(&m->keep, &st) ||
 	    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) /* HISTFILE=/dev/null */
 		return 0;
-	int r = cover(m, fd, S_ISDIR(st.st_mode));
+	int r = cover_everywhere(m, fd, &st);
 	if (r < 0)
 		return txbox_fail_errno(m->err, r, "secrets: masking %s/%s", base, rel);
 	return 0;
@@ -424,21 +613,26 @@ static int mask_glob(masker *m, int at, const char *base, const char *rel, size_
 
 /* ---- whose homes -------------------------------------------------------- */
 
-/* Trees of the system that some accounts use as their home (daemon: /usr/sbin,
- * sys: /dev, systemd-network: /): never covered as a home. */
+/* Directories of the system that accounts use as their home (daemon:
+ * /usr/sbin, sys: /dev, systemd-network: /, nobody: /nonexistent, mail:
+ * /var/mail is not one: it is mail's own). p is canonical (realpath):
+ * "/home//carol/" was resolved to "/home/carol" before asking. A home
+ * anywhere else — /opt/erin, /srv/app, /var/lib/postgresql, /usr/local/bob
+ * — is a directory of its own, hidden like one under /home, even when
+ * several accounts share it (their data is no more the command's). */
 static bool system_tree(const char *p)
 {
 	static const char *const under[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-					    "/usr", "/etc", "/dev", "/proc", "/sys", "/boot",
-					    "/run", "/var/run", "/tmp", "/var/tmp",
-					    "/opt" /* service accounts living in their software */};
-	static const char *const exact[] = {"/var", "/var/lib", "/var/cache", "/var/spool", "/var/log",
-					    "/var/local", "/var/opt", "/home", "/srv",
-					    "/mnt", "/media", "/snap"};
-	/* only plain absolute paths: no "//", "/./", "/../", trailing "/" */
-	if (p[0] != '/' || strstr(p, "//") || strstr(p, "/./") || strstr(p, "/../") ||
-	    p[strlen(p) - 1] == '/' || p[strlen(p) - 1] == '.')
-		return true;
+					    "/etc", "/dev", "/proc", "/sys", "/boot", "/run",
+					    "/var/run", "/tmp", "/var/tmp"};
+	static const char *const exact[] = {"/", "/usr", "/usr/local", "/var", "/var/lib",
+					    "/var/cache", "/var/spool", "/var/log", "/var/local",
+					    "/var/opt", "/var/backups", "/home", "/srv", "/opt",
+					    "/mnt", "/media", "/snap", "/nonexistent"};
+	/* /usr is the system's, but for the homes under /usr/local/<name>
+	 * that are not the standard tree there (bin, lib, share, ...) */
+	static const char *const usr_local[] = {"bin", "sbin", "lib", "lib64", "libexec", "include",
+						"share", "src", "etc", "games", "man"};
 	for (size_t i = 0; i < ARRAY_SIZE(under); i++) {
 		size_t n = strlen(under[i]);
 		if (!strncmp(p, under[i], n) && (p[n] == '\0' || p[n] == '/'))
@@ -447,14 +641,21 @@ static bool system_tree(const char *p)
 	for (size_t i = 0; i < ARRAY_SIZE(exact); i++)
 		if (!strcmp(p, exact[i]))
 			return true;
+	if (strncmp(p, "/usr/", 5) != 0)
+		return false;
+	if (strncmp(p, "/usr/local/", 11) != 0)
+		return true;
+	size_t n = strcspn(p + 11, "/");
+	for (size_t i = 0; i < ARRAY_SIZE(usr_local); i++)
+		if (strlen(usr_local[i]) == n && !strncmp(p + 11, usr_local[i], n))
+			return true;
 	return false;
 }
 
-static int home_add(masker *m, const char *path, const struct stat *st)
+/* Another path of a home (no check that it is new: an alias is the same
+ * directory at another place). */
+static int home_push(masker *m, const char *path, const struct stat *st)
 {
-	for (size_t i = 0; i < m->nhomes; i++)
-		if (m->homes[i].id.dev == st->st_dev && m->homes[i].id.ino == st->st_ino)
-			return 0;
 	if (m->nhomes == m->homes_cap) {
 		size_t cap = m->homes_cap ? 2 * m->homes_cap : 4;
 		home_dir *v = realloc(m->homes, cap * sizeof(*v));
@@ -467,6 +668,14 @@ static int home_add(masker *m, const char *path, const struct stat *st)
 		return -ENOMEM;
 	m->homes[m->nhomes++] = (home_dir){copy, {st->st_dev, st->st_ino}};
 	return 0;
+}
+
+static int home_add(masker *m, const char *path, const struct stat *st)
+{
+	for (size_t i = 0; i < m->nhomes; i++)
+		if (m->homes[i].id.dev == st->st_dev && m->homes[i].id.ino == st->st_ino)
+			return 0;
+	return home_push(m, path, st);
 }
 
 /* One of the caller's homes: its stores are hidden; it and its ancestors
@@ -492,9 +701,12 @@ static int own_home(masker *m, const char *path)
  * (then only its stores are hidden) or is a system tree. */
 static int other_home(masker *m, const char *path)
 {
-	if (system_tree(path) || unmasked(m, "", path))
+	_cleanup_free_ char *canon = realpath(path, NULL);
+	if (!canon)
+		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: resolving the home %s", path);
+	if (system_tree(canon) || unmasked(m, "", path) || unmasked(m, "", canon))
 		return 0;
-	_cleanup_close_ int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int fd = open(canon, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening the home %s", path);
@@ -502,23 +714,12 @@ static int other_home(masker *m, const char *path)
 		return 0;
 	if (devino_has(&m->keep, &st))
 		return home_add(m, path, &st) < 0 ? txbox_fail(m->err, -ENOMEM, "secrets: out of memory") : 0;
-	int r = cover(m, fd, true);
+	int r = cover_everywhere(m, fd, &st);
 	return r < 0 ? txbox_fail_errno(m->err, r, "secrets: hiding the home %s", path) : 0;
 }
 
 /* The homes of the password database (files: reading it must not depend
  * on a network or a daemon) and the real uid's, which comes first. */
-typedef struct strv_buf {
-	char **v;
-	size_t n;
-} strv_buf;
-
-static void strv_buf_free(strv_buf *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		free(b->v[i]);
-	free(b->v);
-}
 
 static int read_passwd_homes(uid_t uid, char **own, strv_buf *others)
 {
@@ -558,9 +759,11 @@ static char *nss_home(uid_t uid)
 	return strdup(pw.pw_dir);
 }
 
-static int cover_home_dir_entries(masker *m)
+/* Every entry of dir is somebody's home (users of a directory service
+ * are not in /etc/passwd). */
+static int cover_dir_entries(masker *m, const char *dir)
 {
-	_cleanup_closedir_ DIR *d = opendir("/home");
+	_cleanup_closedir_ DIR *d = opendir(dir);
 	if (!d)
 		return 0;
 	int r = 0;
@@ -568,9 +771,28 @@ static int cover_home_dir_entries(masker *m)
 		if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
 			continue;
 		char p[PATH_MAX];
-		if (snprintf(p, sizeof p, "/home/%s", de->d_name) < (int)sizeof p)
+		if (snprintf(p, sizeof p, "%s/%s", dir, de->d_name) < (int)sizeof p)
 			r = other_home(m, p);
 	}
+	return r;
+}
+
+/* /home, and wherever else the mount table shows it. */
+static int cover_home_dir_entries(masker *m)
+{
+	struct stat st;
+	if (stat("/home", &st) < 0)
+		return 0;
+	/* a bind of one home is that home's alias: other_home covers it */
+	_cleanup_(strv_buf_free) strv_buf alias = {0};
+	_cleanup_(strv_buf_free) strv_buf parts = {0};
+	_cleanup_free_ char *canon = realpath("/home", NULL);
+	int r = canon ? aliases(m, canon, &st, &alias, &parts) : 0;
+	if (r < 0)
+		return txbox_fail_errno(m->err, r, "secrets: where else /home is mounted");
+	r = cover_dir_entries(m, "/home");
+	for (size_t i = 0; r == 0 && i < alias.n; i++)
+		r = cover_dir_entries(m, alias.v[i]);
 	return r;
 }
 
@@ -697,7 +919,11 @@ int secrets_mask_paths(const char *const *paths, const char *home, const char *w
 {
 	_cleanup_(masker_done) masker m;
 	int r = masker_init(&m, paths, err);
-	if (r < 0 || (r = find_homes(&m, home, workspace)) < 0)
+	if (r < 0)
+		return r;
+	if ((r = mounts_read(&m)) < 0)
+		return txbox_fail_errno(err, r, "secrets: reading /proc/self/mountinfo");
+	if ((r = find_homes(&m, home, workspace)) < 0)
 		return r;
 	for (size_t i = 0; i < m.nhomes; i++) {
 		_cleanup_close_ int h = open(m.homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -724,12 +950,23 @@ static const char *const secret_names[] = {
 	"*ACCESS_KEY*", "*_PAT", "*_AUTH", "*_AUTH_*", "AUTH_*", "*AUTHTOKEN*", "*AUTHORIZATION*",
 	"*OAUTH*", "*SESSION*", "*COOKIE*", "*_DSN", "*CONNECTION_STRING*", "*CONNSTR*", "*WEBHOOK*",
 	"AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS", "GPG_AGENT_INFO",
+	/* what a token is called by the tools that take one: SONAR_LOGIN,
+	 * NUGET_CREDS, VAULT_AUTH_X, REQUEST_SIG, COOKIE_SALT */
+	"*_LOGIN", "*_LOGIN_*", "*_CRED", "*_CREDS", "*_CRED_*", "*_CREDS_*", "*AUTH*", "*_SIG",
+	"*_SIGNATURE*", "*_SALT", "*_SALT_*",
 };
 
 /* Ordinary variables a name above would catch (their values are still
  * looked at). */
 static const char *const ordinary_names[] = {
 	"XDG_SESSION_*", "DESKTOP_SESSION", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER",
+	"*AUTHOR", "*AUTHOR_*", "*AUTHORS*", /* GIT_AUTHOR_NAME: "*AUTH*" */
+};
+
+/* Names under which a long random-looking value is a credential, whatever
+ * the rest of the name says (substrings, case-insensitive). */
+static const char *const credential_words[] = {
+	"TOKEN", "KEY", "LOGIN", "AUTH", "PASS", "SECRET", "CRED",
 };
 
 /* Well-known token prefixes: a prefix at the start of a word, followed by
@@ -881,6 +1118,35 @@ static int policy_env_rule(const char *name, const char *const *deny)
 	return verdict;
 }
 
+/* A value that looks like a generated key: at least 32 characters, all of
+ * the base64 / hex / base64url alphabet, mixing digits and letters. Paths
+ * and URLs are not (they hold '/' or ':' between words, and a URL's
+ * password is caught by url_has_password). */
+static bool random_looking(const char *v)
+{
+	size_t n = 0, digits = 0, alpha = 0;
+	for (const char *p = v; *p; p++, n++) {
+		unsigned char c = (unsigned char)*p;
+		if (isdigit(c))
+			digits++;
+		else if (isalpha(c))
+			alpha++;
+		else if (!strchr("+/=_-.", c))
+			return false;
+	}
+	if (n < 32 || v[0] == '/' || v[0] == '.' || strstr(v, "//"))
+		return false;
+	return digits >= 2 && alpha >= 8;
+}
+
+static bool credential_name(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(credential_words); i++)
+		if (strcasestr(name, credential_words[i]))
+			return true;
+	return false;
+}
+
 /* The entry NAME=VALUE carries a secret: by its name (the policy's globs,
  * the built-in ones) or by its value. */
 static bool entry_secret(const char *entry, size_t namelen, const char *const *deny)
@@ -894,7 +1160,8 @@ static bool entry_secret(const char *entry, size_t namelen, const char *const *d
 	if (name_matches(name, secret_names, ARRAY_SIZE(secret_names)) &&
 	    !name_matches(name, ordinary_names, ARRAY_SIZE(ordinary_names)))
 		return true;
-	return value_secret(entry + namelen + 1);
+	const char *value = entry + namelen + 1;
+	return value_secret(value) || (credential_name(name) && random_looking(value));
 }
 
 void secrets_env_free(char **env)

@@ -1,0 +1,150 @@
+"""Secrets stay hidden whatever the mount table and the password database
+look like (docs/ARCHITECTURE.md, "Secrets"): a home is found by what it
+is, not by how /etc/passwd spells it; a home (or /etc) seen through a
+second mount is masked there too; a store directory rewritten by rename
+while the command runs stays hidden.
+
+Each scenario runs in a private mount namespace of its own (tmpfs over
+/home, a bind-mounted /etc/passwd, bind mounts of the home): the host's
+real homes and files are never touched. Root sets the scene, then runs
+txbox as root and as the test user (rootless)."""
+
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+
+from harness import Skip, check, rmtree_force, test, which
+
+TEST_USER = "txbox-test"
+CANARY = "TXSECRETCANARY"
+
+
+def _scene(ctx, script, timeout=120):
+    """Run script (bash) in a private mount namespace with TX (a world-readable
+    copy of txbox), BASE (a 0755 directory), TU (the test user) set.
+    Returns its stdout+stderr as text."""
+    if not which("unshare") or not which("runuser"):
+        raise Skip("needs unshare and runuser")
+    try:
+        pwd.getpwnam(TEST_USER)
+    except KeyError:
+        raise Skip("no user %s" % TEST_USER)
+    base = tempfile.mkdtemp(prefix="txbox-secrets-", dir="/var/lib")
+    try:
+        os.chmod(base, 0o755)
+        tx = os.path.join(base, "txbox")
+        shutil.copy(ctx.txbox, tx)
+        os.chmod(tx, 0o755)
+        pol = ""
+        if ctx.policy_file:  # the suite's (no rules: nothing is held)
+            pol = os.path.join(base, "policy.yaml")
+            shutil.copy(ctx.policy_file, pol)
+            os.chmod(pol, 0o644)
+        env = dict(os.environ, TX=tx, BASE=base, TU=TEST_USER, CANARY=CANARY, POL=pol)
+        env.pop("SSH_AUTH_SOCK", None)
+        p = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c",
+                            "set -u\n" + _HELPERS + script],
+                           env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout)
+        out = p.stdout.decode("utf-8", "replace")
+        if ctx.verbose:
+            print(out)
+        check("SCENE-DONE" in out, "the scene did not run to its end:\n" + out[-1500:])
+        return out
+    finally:
+        rmtree_force(base)
+
+
+_HELPERS = r'''
+as() { local m=$1; shift; if [ "$m" = root ]; then "$@"; else runuser -u "$TU" -- "$@"; fi; }
+mkws() { local d; d=$(mktemp -d "$BASE/ws-$1-XXXX"); [ "$1" = rootless ] && chown "$TU": "$d"; chmod 755 "$d"; echo "$d"; }
+# txrun MODE HOME shell-text
+txrun() { local ws; ws=$(mkws "$1"); (cd "$ws" && as "$1" env HOME="$2" "$TX" run -w "$ws" ${POL:+--policy "$POL"} -- sh -c "$3") 2>&1; }
+plant() { mkdir -p "$1/.ssh"; echo "KEY $CANARY-$2" > "$1/.ssh/id_ed25519"; echo "export T=$CANARY-hist-$2" > "$1/.bash_history"; }
+'''
+
+
+def _leaks(out):
+    return sorted({w for w in out.split() if CANARY in w})
+
+
+@test("secrets/other-homes-by-what-they-are", root_only=True)
+def other_homes(ctx):
+    """Homes spelled /home/bob/ or /home//carol, or living under /opt, /srv,
+    /usr/local (one shared by two accounts) are other users' homes: root's
+    command reads none of them. The system's own trees used as homes
+    (/usr/sbin, /bin, /nonexistent) stay visible."""
+    out = _scene(ctx, r'''
+mount -t tmpfs tmpfs /home; mkdir -p /opt /srv; mount -t tmpfs tmpfs /opt; mount -t tmpfs tmpfs /srv
+mount -t tmpfs tmpfs /usr/local
+for h in /home/bob /home/carol /opt/erin /srv/frank /usr/local/gina /srv/shared; do plant $h $(basename $h); chmod 700 $h; done
+cp /etc/passwd "$BASE/passwd"
+cat >> "$BASE/passwd" <<EOF
+bob:x:1601:1601::/home/bob/:/bin/sh
+carol:x:1602:1602::/home//carol:/bin/sh
+erin:x:1604:1604::/opt/erin:/bin/sh
+frank:x:1605:1605::/srv/./frank:/bin/sh
+gina:x:1606:1606::/usr/local/gina:/bin/sh
+svc1:x:1607:1607::/srv/shared:/usr/sbin/nologin
+svc2:x:1608:1608::/srv/shared:/usr/sbin/nologin
+sysish:x:1609:1609::/usr/sbin:/usr/sbin/nologin
+EOF
+chmod 644 "$BASE/passwd"; mount --bind "$BASE/passwd" /etc/passwd
+txrun root /root 'cat /home/bob/.ssh/id_ed25519 /home/carol/.ssh/id_ed25519 /opt/erin/.ssh/id_ed25519 \
+  /srv/frank/.ssh/id_ed25519 /usr/local/gina/.ssh/id_ed25519 /srv/shared/.ssh/id_ed25519 \
+  /home/*/.bash_history /opt/*/.bash_history /srv/*/.bash_history /usr/local/*/.bash_history 2>/dev/null
+  [ -x /usr/sbin/runuser ] && echo SBIN-VISIBLE; [ -x /bin/sh ] && echo BIN-VISIBLE'
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "root's command read other users' secrets: %s" % _leaks(out))
+    check("SBIN-VISIBLE" in out and "BIN-VISIBLE" in out,
+          "a system tree used as a home (/usr/sbin) was hidden:\n" + out[-800:])
+
+
+@test("secrets/home-masked-on-every-mount", root_only=True)
+def home_every_mount(ctx):
+    """The caller's home bind-mounted elsewhere (and a store itself, /home,
+    /root, /etc and the root filesystem): the masked stores and the
+    system's secrets are hidden at every place the mount table shows them."""
+    out = _scene(ctx, r'''
+mount -t tmpfs tmpfs /home; plant /home/$TU self; chown -R $TU: /home/$TU; chmod 700 /home/$TU
+mount -t tmpfs -o mode=700 tmpfs /root; plant /root root
+for d in home-alias user-alias ssh-alias root-alias etc-alias fs-alias; do mkdir "$BASE/$d"; done
+mount --bind /home "$BASE/home-alias"; mount --bind /home/$TU "$BASE/user-alias"
+mount --bind /home/$TU/.ssh "$BASE/ssh-alias"
+mount --bind /root "$BASE/root-alias"; mount --bind /etc "$BASE/etc-alias"; mount --bind / "$BASE/fs-alias"
+[ -s /etc/shadow ] && echo SHADOW-ON-HOST
+probe="cat \$HOME/.ssh/id_ed25519 \$HOME/.bash_history $BASE/home-alias/$TU/.ssh/id_ed25519 \
+  $BASE/home-alias/$TU/.bash_history $BASE/user-alias/.ssh/id_ed25519 $BASE/ssh-alias/id_ed25519 $BASE/root-alias/.ssh/id_ed25519 \
+  $BASE/root-alias/.bash_history 2>/dev/null
+  for s in $BASE/etc-alias/shadow $BASE/fs-alias/etc/shadow; do [ -s \$s ] && echo SHADOW-READ:\$s; done; true"
+txrun root /root "$probe" | sed 's/^/[root] /'
+txrun rootless /home/$TU "$probe" | sed 's/^/[rootless] /'
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "a masked secret was read through another mount: %s\n%s" % (_leaks(out), out[-1500:]))
+    if "SHADOW-ON-HOST" in out:
+        check("[root] SHADOW-READ" not in out,
+              "root's command read /etc/shadow through another mount:\n" + out[-1500:])
+
+
+@test("secrets/store-dir-rewritten-while-running", root_only=True)
+def store_dir_rewritten(ctx):
+    """~/.docker/config.json rewritten by rename on the host while the
+    command runs (docker login does this): the new file is not readable
+    inside, as root and rootless."""
+    out = _scene(ctx, r'''
+for m in root rootless; do
+  H=$(mktemp -d "$BASE/home-$m-XXXX"); mkdir -p "$H/.docker"; echo '{"auths":{}}' > "$H/.docker/config.json"
+  [ $m = rootless ] && chown -R $TU: "$H"; chmod 700 "$H"
+  txrun $m "$H" "for i in \$(seq 30); do cat $H/.docker/config.json 2>/dev/null | grep $CANARY && break; sleep 0.1; done; true" > "$BASE/out-$m" &
+  sleep 1
+  as $m sh -c "echo '{\"auths\":{\"x\":{\"auth\":\"$CANARY-docker-$m\"}}}' > $H/.docker/c.tmp && mv $H/.docker/c.tmp $H/.docker/config.json"
+  wait
+  sed "s/^/[$m] /" "$BASE/out-$m"
+done
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "a store rewritten during the run was read: %s\n%s" % (_leaks(out), out[-1200:]))
