@@ -76,8 +76,12 @@ CASES = [
     Case("rm-rf-usr-var-opt", "rm -rf /usr /var /opt /boot /srv", deny=True),
     # -- disks
     Case("dd-vda", "dd if=/dev/zero of=/dev/vda bs=64k count=16", deny=True),
+    # The text policy does not expand a for loop's variable, and an unresolved
+    # target is no reason to hold when the sandbox contains every effect (its
+    # /dev has no block device): so the default policy lets this run, and the
+    # sandbox alone must hold (the decoy disks are checked like every case).
     Case("dd-other-disks", "for d in /dev/sda /dev/vdb /dev/nvme0n1 /dev/xvda /dev/loop0; do "
-         "dd if=/dev/urandom of=$d bs=64k count=4; done", deny=True),
+         "dd if=/dev/urandom of=$d bs=64k count=4; done"),
     Case("mkfs", "mkfs.ext4 -F /dev/vda; mkfs.ext4 -F /dev/sda", deny=True),
     Case("shred-disk", "shred -n1 -z /dev/vda /dev/sda", deny=True),
     Case("shred-files", "shred -n1 -u /etc/passwd /etc/hosts ~/.bashrc ~/.profile", deny=True),
