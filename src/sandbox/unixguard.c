@@ -35,6 +35,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,12 @@
 #define IOV_MAX_ 1024 /* UIO_MAXIOV */
 #define FDS_MAX 253   /* SCM_MAX_FD */
 #define LISTENERS_MAX 8
+/* Calls served at once. Each holds up to DATA_MAX + CONTROL_MAX of copies
+ * and a 256 KiB stack, in the guard's memory (outside the transaction's
+ * cgroup): bounded at about 36 MiB. Past it a call fails with EAGAIN — the
+ * command's own calls, never another sandbox's, since every guard is its
+ * own process. */
+#define SERVING_MAX 64
 
 /* The places the view replaces by filesystems of its own (the workspace:
  * by its overlay). A device seen there after the view is built, and not
@@ -90,6 +97,7 @@ struct unixguard {
 	dev_t own[NPLACES];
 	pid_t pid; /* the guard process, 0: none */
 	int ctl;   /* init's end of the socket the listeners go through */
+	atomic_uint serving; /* in the guard process: calls being served */
 };
 
 static const char *place(const unixguard *g, size_t i) { return i == 0 ? g->workspace : replaced[i - 1]; }
@@ -163,6 +171,7 @@ static bool permitted(const unixguard *g, const struct stat *st)
 
 typedef struct target {
 	const unixguard *g;
+	atomic_uint *serving;
 	int listener;
 	struct seccomp_notif req;
 	int pidfd;
@@ -619,13 +628,14 @@ static void *serve(void *arg)
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	close(t->listener);
+	atomic_fetch_sub(t->serving, 1);
 	free(t);
 	return NULL;
 }
 
 /* One notification off listener, served on a thread of its own (inline
  * when no thread can be made). */
-static void dispatch(const unixguard *g, int listener)
+static void dispatch(unixguard *g, int listener)
 {
 	target *t = calloc(1, sizeof *t);
 	if (!t)
@@ -634,12 +644,21 @@ static void dispatch(const unixguard *g, int listener)
 		free(t); /* EINTR, or the caller died meanwhile (ENOENT) */
 		return;
 	}
+	if (atomic_fetch_add(&g->serving, 1) >= SERVING_MAX) {
+		struct seccomp_notif_resp resp = {.id = t->req.id, .error = -EAGAIN};
+		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+		atomic_fetch_sub(&g->serving, 1);
+		free(t);
+		return;
+	}
 	t->g = g;
+	t->serving = &g->serving;
 	t->pidfd = -1;
 	t->listener = fcntl(listener, F_DUPFD_CLOEXEC, 0);
 	if (t->listener < 0) {
 		struct seccomp_notif_resp resp = {.id = t->req.id, .error = -EMFILE};
 		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+		atomic_fetch_sub(&g->serving, 1);
 		free(t);
 		return;
 	}

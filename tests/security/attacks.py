@@ -2654,3 +2654,46 @@ def disk_unlinked_open_files(ctx):
     res = ctx.run(ws, argv=["python3", "-c", script], opts=["--disk", "20M", "--timeout", "60"], timeout=90)
     check(res.outcome == "rolled_back" and res.get("limit") == "disk",
           "80 MiB in unlinked open files under --disk 20M not stopped as the disk limit: %s" % res.describe())
+
+
+@attack("guard-serving-bounded", needs=("python3",))
+def guard_serving_bounded(ctx):
+    """The socket guard copies each send it emulates (up to 256 KiB of data)
+    in its own memory, outside the transaction's cgroup: a command that
+    keeps hundreds of sends blocked at once must meet a bound (EAGAIN past
+    64 calls being served), not grow the guard without limit."""
+    ws = ctx.workspace("guardmem")
+    script = r"""
+import errno, socket, threading
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+a.setblocking(False)
+try:
+    while True:
+        a.send(b"x" * 65536)          # fill the pair: later sends block
+except BlockingIOError:
+    pass
+a.setblocking(True)
+res = {"EAGAIN": 0, "other": 0}
+lock = threading.Lock()
+def blocked_send():
+    try:
+        socket.socket.sendmsg(a, [b"y" * (256 << 10)])
+    except OSError as e:
+        with lock:
+            res["EAGAIN" if e.errno == errno.EAGAIN else "other"] += 1
+threads = [threading.Thread(target=blocked_send, daemon=True) for _ in range(200)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(0.05)
+import time; time.sleep(1.5)
+print("REFUSED %d" % res["EAGAIN"], flush=True)
+print("PROBE-DONE", flush=True)
+import os; os._exit(0)
+"""
+    res = ctx.run(ws, argv=["python3", "-c", script], timeout=60)
+    got = res.lines("REFUSED ")
+    check(got, "no result: %s" % res.describe())
+    n = int(got[0].split()[1])
+    check(n >= 100, "200 sends blocked at once: only %d met the guard's bound (it grew instead)" % n)
