@@ -342,12 +342,12 @@ bool fs_xattr_is_overlay_private(const char *name)
 	return strncmp(name, "trusted.overlay.", 16) == 0 || strncmp(name, "user.overlay.", 13) == 0;
 }
 
-int fs_xattr_list(const char *path, char **names, size_t *len)
+static int xattr_list(const char *path, bool follow, char **names, size_t *len)
 {
 	*names = NULL;
 	*len = 0;
 	for (int attempt = 0; attempt < 4; attempt++) { /* the list may grow between the two calls */
-		ssize_t need = llistxattr(path, NULL, 0);
+		ssize_t need = follow ? listxattr(path, NULL, 0) : llistxattr(path, NULL, 0);
 		if (need < 0)
 			return (errno == ENOTSUP || errno == EPERM) ? 0 : -errno;
 		if (need == 0)
@@ -355,7 +355,7 @@ int fs_xattr_list(const char *path, char **names, size_t *len)
 		char *buf = malloc((size_t)need);
 		if (!buf)
 			return -ENOMEM;
-		ssize_t n = llistxattr(path, buf, (size_t)need);
+		ssize_t n = follow ? listxattr(path, buf, (size_t)need) : llistxattr(path, buf, (size_t)need);
 		if (n >= 0) {
 			*names = buf;
 			*len = (size_t)n;
@@ -368,17 +368,17 @@ int fs_xattr_list(const char *path, char **names, size_t *len)
 	return -ERANGE;
 }
 
-ssize_t fs_xattr_get(const char *path, const char *name, char **val)
+static ssize_t xattr_get(const char *path, bool follow, const char *name, char **val)
 {
 	*val = NULL;
 	for (int attempt = 0; attempt < 4; attempt++) {
-		ssize_t need = lgetxattr(path, name, NULL, 0);
+		ssize_t need = follow ? getxattr(path, name, NULL, 0) : lgetxattr(path, name, NULL, 0);
 		if (need < 0)
 			return -errno;
 		char *buf = malloc((size_t)need + 1);
 		if (!buf)
 			return -ENOMEM;
-		ssize_t n = lgetxattr(path, name, buf, (size_t)need);
+		ssize_t n = follow ? getxattr(path, name, buf, (size_t)need) : lgetxattr(path, name, buf, (size_t)need);
 		if (n >= 0) {
 			*val = buf;
 			return n;
@@ -388,4 +388,67 @@ ssize_t fs_xattr_get(const char *path, const char *name, char **val)
 			return -errno;
 	}
 	return -ERANGE;
+}
+
+int fs_xattr_list(const char *path, char **names, size_t *len)
+{
+	return xattr_list(path, false, names, len);
+}
+
+ssize_t fs_xattr_get(const char *path, const char *name, char **val)
+{
+	return xattr_get(path, false, name, val);
+}
+
+/* Through the fd's magic link, followed: the kernel resolves it to exactly
+ * the fd's inode (a symlink itself for an O_PATH|O_NOFOLLOW fd), never to
+ * whatever name it had. */
+int fs_xattr_list_fd(int fd, char **names, size_t *len)
+{
+	char p[32];
+	fs_fd_path(fd, p);
+	return xattr_list(p, true, names, len);
+}
+
+ssize_t fs_xattr_get_fd(int fd, const char *name, char **val)
+{
+	char p[32];
+	fs_fd_path(fd, p);
+	return xattr_get(p, true, name, val);
+}
+
+int fs_open_entry(int dirfd, const char *path, int flags, mode_t mode)
+{
+	if (!path || path[0] == '/' || path[0] == '\0')
+		return -EINVAL;
+	flags |= O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
+	if (!(flags & O_PATH))
+		flags |= O_NONBLOCK;
+	if (probe_openat2()) {
+		struct txbox_open_how how = {
+			.flags = (uint64_t)flags,
+			.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+		};
+		/* EAGAIN: a rename raced the lookup, or (O_NONBLOCK) a lease
+		 * holder has not given way yet — either way a bounded retry. */
+		int fd = -1;
+		for (int i = 0; i < 64 && fd < 0; i++)
+			if ((fd = sys_openat2(dirfd, path, &how)) < 0 && errno != EAGAIN)
+				break;
+		return fd >= 0 ? fd : -errno;
+	}
+	int fd = open_walk(dirfd, path, flags, mode);
+	if (fd >= 0 && !fs_same_mount(dirfd, fd)) {
+		close(fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
+bool fs_same_mount(int a, int b)
+{
+	struct statx sa, sb;
+	return statx(a, "", AT_EMPTY_PATH, STATX_MNT_ID, &sa) == 0 && statx(b, "", AT_EMPTY_PATH, STATX_MNT_ID, &sb) == 0 &&
+	       (sa.stx_mask & STATX_MNT_ID) && (sb.stx_mask & STATX_MNT_ID) && sa.stx_mnt_id == sb.stx_mnt_id;
 }
