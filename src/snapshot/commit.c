@@ -175,7 +175,7 @@ static int set_meta(int efd, const char *rel, const struct stat *st, bool owner_
 	if (owner_mode && !S_ISLNK(st->st_mode) && chmod(p, st->st_mode & 07777) < 0)
 		return txbox_fail_errno(err, -errno, "changing mode of %s", rel);
 	struct timespec ts[2] = {st->st_atim, st->st_mtim};
-	if (utimensat(efd, "", ts, AT_EMPTY_PATH) < 0)
+	if (utimensat(AT_FDCWD, p, ts, 0) < 0)
 		return txbox_fail_errno(err, -errno, "setting times of %s", rel);
 	return 0;
 }

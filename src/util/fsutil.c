@@ -421,9 +421,9 @@ int fs_open_entry(int dirfd, const char *path, int flags, mode_t mode)
 {
 	if (!path || path[0] == '/' || path[0] == '\0')
 		return -EINVAL;
-	flags |= O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
-	if (!(flags & O_PATH))
-		flags |= O_NONBLOCK;
+	flags |= O_NOFOLLOW | O_CLOEXEC;
+	if (!(flags & O_PATH)) /* openat2 refuses any other flag with O_PATH */
+		flags |= O_NONBLOCK | O_NOCTTY;
 	if (probe_openat2()) {
 		struct txbox_open_how how = {
 			.flags = (uint64_t)flags,
