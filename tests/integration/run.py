@@ -140,6 +140,7 @@ def load_tests():
     import test_literal  # noqa: F401
     import test_state_trust  # noqa: F401
     import test_commit_trust  # noqa: F401
+    import test_commit_races  # noqa: F401
 
     def key(t):
         name = t[0]
