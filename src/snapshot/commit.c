@@ -101,17 +101,20 @@ static int sync_xattrs(int src, int dst, bool ux, txbox_error *err)
  * permission on it, and both parents must be writable. On EACCES the
  * directories involved are made owner-writable for the rename and given
  * their modes back right after. Returns 0 or -1 with errno set. */
-static void chmod_at(int dfd, const char *name, mode_t m)
-{
-	if (fchmodat(dfd, name, m, 0) < 0) { /* best effort: the rename reports the real failure */
-	}
-}
-
 static void chmod_fd(int fd, mode_t m)
 {
 	char p[32];
 	fs_fd_path(fd, p);
-	chmod(p, m);
+	if (chmod(p, m) < 0) { /* best effort: the rename reports the real failure */
+	}
+}
+
+/* Only the directory dfd/name itself: never a symlink or a mount swapped in. */
+static void chmod_at(int dfd, const char *name, mode_t m)
+{
+	_cleanup_close_ int fd = fs_open_entry(dfd, name, O_PATH | O_DIRECTORY, 0);
+	if (fd >= 0)
+		chmod_fd(fd, m);
 }
 
 static int move_entry(int od, const char *on, int nd, const char *nn, unsigned flags)
