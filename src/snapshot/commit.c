@@ -15,9 +15,11 @@
  * group is published as a new inode under each of its names (plan.c), so
  * every op is reversed by a rename and no copy of a file is ever needed.
  * Parents are opened beneath the workspace without following symlinks or
- * `..` (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS),
- * so nothing is ever written outside it, whatever the layer or the
- * workspace contain. Reversal uses the inode numbers in the journal to tell
+ * `..` and without crossing a mount point (fs_open_entry: openat2
+ * RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_XDEV), and a META op acts
+ * only on an O_PATH fd of the entry, checked to be the planned inode, so
+ * nothing is ever changed outside the workspace, whatever the layer or the
+ * workspace contain or a racing writer swaps in. Reversal uses the inode numbers in the journal to tell
  * which ops were applied, so it is idempotent after a crash. */
 #include "snapshot/snapshot.h"
 
@@ -48,27 +50,34 @@ int snapshot_open_parent(int root_fd, const char *rel, const char **name, txbox_
 	_cleanup_free_ char *parent = strndup(rel, (size_t)(slash - rel));
 	if (!parent)
 		return txbox_fail(err, -ENOMEM, "out of memory");
-	int fd = fs_open_beneath(root_fd, parent, O_PATH | O_DIRECTORY, 0);
+	int fd = fs_open_entry(root_fd, parent, O_PATH | O_DIRECTORY, 0);
+	if (fd == -EXDEV)
+		return txbox_fail(err, fd, "%s crosses a mount point: a commit never changes another filesystem",
+				  parent);
 	if (fd < 0)
 		return txbox_fail_errno(err, fd, "opening %s beneath the workspace (a symlink or `..` on the way?)",
 					parent);
 	return fd;
 }
 
-/* Make the xattrs of dst (non overlay-private) equal to those of src. */
-static int sync_xattrs(const char *src, const char *dst, bool ux, txbox_error *err)
+/* Make the xattrs of dst (non overlay-private) equal to those of src;
+ * both are O_PATH fds of the very inodes (see fs_xattr_list_fd). */
+static int sync_xattrs(int src, int dst, bool ux, txbox_error *err)
 {
 	_cleanup_free_ char *dnames = NULL, *snames = NULL;
 	size_t dn, sn;
-	int r = fs_xattr_list(dst, &dnames, &dn);
+	char sp[32], dp[32];
+	fs_fd_path(src, sp);
+	fs_fd_path(dst, dp);
+	int r = fs_xattr_list_fd(dst, &dnames, &dn);
 	if (r == 0)
-		r = fs_xattr_list(src, &snames, &sn);
+		r = fs_xattr_list_fd(src, &snames, &sn);
 	if (r < 0)
 		return txbox_fail_errno(err, r, "listing xattrs");
 	for (size_t off = 0; off < dn; off += strlen(dnames + off) + 1) {
 		const char *k = dnames + off;
-		if (!snapshot_xattr_private(k, ux) && lgetxattr(src, k, NULL, 0) < 0 && errno == ENODATA &&
-		    lremovexattr(dst, k) < 0 && errno != ENODATA)
+		if (!snapshot_xattr_private(k, ux) && getxattr(sp, k, NULL, 0) < 0 && errno == ENODATA &&
+		    removexattr(dp, k) < 0 && errno != ENODATA)
 			return txbox_fail_errno(err, -errno, "removing xattr %s", k);
 	}
 	for (size_t off = 0; off < sn; off += strlen(snames + off) + 1) {
@@ -76,12 +85,12 @@ static int sync_xattrs(const char *src, const char *dst, bool ux, txbox_error *e
 		if (snapshot_xattr_private(k, ux))
 			continue;
 		_cleanup_free_ char *val = NULL;
-		ssize_t vl = fs_xattr_get(src, k, &val);
+		ssize_t vl = fs_xattr_get_fd(src, k, &val);
 		if (vl == -ENODATA)
 			continue;
 		if (vl < 0)
 			return txbox_fail_errno(err, (int)vl, "reading xattr %s", k);
-		if (lsetxattr(dst, k, val, (size_t)vl, 0) < 0 && errno != ENOTSUP && errno != EPERM)
+		if (setxattr(dp, k, val, (size_t)vl, 0) < 0 && errno != ENOTSUP && errno != EPERM)
 			return txbox_fail_errno(err, -errno, "setting xattr %s", k);
 	}
 	return 0;
@@ -92,17 +101,20 @@ static int sync_xattrs(const char *src, const char *dst, bool ux, txbox_error *e
  * permission on it, and both parents must be writable. On EACCES the
  * directories involved are made owner-writable for the rename and given
  * their modes back right after. Returns 0 or -1 with errno set. */
-static void chmod_at(int dfd, const char *name, mode_t m)
-{
-	if (fchmodat(dfd, name, m, 0) < 0) { /* best effort: the rename reports the real failure */
-	}
-}
-
 static void chmod_fd(int fd, mode_t m)
 {
 	char p[32];
 	fs_fd_path(fd, p);
-	chmod(p, m);
+	if (chmod(p, m) < 0) { /* best effort: the rename reports the real failure */
+	}
+}
+
+/* Only the directory dfd/name itself: never a symlink or a mount swapped in. */
+static void chmod_at(int dfd, const char *name, mode_t m)
+{
+	_cleanup_close_ int fd = fs_open_entry(dfd, name, O_PATH | O_DIRECTORY, 0);
+	if (fd >= 0)
+		chmod_fd(fd, m);
 }
 
 static int move_entry(int od, const char *on, int nd, const char *nn, unsigned flags)
@@ -153,27 +165,40 @@ static int move_entry(int od, const char *on, int nd, const char *nn, unsigned f
 	return r;
 }
 
-/* Set owner and mode (when owner_mode) and times of dirfd/name (dirfd
- * itself when name is ""). */
-static int set_meta(int dirfd, const char *name, const struct stat *st, bool owner_mode, txbox_error *err)
+/* Set owner and mode (when owner_mode) and times of the inode efd (an
+ * O_PATH fd from open_meta_entry) refers to: never a name that may have
+ * been swapped since it was checked. */
+static int set_meta(int efd, const char *rel, const struct stat *st, bool owner_mode, txbox_error *err)
 {
-	int flags = name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH;
-	if (owner_mode && fchownat(dirfd, name, st->st_uid, st->st_gid, flags) < 0 && errno != EPERM)
-		return txbox_fail_errno(err, -errno, "changing owner of %s", name[0] ? name : ".");
-	if (owner_mode && !S_ISLNK(st->st_mode)) {
-		char p[PATH_MAX];
-		if (name[0])
-			prepare_xattr_path(dirfd, name, p, sizeof p);
-		else
-			fs_fd_path(dirfd, p);
-		/* chmod through the fd path: never follows a symlink (checked above). */
-		if (chmod(p, st->st_mode & 07777) < 0)
-			return txbox_fail_errno(err, -errno, "changing mode of %s", name[0] ? name : ".");
-	}
+	char p[32];
+	fs_fd_path(efd, p);
+	if (owner_mode && fchownat(efd, "", st->st_uid, st->st_gid, AT_EMPTY_PATH) < 0 && errno != EPERM)
+		return txbox_fail_errno(err, -errno, "changing owner of %s", rel);
+	/* The magic link resolves to efd's inode itself; a symlink has no mode. */
+	if (owner_mode && !S_ISLNK(st->st_mode) && chmod(p, st->st_mode & 07777) < 0)
+		return txbox_fail_errno(err, -errno, "changing mode of %s", rel);
 	struct timespec ts[2] = {st->st_atim, st->st_mtim};
-	if (utimensat(dirfd, name, ts, flags) < 0)
-		return txbox_fail_errno(err, -errno, "setting times of %s", name[0] ? name : ".");
+	if (utimensat(AT_FDCWD, p, ts, 0) < 0)
+		return txbox_fail_errno(err, -errno, "setting times of %s", rel);
 	return 0;
+}
+
+/* The entry dirfd/name (dirfd itself when name is "") as an O_PATH fd:
+ * never through a symlink and never across a mount point, whatever was
+ * swapped in; *cur is its stat. The caller compares it with the plan. */
+static int open_meta_entry(int dirfd, const char *name, const char *rel, struct stat *cur, txbox_error *err)
+{
+	_cleanup_close_ int fd = name[0] ? fs_open_entry(dirfd, name, O_PATH, 0) : fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0) {
+		int e = name[0] ? fd : -errno;
+		if (e == -EXDEV)
+			return txbox_fail(err, -EXDEV, "%s is a mount point: a commit never changes another filesystem",
+					  rel);
+		return txbox_fail_errno(err, e, "opening %s", rel);
+	}
+	if (fstat(fd, cur) < 0)
+		return txbox_fail_errno(err, -errno, "stat of %s", rel);
+	return steal_fd(fd);
 }
 
 /* The original owner and mode of an entry a META op changes, kept as those
@@ -207,11 +232,11 @@ static int saved_owner_mode(int displaced_fd, size_t idx, struct stat *out, txbo
 }
 
 /* Does path carry any non-overlay xattr? */
-static bool has_own_xattrs(const char *path, bool ux)
+static bool has_own_xattrs(int fd, bool ux)
 {
 	_cleanup_free_ char *names = NULL;
 	size_t n;
-	if (fs_xattr_list(path, &names, &n) < 0)
+	if (fs_xattr_list_fd(fd, &names, &n) < 0)
 		return true; /* unknown: save what can be read */
 	for (size_t off = 0; off < n; off += strlen(names + off) + 1)
 		if (!snapshot_xattr_private(names + off, ux))
@@ -221,13 +246,13 @@ static bool has_own_xattrs(const char *path, bool ux)
 
 /* Save the xattrs of path as displaced/<idx>.x ([u32 len][name][u32 len][value]…)
  * when it or the layer's entry has any, so a reversal can restore them. */
-static int save_xattrs(const char *path, const char *upath, int displaced_fd, size_t idx, bool ux, txbox_error *err)
+static int save_xattrs(int wfd, int ufd, int displaced_fd, size_t idx, bool ux, txbox_error *err)
 {
-	if (!has_own_xattrs(path, ux) && !has_own_xattrs(upath, ux))
+	if (!has_own_xattrs(wfd, ux) && !has_own_xattrs(ufd, ux))
 		return 0;
 	_cleanup_free_ char *names = NULL;
 	size_t n;
-	int r = fs_xattr_list(path, &names, &n);
+	int r = fs_xattr_list_fd(wfd, &names, &n);
 	if (r < 0)
 		return txbox_fail_errno(err, r, "saving xattrs");
 	char fn[40];
@@ -239,7 +264,7 @@ static int save_xattrs(const char *path, const char *upath, int displaced_fd, si
 		if (snapshot_xattr_private(names + off, ux))
 			continue;
 		_cleanup_free_ char *val = NULL;
-		ssize_t vl = fs_xattr_get(path, names + off, &val);
+		ssize_t vl = fs_xattr_get_fd(wfd, names + off, &val);
 		if (vl < 0)
 			continue;
 		uint32_t kl = (uint32_t)strlen(names + off), l = (uint32_t)vl;
@@ -252,8 +277,10 @@ static int save_xattrs(const char *path, const char *upath, int displaced_fd, si
 	return 0;
 }
 
-static int restore_xattrs(const char *path, int displaced_fd, size_t idx, bool ux, txbox_error *err)
+static int restore_xattrs(int efd, int displaced_fd, size_t idx, bool ux, txbox_error *err)
 {
+	char path[32];
+	fs_fd_path(efd, path);
 	char fn[40];
 	snprintf(fn, sizeof fn, "%zu.x", idx);
 	_cleanup_free_ char *buf = NULL;
@@ -265,10 +292,10 @@ static int restore_xattrs(const char *path, int displaced_fd, size_t idx, bool u
 	}
 	_cleanup_free_ char *names = NULL;
 	size_t n;
-	if (fs_xattr_list(path, &names, &n) == 0)
+	if (fs_xattr_list_fd(efd, &names, &n) == 0)
 		for (size_t off = 0; off < n; off += strlen(names + off) + 1)
 			if (!snapshot_xattr_private(names + off, ux))
-				lremovexattr(path, names + off);
+				removexattr(path, names + off);
 	size_t pos = 0;
 	while (pos + 4 <= len) {
 		uint32_t kl, vl;
@@ -284,7 +311,7 @@ static int restore_xattrs(const char *path, int displaced_fd, size_t idx, bool u
 		pos += 4;
 		if (pos + vl > len)
 			return txbox_fail(err, -EINVAL, "damaged saved xattrs for op %zu", idx);
-		if (lsetxattr(path, name, buf + pos, vl, 0) < 0 && errno != ENOTSUP)
+		if (setxattr(path, name, buf + pos, vl, 0) < 0 && errno != ENOTSUP)
 			return txbox_fail_errno(err, -errno, "restoring xattr %s", name);
 		pos += vl;
 	}
@@ -294,39 +321,32 @@ static int restore_xattrs(const char *path, int displaced_fd, size_t idx, bool u
 static int apply_meta(int ws_fd, int upper_fd, int displaced_fd, size_t idx, const plan_op *o, bool ux,
 		      txbox_error *err)
 {
-	const char *wname, *uname;
+	const char *wname = "", *uname = "";
+	const char *rel = o->path[0] ? o->path : ".";
 	_cleanup_close_ int wpar = o->path[0] ? snapshot_open_parent(ws_fd, o->path, &wname, err) : -1;
 	_cleanup_close_ int upar = o->path[0] ? snapshot_open_parent(upper_fd, o->path, &uname, err) : -1;
 	if (o->path[0] && (wpar < 0 || upar < 0))
 		return err->code;
-	int wd = o->path[0] ? wpar : ws_fd;
-	int ud = o->path[0] ? upar : upper_fd;
-	if (!o->path[0])
-		wname = uname = "";
-	struct stat cur;
-	if (fstatat(wd, wname, &cur, wname[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH) < 0)
-		return txbox_fail_errno(err, -errno, "stat of %s", o->path);
+	struct stat cur, ust;
+	_cleanup_close_ int wfd = open_meta_entry(o->path[0] ? wpar : ws_fd, wname, rel, &cur, err);
+	if (wfd < 0)
+		return wfd;
+	_cleanup_close_ int ufd = open_meta_entry(o->path[0] ? upar : upper_fd, uname, rel, &ust, err);
+	if (ufd < 0)
+		return ufd;
 	if ((cur.st_mode & S_IFMT) != (o->old_st.st_mode & S_IFMT) || cur.st_ino != o->old_ino)
-		return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
-	char up[PATH_MAX], wp[PATH_MAX];
-	if (wname[0]) {
-		prepare_xattr_path(ud, uname, up, sizeof up);
-		prepare_xattr_path(wd, wname, wp, sizeof wp);
-	} else {
-		snprintf(up, sizeof up, "/proc/self/fd/%d/.", ud); /* "/." : the directory, not the magic link */
-		snprintf(wp, sizeof wp, "/proc/self/fd/%d/.", wd); /* "/." : the directory, not the magic link */
-	}
-	int r = save_xattrs(wp, up, displaced_fd, idx, ux, err);
+		return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", rel);
+	int r = save_xattrs(wfd, ufd, displaced_fd, idx, ux, err);
 	if (r < 0)
 		return r;
 	if (o->owner_mode && (r = save_owner_mode(displaced_fd, idx, &cur, err)) < 0)
 		return r;
-	r = sync_xattrs(up, wp, ux, err);
+	r = sync_xattrs(ufd, wfd, ux, err);
 	if (r < 0)
 		return r;
 	struct stat want = o->new_st;
 	want.st_mode = (cur.st_mode & S_IFMT) | (o->new_st.st_mode & 07777);
-	return set_meta(wd, wname, &want, o->owner_mode, err);
+	return set_meta(wfd, rel, &want, o->owner_mode, err);
 }
 
 static int displaced_name(size_t idx, char buf[static 32])
@@ -468,19 +488,20 @@ static int reverse_meta(int ws_fd, int displaced_fd, const plan *p, size_t idx, 
 {
 	const plan_op *o = &p->ops[idx];
 	const char *wname = "";
+	const char *rel = o->path[0] ? o->path : ".";
 	_cleanup_close_ int wpar = o->path[0] ? snapshot_open_parent(ws_fd, o->path, &wname, err) : -1;
 	if (o->path[0] && wpar < 0)
 		return wpar;
-	int wd = o->path[0] ? wpar : ws_fd;
 	struct stat cur, saved;
-	if (fstatat(wd, wname, &cur, wname[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH) < 0 || cur.st_ino != o->old_ino)
+	txbox_error oerr = TXBOX_ERROR_INIT;
+	_cleanup_close_ int efd = open_meta_entry(o->path[0] ? wpar : ws_fd, wname, rel, &cur, &oerr);
+	bool gone = efd == -ENOENT;
+	txbox_error_clear(&oerr);
+	if (gone || (efd >= 0 && cur.st_ino != o->old_ino))
 		return 0; /* not ours any more */
-	char wp[PATH_MAX];
-	if (wname[0])
-		prepare_xattr_path(wd, wname, wp, sizeof wp);
-	else
-		snprintf(wp, sizeof wp, "/proc/self/fd/%d/.", wd); /* "/." : the directory, not the magic link */
-	int r = restore_xattrs(wp, displaced_fd, idx, p->userxattr, err);
+	if (efd < 0)
+		return txbox_fail_errno(err, efd, "opening %s to restore its metadata", rel);
+	int r = restore_xattrs(efd, displaced_fd, idx, p->userxattr, err);
 	if (r < 0)
 		return r;
 	int have = saved_owner_mode(displaced_fd, idx, &saved, err);
@@ -492,7 +513,7 @@ static int reverse_meta(int ws_fd, int displaced_fd, const plan *p, size_t idx, 
 		old.st_uid = saved.st_uid;
 		old.st_gid = saved.st_gid;
 	}
-	return set_meta(wd, wname, &old, have, err);
+	return set_meta(efd, rel, &old, have, err);
 }
 
 static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan *p, size_t idx, txbox_error *err)

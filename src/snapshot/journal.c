@@ -26,15 +26,41 @@
 #include <string.h>
 
 #define JOURNAL_NAME "journal"
-#define JOURNAL_MAX (512u * 1024 * 1024)
-#define JOURNAL_OPS_MAX (1u << 24)
-#define JOURNAL_PATH_MAX 4096
 #define JOURNAL_FIELDS 12
 
 static const char JOURNAL_MAGIC[] = "txbox-journal 2 ";
 
+/* The writer refuses, before anything is applied, what the reader would:
+ * a journal recovery cannot read leaves a half-applied commit for ever. */
+static int journal_bounds(const plan *p, txbox_error *err)
+{
+	if (p->n > JOURNAL_OPS_MAX)
+		return txbox_fail(err, -E2BIG, "the commit has %zu changes, more than the journal holds (%u)", p->n,
+				  JOURNAL_OPS_MAX);
+	for (size_t i = 0; i < p->n; i++) {
+		size_t pl = strlen(p->ops[i].path);
+		if (pl > JOURNAL_PATH_MAX)
+			return txbox_fail(err, -ENAMETOOLONG,
+					  "a changed path is %zu bytes long, more than a commit accepts (%d): %.64s…",
+					  pl, JOURNAL_PATH_MAX, p->ops[i].path);
+	}
+	return 0;
+}
+
+static int journal_too_big(strbuf *sb, txbox_error *err)
+{
+	strbuf_free(sb);
+	return txbox_fail(err, -E2BIG,
+			  "the commit's journal would be more than recovery reads (%u MiB); commit fewer or shorter "
+			  "paths at once",
+			  JOURNAL_MAX >> 20);
+}
+
 int journal_write(int txfd, const plan *p, txbox_error *err)
 {
+	int r = journal_bounds(p, err);
+	if (r < 0)
+		return r;
 	strbuf sb = STRBUF_INIT;
 	strbuf_append_str(&sb, JOURNAL_MAGIC);
 	strbuf_append_str(&sb, p->userxattr ? "userxattr\n" : "trusted\n");
@@ -53,6 +79,8 @@ int journal_write(int txfd, const plan *p, txbox_error *err)
 			strbuf_append(&sb, h, 2);
 		}
 		strbuf_append(&sb, "\n", 1);
+		if (sb.len > JOURNAL_MAX)
+			return journal_too_big(&sb, err);
 	}
 	size_t len;
 	_cleanup_free_ char *buf = strbuf_steal(&sb, &len);

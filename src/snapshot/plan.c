@@ -184,11 +184,16 @@ static int fds_equal(int a, int b, off_t size, uint64_t deadline, const char *re
 static int contents_equal(int d1, const char *n1, int d2, const char *n2, const char *rel, uint64_t deadline,
 			  txbox_error *err)
 {
-	_cleanup_close_ int a = openat(d1, n1, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	_cleanup_close_ int b = openat(d2, n2, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* Never waits: a FIFO swapped in opens at once (and is no regular
+	 * file), a file under a lease fails with EWOULDBLOCK; a mount point is
+	 * refused. Unreadable now: treat as different (the rename path is
+	 * always correct and needs no open). */
+	_cleanup_close_ int a = fs_open_entry(d1, n1, O_RDONLY, 0);
+	_cleanup_close_ int b = fs_open_entry(d2, n2, O_RDONLY, 0);
 	struct stat sa, sb;
-	if (a < 0 || b < 0 || fstat(a, &sa) < 0 || fstat(b, &sb) < 0 || sa.st_size != sb.st_size)
-		return 0; /* unreadable: treat as different (the rename path is always correct) */
+	if (a < 0 || b < 0 || fstat(a, &sa) < 0 || fstat(b, &sb) < 0 || !S_ISREG(sa.st_mode) ||
+	    !S_ISREG(sb.st_mode) || sa.st_size != sb.st_size)
+		return 0;
 	return fds_equal(a, b, sa.st_size, deadline, rel, err);
 }
 
@@ -324,10 +329,13 @@ static int walk_merged_dir(walk *w, int ufd, int wfd, const char *name, char *pa
 			   const struct stat *wst, unsigned depth)
 {
 	_cleanup_free_ char *owned = path;
-	_cleanup_close_ int cu = openat(ufd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	_cleanup_close_ int cw = openat(wfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int cu = fs_open_entry(ufd, name, O_RDONLY | O_DIRECTORY, 0);
+	_cleanup_close_ int cw = fs_open_entry(wfd, name, O_RDONLY | O_DIRECTORY, 0);
+	if (cu == -EXDEV || cw == -EXDEV)
+		return txbox_fail(w->err, -EXDEV, "%s is a mount point: a commit never changes another filesystem",
+				  path);
 	if (cu < 0 || cw < 0)
-		return txbox_fail_errno(w->err, -errno, "opening directory %s", path);
+		return txbox_fail_errno(w->err, cu < 0 ? cu : cw, "opening directory %s", path);
 	int r = walk_dir(w, cu, cw, path, depth + 1);
 	if (r < 0)
 		return r;
@@ -642,10 +650,11 @@ static int link_moved(walk *w, const census_handle *ch, size_t opi)
 	if (!ch->name || !S_ISREG(ch->st.st_mode) || ch->st.st_nlink < 2 || !strcmp(ch->name, o->path) ||
 	    ch->st.st_size != o->new_st.st_size)
 		return 0;
-	_cleanup_close_ int uf = fs_open_beneath(w->upper_root, o->path, O_RDONLY, 0);
-	_cleanup_close_ int wf = fs_open_beneath(w->ws_root, ch->name, O_RDONLY, 0);
+	_cleanup_close_ int uf = fs_open_entry(w->upper_root, o->path, O_RDONLY, 0);
+	_cleanup_close_ int wf = fs_open_entry(w->ws_root, ch->name, O_RDONLY, 0);
 	struct stat cur;
-	if (uf < 0 || wf < 0 || fstat(wf, &cur) < 0 || cur.st_ino != ch->st.st_ino || cur.st_dev != ch->st.st_dev)
+	if (uf < 0 || wf < 0 || fstat(wf, &cur) < 0 || !S_ISREG(cur.st_mode) || cur.st_ino != ch->st.st_ino ||
+	    cur.st_dev != ch->st.st_dev)
 		return 0;
 	int r = fds_equal(uf, wf, cur.st_size, w->o->deadline_ns, o->path, w->err);
 	if (r <= 0)

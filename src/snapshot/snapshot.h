@@ -120,6 +120,11 @@ int plan_changes(const plan *p, txbox_change **out, size_t *n, txbox_error *err)
 
 /* ---- journal ----------------------------------------------------------- */
 
+/* What a journal may hold; journal_write refuses a plan beyond these
+ * (before anything is applied), journal_read accepts all within them. */
+#define JOURNAL_MAX (512u * 1024 * 1024)
+#define JOURNAL_OPS_MAX (1u << 24)
+#define JOURNAL_PATH_MAX 4096
 int journal_write(int txfd, const plan *p, txbox_error *err);
 int journal_read(int txfd, plan *out, txbox_error *err);
 /* Parse a journal's bytes (hostile input: validated field by field). */

@@ -71,7 +71,7 @@ static int sync_layer_data(tx_state_dir *s, tx *t, const plan *p, txbox_error *e
 		}
 		if (!S_ISREG(o->new_st.st_mode))
 			continue;
-		_cleanup_close_ int fd = fs_open_beneath(t->top.upper_fd, o->path, O_RDONLY, 0);
+		_cleanup_close_ int fd = fs_open_entry(t->top.upper_fd, o->path, O_RDONLY, 0);
 		if (fd < 0 || fdatasync(fd) < 0)
 			whole = true;
 	}
@@ -102,7 +102,7 @@ static int sync_workspace_dirs(tx_state_dir *s, const plan *p, txbox_error *err)
 			fd = openat(s->ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		else {
 			_cleanup_free_ char *parent = strndup(path, plen);
-			fd = parent ? fs_open_beneath(s->ws_fd, parent, O_RDONLY | O_DIRECTORY, 0) : -ENOMEM;
+			fd = parent ? fs_open_entry(s->ws_fd, parent, O_RDONLY | O_DIRECTORY, 0) : -ENOMEM;
 		}
 		if (fd < 0 || fsync(fd) < 0) {
 			if (fd >= 0)

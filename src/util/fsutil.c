@@ -117,17 +117,100 @@ struct linux_dirent64 {
 
 #define REMOVE_BUF 8192
 
+/* A tree of any depth is removed with a bounded number of fds and bounded
+ * recursion: a directory found deeper than HOIST_DEPTH below the sink (a
+ * directory whose whole contents are going) is renamed into the sink and
+ * removed from there later. All fd-relative; never `..`, never a path. */
+#define HOIST_DEPTH 32
+
+typedef struct rm_ctx {
+	txbox_error *err;
+	unsigned long hoisted; /* directories moved into a sink so far */
+	unsigned long seq;     /* for their unique names */
+} rm_ctx;
+
+static int remove_children(rm_ctx *c, int dfd, bool own, unsigned depth, int sink, fs_keep_fn keep, void *arg);
+
+/* Move dfd/name into sink under a fresh name: 1 done, 0 not possible. */
+static int hoist(rm_ctx *c, int dfd, const char *name, int sink)
+{
+	for (int tries = 0; tries < 64; tries++) {
+		char nn[48];
+		snprintf(nn, sizeof nn, ".txbox-rm-%d-%lu", (int)getpid(), c->seq++);
+		if (renameat2(dfd, name, sink, nn, RENAME_NOREPLACE) == 0) {
+			c->hoisted++;
+			return 1;
+		}
+		if (errno == EACCES && tries == 0) { /* moving a directory rewrites its "..": ours to make writable */
+			fchmodat(dfd, name, 0700, 0);
+			continue;
+		}
+		if (errno != EEXIST)
+			return 0;
+	}
+	return 0;
+}
+
+/* Remove the directory dfd/name and all below it. */
+static int remove_subdir(rm_ctx *c, int dfd, const char *name, unsigned depth, int sink, bool *made_writable)
+{
+	if (sink >= 0 && depth >= HOIST_DEPTH && hoist(c, dfd, name, sink))
+		return 0;
+	_cleanup_close_ int cfd = open_dir_for_removal(dfd, name);
+	if (cfd < 0 && errno == EACCES && !*made_writable) {
+		/* no search permission here: this directory is ours to change */
+		*made_writable = true;
+		fchmod(dfd, 0700);
+		cfd = open_dir_for_removal(dfd, name);
+	}
+	if (cfd < 0)
+		return errno == ENOENT ? 0 : txbox_fail_errno(c->err, -errno, "opening %s", name);
+	/* below depth 0 of fs_empty_dir, the first directory removed whole is the sink */
+	int q = remove_children(c, cfd, true, sink >= 0 ? depth + 1 : 0, sink >= 0 ? sink : cfd, NULL, NULL);
+	if (q < 0)
+		return q;
+	int u = unlinkat(dfd, name, AT_REMOVEDIR);
+	if (u < 0 && (errno == EACCES || errno == EPERM) && !*made_writable) {
+		*made_writable = true;
+		fchmod(dfd, 0700);
+		u = unlinkat(dfd, name, AT_REMOVEDIR);
+	}
+	if (u < 0 && errno != ENOENT)
+		return txbox_fail_errno(c->err, -errno, "removing directory %s", name);
+	return 0;
+}
+
+/* Remove one entry of dfd (a whole tree when it is a directory). */
+static int remove_entry(rm_ctx *c, int dfd, const char *name, unsigned char type, unsigned depth, int sink,
+			bool *made_writable)
+{
+	if (type != DT_DIR) {
+		int u = unlinkat(dfd, name, 0);
+		if (u < 0 && (errno == EACCES || errno == EPERM) && !*made_writable) {
+			*made_writable = true; /* entries of a read-only directory */
+			fchmod(dfd, 0700);
+			u = unlinkat(dfd, name, 0);
+		}
+		if (u == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EISDIR)
+			return txbox_fail_errno(c->err, -errno, "removing %s", name);
+	}
+	return remove_subdir(c, dfd, name, depth, sink, made_writable);
+}
+
 /* Remove the entries of the directory dfd (whole trees), except those keep
  * accepts. Reads with getdents64 on its own descriptor (never sharing the
  * caller's position), trusts d_type to skip a failing unlink of a
  * directory, and makes a directory writable only when an unlink in it is
  * refused. Passes repeat until one finds nothing left to remove, so an
  * entry a filesystem's readdir skipped while its directory was changing is
- * not left behind. */
-static int remove_children(int dfd, bool own, txbox_error *err, unsigned depth, fs_keep_fn keep, void *arg)
+ * not left behind; a sink's passes also repeat while directories are
+ * hoisted into it. */
+static int remove_children(rm_ctx *c, int dfd, bool own, unsigned depth, int sink, fs_keep_fn keep, void *arg)
 {
-	if (depth > 4096)
-		return txbox_fail(err, -ELOOP, "directory tree deeper than 4096 levels");
+	if (depth > 4096) /* only where hoisting was refused */
+		return txbox_fail(c->err, -ELOOP, "directory tree deeper than 4096 levels that cannot be moved");
 	bool made_writable = false;
 	/* read through our own descriptor: never move a caller's position */
 	_cleanup_close_ int dup = own ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -137,21 +220,22 @@ static int remove_children(int dfd, bool own, txbox_error *err, unsigned depth, 
 	}
 	int rd = own ? dfd : dup;
 	if (rd < 0)
-		return txbox_fail_errno(err, -errno, "opening a directory to empty it");
+		return txbox_fail_errno(c->err, -errno, "opening a directory to empty it");
 	_cleanup_free_ char *buf = malloc(REMOVE_BUF);
 	if (!buf)
-		return txbox_fail(err, -ENOMEM, "out of memory");
+		return txbox_fail(c->err, -ENOMEM, "out of memory");
 	int r = 0;
 	for (int pass = 0; pass < 8; pass++) {
 		size_t removed = 0, batches = 0;
+		unsigned long hoisted = c->hoisted;
 		if (pass && lseek(rd, 0, SEEK_SET) < 0)
-			return txbox_fail_errno(err, -errno, "rewinding a directory");
+			return txbox_fail_errno(c->err, -errno, "rewinding a directory");
 		for (;;) {
 			long n = syscall(SYS_getdents64, rd, buf, REMOVE_BUF);
 			if (n < 0 && errno == ENOENT)
 				return r; /* removed meanwhile (another txbox emptying it): done */
 			if (n < 0)
-				return txbox_fail_errno(err, -errno, "reading a directory");
+				return txbox_fail_errno(c->err, -errno, "reading a directory");
 			if (n == 0)
 				break;
 			batches++;
@@ -159,51 +243,17 @@ static int remove_children(int dfd, bool own, txbox_error *err, unsigned depth, 
 				struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + off);
 				off += de->d_reclen;
 				const char *name = de->d_name;
-				if (!strcmp(name, ".") || !strcmp(name, ".."))
-					continue;
-				if (keep && keep(dfd, name, arg))
+				if (!strcmp(name, ".") || !strcmp(name, "..") || (keep && keep(dfd, name, arg)))
 					continue;
 				removed++;
-				if (de->d_type != DT_DIR) {
-					int u = unlinkat(dfd, name, 0);
-					if (u < 0 && (errno == EACCES || errno == EPERM) && !made_writable) {
-						made_writable = true; /* entries of a read-only directory */
-						fchmod(dfd, 0700);
-						u = unlinkat(dfd, name, 0);
-					}
-					if (u == 0 || errno == ENOENT)
-						continue;
-					if (errno != EISDIR) {
-						r = txbox_fail_errno(err, -errno, "removing %s", name);
-						continue;
-					}
-				}
-				_cleanup_close_ int cfd = open_dir_for_removal(dfd, name);
-				if (cfd < 0 && errno == EACCES && !made_writable) {
-					/* no search permission here: this directory is ours to change */
-					made_writable = true;
-					fchmod(dfd, 0700);
-					cfd = open_dir_for_removal(dfd, name);
-				}
-				if (cfd < 0) {
-					if (errno != ENOENT)
-						r = txbox_fail_errno(err, -errno, "opening %s", name);
-					continue;
-				}
-				int q = remove_children(cfd, true, err, depth + 1, NULL, NULL);
-				if (q < 0) {
+				int q = remove_entry(c, dfd, name, de->d_type, depth, sink, &made_writable);
+				if (q < 0)
 					r = q;
-					continue;
-				}
-				int u = unlinkat(dfd, name, AT_REMOVEDIR);
-				if (u < 0 && (errno == EACCES || errno == EPERM) && !made_writable) {
-					made_writable = true;
-					fchmod(dfd, 0700);
-					u = unlinkat(dfd, name, AT_REMOVEDIR);
-				}
-				if (u < 0 && errno != ENOENT)
-					r = txbox_fail_errno(err, -errno, "removing directory %s", name);
 			}
+		}
+		if (dfd == sink && c->hoisted != hoisted && r == 0) {
+			pass = 0; /* more was moved in: passes start over (each hoist is real progress) */
+			continue;
 		}
 		/* read in one batch before anything was removed: nothing skipped */
 		if (removed == 0 || r < 0 || batches <= 1)
@@ -221,7 +271,8 @@ int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err)
 	_cleanup_close_ int fd = open_dir_for_removal(dirfd, name);
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "opening %s", name);
-	int r = remove_children(fd, true, err, 0, NULL, NULL);
+	rm_ctx c = {.err = err};
+	int r = remove_children(&c, fd, true, 0, fd, NULL, NULL);
 	if (r < 0)
 		return r;
 	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
@@ -231,7 +282,8 @@ int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err)
 
 int fs_empty_dir(int dirfd, fs_keep_fn keep, void *arg, txbox_error *err)
 {
-	return remove_children(dirfd, false, err, 0, keep, arg);
+	rm_ctx c = {.err = err};
+	return remove_children(&c, dirfd, false, 0, -1, keep, arg);
 }
 
 int fs_empty_dir_at(int dirfd, const char *name, fs_keep_fn keep, void *arg, txbox_error *err)
@@ -239,7 +291,8 @@ int fs_empty_dir_at(int dirfd, const char *name, fs_keep_fn keep, void *arg, txb
 	_cleanup_close_ int fd = open_dir_for_removal(dirfd, name);
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "opening %s", name);
-	return remove_children(fd, true, err, 0, keep, arg);
+	rm_ctx c = {.err = err};
+	return remove_children(&c, fd, true, 0, -1, keep, arg);
 }
 
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err)
@@ -342,12 +395,12 @@ bool fs_xattr_is_overlay_private(const char *name)
 	return strncmp(name, "trusted.overlay.", 16) == 0 || strncmp(name, "user.overlay.", 13) == 0;
 }
 
-int fs_xattr_list(const char *path, char **names, size_t *len)
+static int xattr_list(const char *path, bool follow, char **names, size_t *len)
 {
 	*names = NULL;
 	*len = 0;
 	for (int attempt = 0; attempt < 4; attempt++) { /* the list may grow between the two calls */
-		ssize_t need = llistxattr(path, NULL, 0);
+		ssize_t need = follow ? listxattr(path, NULL, 0) : llistxattr(path, NULL, 0);
 		if (need < 0)
 			return (errno == ENOTSUP || errno == EPERM) ? 0 : -errno;
 		if (need == 0)
@@ -355,7 +408,7 @@ int fs_xattr_list(const char *path, char **names, size_t *len)
 		char *buf = malloc((size_t)need);
 		if (!buf)
 			return -ENOMEM;
-		ssize_t n = llistxattr(path, buf, (size_t)need);
+		ssize_t n = follow ? listxattr(path, buf, (size_t)need) : llistxattr(path, buf, (size_t)need);
 		if (n >= 0) {
 			*names = buf;
 			*len = (size_t)n;
@@ -368,17 +421,17 @@ int fs_xattr_list(const char *path, char **names, size_t *len)
 	return -ERANGE;
 }
 
-ssize_t fs_xattr_get(const char *path, const char *name, char **val)
+static ssize_t xattr_get(const char *path, bool follow, const char *name, char **val)
 {
 	*val = NULL;
 	for (int attempt = 0; attempt < 4; attempt++) {
-		ssize_t need = lgetxattr(path, name, NULL, 0);
+		ssize_t need = follow ? getxattr(path, name, NULL, 0) : lgetxattr(path, name, NULL, 0);
 		if (need < 0)
 			return -errno;
 		char *buf = malloc((size_t)need + 1);
 		if (!buf)
 			return -ENOMEM;
-		ssize_t n = lgetxattr(path, name, buf, (size_t)need);
+		ssize_t n = follow ? getxattr(path, name, buf, (size_t)need) : lgetxattr(path, name, buf, (size_t)need);
 		if (n >= 0) {
 			*val = buf;
 			return n;
@@ -388,4 +441,67 @@ ssize_t fs_xattr_get(const char *path, const char *name, char **val)
 			return -errno;
 	}
 	return -ERANGE;
+}
+
+int fs_xattr_list(const char *path, char **names, size_t *len)
+{
+	return xattr_list(path, false, names, len);
+}
+
+ssize_t fs_xattr_get(const char *path, const char *name, char **val)
+{
+	return xattr_get(path, false, name, val);
+}
+
+/* Through the fd's magic link, followed: the kernel resolves it to exactly
+ * the fd's inode (a symlink itself for an O_PATH|O_NOFOLLOW fd), never to
+ * whatever name it had. */
+int fs_xattr_list_fd(int fd, char **names, size_t *len)
+{
+	char p[32];
+	fs_fd_path(fd, p);
+	return xattr_list(p, true, names, len);
+}
+
+ssize_t fs_xattr_get_fd(int fd, const char *name, char **val)
+{
+	char p[32];
+	fs_fd_path(fd, p);
+	return xattr_get(p, true, name, val);
+}
+
+int fs_open_entry(int dirfd, const char *path, int flags, mode_t mode)
+{
+	if (!path || path[0] == '/' || path[0] == '\0')
+		return -EINVAL;
+	flags |= O_NOFOLLOW | O_CLOEXEC;
+	if (!(flags & O_PATH)) /* openat2 refuses any other flag with O_PATH */
+		flags |= O_NONBLOCK | O_NOCTTY;
+	if (probe_openat2()) {
+		struct txbox_open_how how = {
+			.flags = (uint64_t)flags,
+			.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+		};
+		/* EAGAIN: a rename raced the lookup, or (O_NONBLOCK) a lease
+		 * holder has not given way yet — either way a bounded retry. */
+		int fd = -1;
+		for (int i = 0; i < 64 && fd < 0; i++)
+			if ((fd = sys_openat2(dirfd, path, &how)) < 0 && errno != EAGAIN)
+				break;
+		return fd >= 0 ? fd : -errno;
+	}
+	int fd = open_walk(dirfd, path, flags, mode);
+	if (fd >= 0 && !fs_same_mount(dirfd, fd)) {
+		close(fd);
+		return -EXDEV;
+	}
+	return fd;
+}
+
+bool fs_same_mount(int a, int b)
+{
+	struct statx sa, sb;
+	return statx(a, "", AT_EMPTY_PATH, STATX_MNT_ID, &sa) == 0 && statx(b, "", AT_EMPTY_PATH, STATX_MNT_ID, &sb) == 0 &&
+	       (sa.stx_mask & STATX_MNT_ID) && (sb.stx_mask & STATX_MNT_ID) && sa.stx_mnt_id == sb.stx_mnt_id;
 }

@@ -17,6 +17,17 @@
  * O_PATH|O_NOFOLLOW semantics for symlinks). */
 int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 
+/* fs_open_beneath for an entry of a workspace or a layer, whose contents
+ * the sandboxed command chose: it also never crosses a mount point
+ * (RESOLVE_NO_XDEV: -EXDEV) and never waits — O_NONBLOCK|O_NOCTTY are added
+ * unless O_PATH, so a FIFO opens at once and a file under another
+ * process's lease fails with -EWOULDBLOCK. The caller checks the type with
+ * fstat: a FIFO or a device may be what it got. */
+int fs_open_entry(int dirfd, const char *path, int flags, mode_t mode);
+
+/* Do the two fds (O_PATH too) lie on the same mount? False when unknown. */
+bool fs_same_mount(int a, int b);
+
 /* Remove name (file, symlink or whole tree) beneath dirfd, never following
  * symlinks. Missing is not an error. */
 int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err);
@@ -47,6 +58,10 @@ int fs_xattr_list(const char *path, char **names, size_t *len);
 /* The value of one xattr, allocated (any size up to the kernel's limit);
  * its length, or -errno (-ENODATA when absent). */
 ssize_t fs_xattr_get(const char *path, const char *name, char **val);
+
+/* The same for the inode fd (O_PATH too, a symlink's included) refers to. */
+int fs_xattr_list_fd(int fd, char **names, size_t *len);
+ssize_t fs_xattr_get_fd(int fd, const char *name, char **val);
 
 /* True when name is an overlay-private xattr (trusted.overlay.* / user.overlay.*). */
 bool fs_xattr_is_overlay_private(const char *name);

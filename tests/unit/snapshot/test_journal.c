@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,6 +228,49 @@ static void test_reverse_ignores_claims(void **state)
 	txbox_error_clear(&e);
 }
 
+/* The writer refuses what the reader would not accept, and the reader
+ * accepts everything the writer writes: the longest allowed path (in a
+ * line with every number at its widest) round-trips, one byte more is
+ * refused before anything is written. */
+static void test_write_read_bounds(void **state)
+{
+	(void)state;
+	char dir[] = "/var/tmp/txbox-jbound.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	char *path = malloc(JOURNAL_PATH_MAX + 2);
+	assert_non_null(path);
+	for (size_t i = 0; i < JOURNAL_PATH_MAX + 1; i++)
+		path[i] = i % 256 == 128 ? '/' : (char)(0x80 | (i & 0x3f)); /* any byte, components of 255 */
+	path[JOURNAL_PATH_MAX] = '\0';
+	plan_op op = {.kind = PLAN_META, .existed = true, .new_ino = (ino_t)-1, .old_ino = (ino_t)-1, .path = path};
+	op.old_st.st_mode = S_IFDIR | 07777;
+	op.old_st.st_uid = op.old_st.st_gid = (uid_t)-2;
+	op.old_st.st_atim = (struct timespec){.tv_sec = LLONG_MIN + 1, .tv_nsec = 999999999};
+	op.old_st.st_mtim = (struct timespec){.tv_sec = LLONG_MAX, .tv_nsec = 999999999};
+	plan p = {.ops = &op, .n = 1, .userxattr = true};
+	txbox_error e = TXBOX_ERROR_INIT;
+	assert_int_equal(journal_write(dfd, &p, &e), 0);
+	plan back;
+	assert_int_equal(journal_read(dfd, &back, &e), 0);
+	assert_int_equal(back.n, 1);
+	assert_string_equal(back.ops[0].path, path);
+	assert_int_equal(back.ops[0].old_st.st_atim.tv_sec, LLONG_MIN + 1);
+	plan_free(&back);
+	assert_int_equal(unlinkat(dfd, "journal", 0), 0);
+
+	path[JOURNAL_PATH_MAX] = 'x'; /* one byte longer */
+	path[JOURNAL_PATH_MAX + 1] = '\0';
+	assert_int_equal(journal_write(dfd, &p, &e), -ENAMETOOLONG);
+	assert_non_null(e.message);
+	txbox_error_clear(&e);
+	assert_int_equal(faccessat(dfd, "journal", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	free(path);
+	close(dfd);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_reverse_ignores_claims),
+		cmocka_unit_test(test_write_read_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -118,6 +120,77 @@ static void test_atomic_write_and_read(void **state)
 	txbox_error_clear(&e);
 }
 
+/* A tree deeper than any fixed limit (and than the fds a process may hold),
+ * with read-only directories on the way, is removed whole, both by
+ * fs_remove_tree_at and by fs_empty_dir_at (which keeps what keep says). */
+static void make_deep(int dfd, const char *name, unsigned depth)
+{
+	assert_int_equal(mkdirat(dfd, name, 0755), 0);
+	int cur = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(cur >= 0);
+	for (unsigned i = 0; i < depth; i++) {
+		assert_int_equal(mkdirat(cur, "d", 0755), 0);
+		if (i % 997 == 0) {
+			int f = openat(cur, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+			assert_true(f >= 0);
+			close(f);
+			assert_int_equal(mkdirat(cur, "ro", 0500), 0);
+		}
+		int next = openat(cur, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		assert_true(next >= 0);
+		if (i % 1499 == 0)
+			fchmod(cur, 0500);
+		close(cur);
+		cur = next;
+	}
+	close(cur);
+}
+
+static bool keep_named_keep(int dirfd, const char *name, void *arg)
+{
+	(void)dirfd;
+	(void)arg;
+	return !strcmp(name, "keep");
+}
+
+static void test_remove_deep_tree(void **state)
+{
+	(void)state;
+	struct rlimit old, low = {.rlim_cur = 48, .rlim_max = 0};
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low.rlim_max = old.rlim_max;
+	make_deep(rootfd, "deep", 4200);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	txbox_error e = TXBOX_ERROR_INIT;
+	int r = fs_remove_tree_at(rootfd, "deep", &e);
+	setrlimit(RLIMIT_NOFILE, &old);
+	assert_int_equal(r, 0);
+	assert_int_equal(faccessat(rootfd, "deep", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+
+	assert_int_equal(mkdirat(rootfd, "e", 0755), 0);
+	int e_fd = openat(rootfd, "e", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(e_fd >= 0);
+	make_deep(e_fd, "deep", 4200);
+	assert_int_equal(mkdirat(e_fd, "keep", 0755), 0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	r = fs_empty_dir_at(rootfd, "e", keep_named_keep, NULL, &e);
+	setrlimit(RLIMIT_NOFILE, &old);
+	assert_int_equal(r, 0);
+	assert_int_equal(faccessat(e_fd, "deep", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(faccessat(e_fd, "keep", F_OK, AT_SYMLINK_NOFOLLOW), 0);
+	/* nothing hoisted was left behind in the directory kept */
+	int dup = openat(e_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fdopendir(dup);
+	assert_non_null(d);
+	size_t n = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	assert_int_equal(n, 1);
+	close(e_fd);
+	txbox_error_clear(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -125,6 +198,7 @@ int main(void)
 		cmocka_unit_test(test_refuses_escapes),
 		cmocka_unit_test(test_remove_tree_does_not_follow),
 		cmocka_unit_test(test_atomic_write_and_read),
+		cmocka_unit_test(test_remove_deep_tree),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
