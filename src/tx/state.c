@@ -898,8 +898,9 @@ int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 			return r;
 		switch (k) {
 		case ENTRY_SPARE:
-			if (s->nspares < ARRAY_SIZE(s->spares))
-				snprintf(s->spares[s->nspares++], sizeof s->spares[0], "%s", de->d_name);
+			/* entry_kind_of admits only the names txbox makes, which fit */
+			if (s->nspares < ARRAY_SIZE(s->spares) && strlen(de->d_name) < sizeof s->spares[0])
+				memcpy(s->spares[s->nspares++], de->d_name, strlen(de->d_name) + 1);
 			break;
 		case ENTRY_NEW:
 		case ENTRY_TRASH:

@@ -142,7 +142,13 @@ static int hoist(rm_ctx *c, int dfd, const char *name, int sink)
 			return 1;
 		}
 		if (errno == EACCES && tries == 0) { /* moving a directory rewrites its "..": ours to make writable */
-			fchmodat(dfd, name, 0700, 0);
+			_cleanup_close_ int p = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			char path[40];
+			if (p < 0)
+				return 0;
+			fs_fd_path(p, path); /* that directory itself, never a symlink swapped in */
+			if (chmod(path, 0700) < 0)
+				return 0;
 			continue;
 		}
 		if (errno != EEXIST)
