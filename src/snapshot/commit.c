@@ -99,8 +99,33 @@ static int sync_xattrs(int src, int dst, bool ux, txbox_error *err)
 /* renameat2 that also works without CAP_DAC_OVERRIDE (rootless): moving a
  * directory to another parent rewrites its "..", which needs write
  * permission on it, and both parents must be writable. On EACCES the
- * directories involved are made owner-writable for the rename and given
- * their modes back right after. Returns 0 or -1 with errno set. */
+ * directories involved are lent the owner's write bit for the rename and
+ * given their modes back right after. A loan is journaled before it is
+ * made: the directory's mode is kept as that of a real, empty file,
+ * displaced/<op>.l<inode> (the first loan of a directory in an op wins:
+ * it holds the mode from before the op), so a kill between the loan and
+ * its return is undone by the reversal (restore_loans). */
+typedef struct loan_log {
+	int displaced_fd;
+	size_t idx;
+} loan_log;
+
+static void loan_name(size_t idx, ino_t ino, char buf[static 48])
+{
+	snprintf(buf, 48, "%zu.l%llu", idx, (unsigned long long)ino);
+}
+
+static int loan_record(const loan_log *lg, const struct stat *st)
+{
+	char fn[48];
+	loan_name(lg->idx, st->st_ino, fn);
+	_cleanup_close_ int fd =
+		openat(lg->displaced_fd, fn, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -1;
+	return fchmod(fd, st->st_mode & 07777) < 0 || fsync(fd) < 0 ? -1 : 0;
+}
+
 static void chmod_fd(int fd, mode_t m)
 {
 	char p[32];
@@ -117,50 +142,61 @@ static void chmod_at(int dfd, const char *name, mode_t m)
 		chmod_fd(fd, m);
 }
 
-static int move_entry(int od, const char *on, int nd, const char *nn, unsigned flags)
+/* The directories a rename may need writable: the entry, the entry it is
+ * exchanged with, and both parents. */
+typedef struct loans {
+	struct stat st[4];
+	bool lent[4];
+} loans;
+
+static bool loans_find(loans *l, int od, const char *on, int nd, const char *nn, unsigned flags)
+{
+	bool any = false;
+	for (int i = 0; i < 4; i++) {
+		int r = i == 0	 ? fstatat(od, on, &l->st[i], AT_SYMLINK_NOFOLLOW)
+			: i == 1 ? ((flags & RENAME_EXCHANGE) ? fstatat(nd, nn, &l->st[i], AT_SYMLINK_NOFOLLOW) : -1)
+			: i == 2 ? fstat(od, &l->st[i])
+				 : fstat(nd, &l->st[i]);
+		l->lent[i] = r == 0 && S_ISDIR(l->st[i].st_mode) && !(l->st[i].st_mode & S_IWUSR);
+		any |= l->lent[i];
+	}
+	return any;
+}
+
+/* Set (lend) or give back the write bits; entry 0 lives at nd/nn and entry
+ * 1 at od/on once the rename succeeded. */
+static void loans_set(const loans *l, int od, const char *on, int nd, const char *nn, bool lend, bool moved)
+{
+	for (int i = 0; i < 4; i++) {
+		if (!l->lent[i])
+			continue;
+		mode_t m = (l->st[i].st_mode | (lend ? S_IWUSR : 0)) & 07777;
+		bool at_old = (i == 0) != moved; /* where the entry is now */
+		if (i < 2)
+			chmod_at(at_old ? od : nd, at_old ? on : nn, m);
+		else
+			chmod_fd(i == 2 ? od : nd, m);
+	}
+}
+
+static int move_entry(const loan_log *lg, int od, const char *on, int nd, const char *nn, unsigned flags)
 {
 	if (renameat2(od, on, nd, nn, flags) == 0)
 		return 0;
 	if (errno != EACCES)
 		return -1;
-	struct stat a, b, pa, pb;
-	char pod[32], pnd[32];
-	fs_fd_path(od, pod);
-	fs_fd_path(nd, pnd);
-	bool fa = fstatat(od, on, &a, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(a.st_mode) && !(a.st_mode & S_IWUSR);
-	bool fb = (flags & RENAME_EXCHANGE) && fstatat(nd, nn, &b, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(b.st_mode) &&
-		  !(b.st_mode & S_IWUSR);
-	bool fpa = stat(pod, &pa) == 0 && !(pa.st_mode & S_IWUSR);
-	bool fpb = stat(pnd, &pb) == 0 && !(pb.st_mode & S_IWUSR);
-	if (!fa && !fb && !fpa && !fpb) {
+	loans l;
+	if (!loans_find(&l, od, on, nd, nn, flags)) {
 		errno = EACCES;
 		return -1;
 	}
-	if (fa)
-		chmod_at(od, on, (a.st_mode | S_IWUSR) & 07777);
-	if (fb)
-		chmod_at(nd, nn, (b.st_mode | S_IWUSR) & 07777);
-	if (fpa)
-		chmod_fd(od, (pa.st_mode | S_IWUSR) & 07777);
-	if (fpb)
-		chmod_fd(nd, (pb.st_mode | S_IWUSR) & 07777);
+	for (int i = 0; i < 4; i++)
+		if (l.lent[i] && loan_record(lg, &l.st[i]) < 0)
+			return -1;
+	loans_set(&l, od, on, nd, nn, true, false);
 	int r = renameat2(od, on, nd, nn, flags);
 	int e = errno;
-	if (r == 0) { /* a now lives at nd/nn, b at od/on */
-		if (fa)
-			chmod_at(nd, nn, a.st_mode & 07777);
-		if (fb)
-			chmod_at(od, on, b.st_mode & 07777);
-	} else {
-		if (fa)
-			chmod_at(od, on, a.st_mode & 07777);
-		if (fb)
-			chmod_at(nd, nn, b.st_mode & 07777);
-	}
-	if (fpa)
-		chmod_fd(od, pa.st_mode & 07777);
-	if (fpb)
-		chmod_fd(nd, pb.st_mode & 07777);
+	loans_set(&l, od, on, nd, nn, false, r == 0);
 	errno = e;
 	return r;
 }
@@ -372,6 +408,33 @@ static parent_times parent_times_save(int dirfd)
 	return t;
 }
 
+/* Journaled like a loan: a kill between the link and the restore is undone
+ * from displaced/<idx>.t, an empty file holding the parent's times. */
+static int parent_times_record(const parent_times *t, int displaced_fd, size_t idx, txbox_error *err)
+{
+	char fn[40];
+	snprintf(fn, sizeof fn, "%zu.t", idx);
+	_cleanup_close_ int fd = openat(displaced_fd, fn, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST)
+		return 0; /* the first record holds the times from before the op */
+	if (fd < 0 || futimens(fd, t->ts) < 0 || fsync(fd) < 0)
+		return txbox_fail_errno(err, -errno, "saving the times of the parent of op %zu", idx);
+	return 0;
+}
+
+/* The times parent_times_record kept, if any, replace t's. */
+static void parent_times_recorded(parent_times *t, int displaced_fd, size_t idx)
+{
+	char fn[40];
+	snprintf(fn, sizeof fn, "%zu.t", idx);
+	struct stat st;
+	if (fstatat(displaced_fd, fn, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+		t->ts[0] = st.st_atim;
+		t->ts[1] = st.st_mtim;
+		t->ok = true;
+	}
+}
+
 static void parent_times_restore(const parent_times *t)
 {
 	char p[32];
@@ -399,12 +462,15 @@ static int apply_link(int ws_fd, int displaced_fd, const plan_op *o, size_t idx,
 		return txbox_fail(err, -ESTALE, "%s: its link target %s is not the recorded file", o->path,
 				  o->link_target);
 	parent_times pt = parent_times_save(wpar);
+	if (pt.ok && parent_times_record(&pt, displaced_fd, idx, err) < 0)
+		return err->code;
+	loan_log lg = {displaced_fd, idx};
 	if (o->existed) {
 		char dn[32];
 		displaced_name(idx, dn);
 		if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) < 0 || cur.st_ino != o->old_ino)
 			return txbox_fail(err, -ESTALE, "%s changed in the workspace during the transaction", o->path);
-		if (move_entry(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
+		if (move_entry(&lg, wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
 			return txbox_fail_errno(err, -errno, "moving %s aside", o->path);
 	}
 	char fdp[40];
@@ -426,6 +492,7 @@ static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan *p, s
 		return apply_meta(ws_fd, upper_fd, displaced_fd, idx, o, p->userxattr, err);
 	if (o->kind == PLAN_LINK)
 		return apply_link(ws_fd, displaced_fd, o, idx, err);
+	loan_log lg = {displaced_fd, idx};
 	const char *wname, *uname;
 	_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
 	if (wpar < 0)
@@ -436,14 +503,14 @@ static int apply_one(int ws_fd, int upper_fd, int displaced_fd, const plan *p, s
 	if (o->kind == PLAN_DELETE) {
 		char dn[32];
 		displaced_name(idx, dn);
-		if (move_entry(wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
+		if (move_entry(&lg, wpar, wname, displaced_fd, dn, RENAME_NOREPLACE) < 0)
 			return txbox_fail_errno(err, -errno, "moving %s aside", o->path);
 		return 0;
 	}
 	_cleanup_close_ int upar = snapshot_open_parent(upper_fd, o->path, &uname, err);
 	if (upar < 0)
 		return upar;
-	if (move_entry(upar, uname, wpar, wname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0) {
+	if (move_entry(&lg, upar, uname, wpar, wname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0) {
 		if (errno == EEXIST)
 			return txbox_fail(err, -EEXIST, "%s appeared in the workspace during the transaction", o->path);
 		return txbox_fail_errno(err, -errno, "publishing %s", o->path);
@@ -458,12 +525,13 @@ static int restore_displaced(int displaced_fd, size_t idx, int wpar, const char 
 {
 	char dn[32];
 	displaced_name(idx, dn);
+	loan_log lg = {displaced_fd, idx};
 	struct stat cur;
 	if (fstatat(displaced_fd, dn, &cur, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0; /* never moved */
 	if (cur.st_ino != o->old_ino)
 		return txbox_fail(err, -ESTALE, "the original of %s kept for reversal is not the recorded one", o->path);
-	if (move_entry(displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
+	if (move_entry(&lg, displaced_fd, dn, wpar, wname, RENAME_NOREPLACE) < 0)
 		return txbox_fail_errno(err, -errno, "restoring %s", o->path);
 	return 0;
 }
@@ -475,6 +543,7 @@ static int reverse_link(int ws_fd, int displaced_fd, const plan_op *o, size_t id
 	if (wpar < 0)
 		return wpar;
 	parent_times pt = parent_times_save(wpar);
+	parent_times_recorded(&pt, displaced_fd, idx);
 	struct stat cur;
 	if (fstatat(wpar, wname, &cur, AT_SYMLINK_NOFOLLOW) == 0 && cur.st_ino == o->new_ino &&
 	    unlinkat(wpar, wname, 0) < 0)
@@ -523,6 +592,7 @@ static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan *p,
 		return reverse_link(ws_fd, displaced_fd, o, idx, err);
 	if (o->kind == PLAN_META)
 		return reverse_meta(ws_fd, displaced_fd, p, idx, err);
+	loan_log lg = {displaced_fd, idx};
 	const char *wname, *uname;
 	_cleanup_close_ int wpar = snapshot_open_parent(ws_fd, o->path, &wname, err);
 	if (wpar < 0)
@@ -535,9 +605,59 @@ static int reverse_one(int ws_fd, int upper_fd, int displaced_fd, const plan *p,
 	_cleanup_close_ int upar = snapshot_open_parent(upper_fd, o->path, &uname, err);
 	if (upar < 0)
 		return upar;
-	if (move_entry(wpar, wname, upar, uname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
+	if (move_entry(&lg, wpar, wname, upar, uname, o->existed ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
 		return txbox_fail_errno(err, -errno, "restoring %s", o->path);
 	return 0;
+}
+
+/* Give back the loans move_entry journaled for op idx, wherever the
+ * reversal left their directories: the entry at the op's path or its
+ * parent, in the workspace or the layer, or the displaced original. Only
+ * the directory with the recorded inode number, only to the mode of the
+ * real file kept for it. */
+static int restore_loan(int dirfd, const char *name, int displaced_fd, size_t idx, txbox_error *err)
+{
+	_cleanup_close_ int fd = name ? fs_open_entry(dirfd, name, O_PATH | O_DIRECTORY, 0)
+				      : fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	struct stat st, saved;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return 0; /* not a directory here: nothing of ours */
+	char fn[48];
+	loan_name(idx, st.st_ino, fn);
+	_cleanup_close_ int rfd = openat(displaced_fd, fn, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (rfd < 0)
+		return errno == ENOENT ? 0 : txbox_fail_errno(err, -errno, "reading the loan record %s", fn);
+	if (fstat(rfd, &saved) < 0 || !S_ISREG(saved.st_mode) || saved.st_nlink != 1 || saved.st_size != 0)
+		return txbox_fail(err, -EINVAL, "the loan record %s is damaged", fn);
+	char p[32];
+	fs_fd_path(fd, p);
+	if ((st.st_mode & 07777) != (saved.st_mode & 07777) && chmod(p, saved.st_mode & 07777) < 0)
+		return txbox_fail_errno(err, -errno, "giving back the mode of a directory (op %zu)", idx);
+	return 0;
+}
+
+static int restore_loans(int ws_fd, int upper_fd, int displaced_fd, const plan_op *o, size_t idx,
+			 txbox_error *err)
+{
+	int r = 0;
+	char dn[32];
+	displaced_name(idx, dn);
+	int roots[2] = {ws_fd, upper_fd};
+	for (int i = 0; i < 2; i++) {
+		const char *name;
+		txbox_error oerr = TXBOX_ERROR_INIT;
+		_cleanup_close_ int par = snapshot_open_parent(roots[i], o->path, &name, &oerr);
+		txbox_error_clear(&oerr);
+		if (par < 0)
+			continue; /* gone: it holds nothing of ours */
+		int q = restore_loan(par, name, displaced_fd, idx, err);
+		if (q == 0)
+			q = restore_loan(par, NULL, displaced_fd, idx, err);
+		if (q < 0)
+			r = q;
+	}
+	int q = restore_loan(displaced_fd, dn, displaced_fd, idx, err);
+	return q < 0 ? q : r;
 }
 
 int commit_reverse(int ws_fd, int upper_fd, int displaced_fd, const plan *p, size_t n, txbox_error *err)
@@ -551,6 +671,9 @@ int commit_reverse(int ws_fd, int upper_fd, int displaced_fd, const plan *p, siz
 		int q = reverse_one(ws_fd, upper_fd, displaced_fd, p, i, err);
 		if (q < 0)
 			r = q; /* keep going: restore as much as possible */
+		q = restore_loans(ws_fd, upper_fd, displaced_fd, &p->ops[i], i, err);
+		if (q < 0)
+			r = q;
 	}
 	for (size_t i = p->n; i-- > 0;) { /* all METAs: one may have been half-applied */
 		if (p->ops[i].kind != PLAN_META || i > n)
