@@ -168,6 +168,129 @@ def diff(a, b):
     return "\n".join(lines[:10])
 
 
+# Kills inside an op, which TXBOX_FAULT_COMMIT_AFTER (between ops) cannot
+# reach: strace kills txbox at the K-th call of a syscall (before it runs),
+# for every K until the run completes. Rootless, a rename that needs a
+# directory's write bit (a directory left 0555, a 0555 directory moved to
+# another parent, a 0555 workspace root) lends it for the rename; as root,
+# a changed hard-link group is linked under its other names (sub/h3 in a
+# directory the command left alone), which moves the parent's times. Both
+# are journaled and must be undone by recovery.
+LOAN_USER = os.environ.get("TXBOX_CRASH_USER", "txbox-test")
+LOAN_SETUP = ("mkdir ro sub && echo x > ro/x && echo y > ro/y && echo h > ro/h1 && ln ro/h1 h2 && "
+              "ln h2 sub/h3 && chmod 555 ro")
+LOAN_CMD = ("chmod u+w . ro && echo R > ro/x && echo n > ro/new && rm ro/y && echo more >> h2 && "
+            "mkdir nd && echo z > nd/z && chmod 555 nd ro && {root_mode}")
+LOAN_SYSCALLS = ("linkat", "renameat2", "fchmodat")
+# name: (user or None for root, workspace root left 0555)
+LOAN_VARIANTS = {"loan": (LOAN_USER, False), "loan-ro-root": (LOAN_USER, True), "link-times": (None, False)}
+
+
+def as_user(user):
+    return ["runuser", "-u", user, "--"] if user else []
+
+
+def loan_fixture(ws, txbox, user, root_ro):
+    os.makedirs(ws)
+    os.chmod(ws, 0o755)
+    if user:
+        shutil.chown(ws, user, user)
+    subprocess.run(as_user(user) + ["sh", "-c", f"cd '{ws}' && {LOAN_SETUP}"], check=True)
+    subprocess.run(as_user(user) + [txbox, "run", "-w", ws, "--policy", POLICY, "--", "true"],
+                   capture_output=True)
+    t = 1700000000 * 10**9
+    for dirpath, dirnames, filenames in os.walk(ws, topdown=False):
+        if ".txbox" in os.path.relpath(dirpath, ws).split(os.sep):
+            continue
+        for n in filenames + dirnames:
+            if n != ".txbox":
+                os.utime(os.path.join(dirpath, n), ns=(t, t), follow_symlinks=False)
+    if root_ro:
+        os.chmod(ws, 0o555)
+    os.utime(ws, ns=(t, t))
+
+
+def loan_run(txbox, ws, user, root_ro, prefix=()):
+    cmd = LOAN_CMD.format(root_mode="chmod 555 ." if root_ro else "true")
+    return subprocess.run(as_user(user) + list(prefix) + [txbox, "run", "-w", ws, "--policy", POLICY, "--", cmd],
+                          capture_output=True, timeout=60)
+
+
+def loan_case(tmp, txbox, variant, sc, k, after):
+    """One kill at the k-th sc of `txbox run`: (stop, ok, killed)."""
+    user, root_ro = LOAN_VARIANTS[variant]
+    where = f"crash/{variant}/{sc}/{k}"
+    ws = os.path.join(tmp, f"{variant}-{sc}-{k}")
+    loan_fixture(ws, txbox, user, root_ro)
+    before = manifest(ws)
+    r = loan_run(txbox, ws, user, root_ro,
+                 ["strace", "-o", "/dev/null", "-e", f"trace={sc}", "-e", f"inject={sc}:signal=KILL:when={k}"])
+    completed, killed = r.returncode == 0, r.returncode in (-9, 137)
+    ok = completed or killed
+    if not ok:
+        print(f"FAIL {where}: txbox exited {r.returncode}: {r.stderr.decode()[-400:]}")
+    if k % 2:
+        rr = subprocess.run(as_user(user) + [txbox, "recover", "-w", ws], capture_output=True)
+        if rr.returncode != 0:
+            print(f"FAIL {where}: recover exited {rr.returncode}: {rr.stderr.decode()}")
+            ok = False
+    else:
+        subprocess.run(as_user(user) + [txbox, "run", "-w", ws, "--policy", POLICY, "--", "true"],
+                       capture_output=True)
+    got = manifest(ws)
+    # killed: the whole before-state, or the after-state once past the commit point
+    past = strip_new_mtimes(got, before) == strip_new_mtimes(after, before)
+    if not past and (completed or got != before):
+        print(f"FAIL {where}:\n" + diff(before, got))
+        ok = False
+    left = tx_leftovers(ws)
+    if left:
+        print(f"FAIL {where}: transactions left behind: {left}")
+        ok = False
+    subprocess.run(["chmod", "-R", "u+w", ws])
+    shutil.rmtree(ws)
+    return completed or not ok, ok, killed
+
+
+def loan_variant(tmp, txbox, variant):
+    user, root_ro = LOAN_VARIANTS[variant]
+    ref = os.path.join(tmp, f"{variant}-ref")
+    loan_fixture(ref, txbox, user, root_ro)
+    loan_run(txbox, ref, user, root_ro)
+    after = manifest(ref)
+    ok, kills = True, 0
+    for sc in LOAN_SYSCALLS:
+        for k in range(1, 200):
+            stop, good, killed = loan_case(tmp, txbox, variant, sc, k, after)
+            ok, kills = ok and good, kills + killed
+            if stop:
+                break
+    if ok and kills:
+        print(f"ok crash/{variant} ({'as ' + user if user else 'as root'}, killed at every "
+              f"{'/'.join(LOAN_SYSCALLS)} of the commit: {kills} kills, all recovered)")
+        return True
+    print(f"FAIL crash/{variant}" + ("" if kills else ": no kill ever fired"))
+    return False
+
+
+def loan_crashes(tmp):
+    """(passed, failed), or None when this cannot run here."""
+    try:
+        import pwd
+        pwd.getpwnam(LOAN_USER)
+    except KeyError:
+        return None
+    if os.getuid() != 0 or not shutil.which("strace"):
+        return None
+    os.chmod(tmp, 0o755)
+    os.chmod(POLICY, 0o644)
+    txbox = os.path.join(tmp, "txbox")  # where the user can run it
+    shutil.copy(TXBOX, txbox)
+    os.chmod(txbox, 0o755)
+    results = [loan_variant(tmp, txbox, v) for v in LOAN_VARIANTS]
+    return results.count(True), results.count(False)
+
+
 def main():
     global POLICY
     tmp = tempfile.mkdtemp(prefix="txbox-crash-", dir="/var/tmp")
@@ -233,6 +356,12 @@ def main():
                 if n == 0:
                     print(f"FAIL crash/{name}: the fault injection never fired (commit had no ops?)")
                 failed += 1
+
+        loans = loan_crashes(tmp)
+        if loans is None:
+            print(f"skip crash/loan: needs root, strace and the user {LOAN_USER}")
+        else:
+            passed, failed = passed + loans[0], failed + loans[1]
 
         # SIGKILL of txbox while the command runs
         ws = os.path.join(tmp, "killed")
