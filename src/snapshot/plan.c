@@ -30,6 +30,7 @@
 #include "util/clock.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
+#include "util/trace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -79,8 +80,10 @@ void plan_free(plan *p)
 
 /* Every non-overlay xattr of a is on b with the same value (any sizes;
  * the values are the sandboxed command's). An unreadable list counts as
- * different, so the change is published rather than lost. */
-static bool xattrs_subset(const char *a, const char *b, bool userxattr)
+ * different, so the change is published rather than lost. A side whose
+ * security.capability preparing will strip (drop_a, drop_b) is compared
+ * as it will be published, without it. */
+static bool xattrs_subset(const char *a, const char *b, bool userxattr, bool drop_a, bool drop_b)
 {
 	_cleanup_free_ char *names = NULL;
 	size_t n;
@@ -88,8 +91,11 @@ static bool xattrs_subset(const char *a, const char *b, bool userxattr)
 		return false;
 	for (size_t off = 0; off < n; off += strlen(names + off) + 1) {
 		const char *k = names + off;
-		if (snapshot_xattr_private(k, userxattr))
+		bool cap = !strcmp(k, "security.capability");
+		if (snapshot_xattr_private(k, userxattr) || (cap && drop_a))
 			continue;
+		if (cap && drop_b)
+			return false;
 		_cleanup_free_ char *va = NULL, *vb = NULL;
 		ssize_t la = fs_xattr_get(a, k, &va);
 		ssize_t lb = fs_xattr_get(b, k, &vb);
@@ -99,12 +105,24 @@ static bool xattrs_subset(const char *a, const char *b, bool userxattr)
 	return true;
 }
 
-static bool xattrs_equal(int d1, const char *n1, int d2, const char *n2, bool userxattr)
+/* The layer's entry ufd/un (as it will be published) against the
+ * workspace's wfd/wn. */
+static bool xattrs_equal(const plan_opts *o, int ufd, const char *un, int wfd, const char *wn)
 {
 	char a[PATH_MAX], b[PATH_MAX];
-	prepare_xattr_path(d1, n1, a, sizeof a);
-	prepare_xattr_path(d2, n2, b, sizeof b);
-	return xattrs_subset(a, b, userxattr) && xattrs_subset(b, a, userxattr);
+	prepare_xattr_path(ufd, un, a, sizeof a);
+	prepare_xattr_path(wfd, wn, b, sizeof b);
+	return xattrs_subset(a, b, o->userxattr, o->strip_setuid, false) &&
+	       xattrs_subset(b, a, o->userxattr, false, o->strip_setuid);
+}
+
+/* The mode a layer entry will be published with: plan_prepare strips the
+ * setuid and setgid bits (prepare_entry) after the plan is judged, and the
+ * plan already says what will be published. */
+static void as_published(const plan_opts *o, struct stat *ust)
+{
+	if (o->strip_setuid && (S_ISREG(ust->st_mode) || S_ISDIR(ust->st_mode)))
+		ust->st_mode &= ~(mode_t)(S_ISUID | S_ISGID);
 }
 
 static bool same_time(struct timespec a, struct timespec b)
@@ -255,7 +273,6 @@ typedef struct walk {
 	const plan_opts *o;
 	txbox_error *err;
 	int ws_root, upper_root;
-	prepare_opts po;
 	bool *group; /* per op: a changed member of an existing hard-link group */
 	size_t group_cap;
 	/* PUT ops of files whose origin (in the overlay's namespace) is another
@@ -339,12 +356,8 @@ static int walk_merged_dir(walk *w, int ufd, int wfd, const char *name, char *pa
 	int r = walk_dir(w, cu, cw, path, depth + 1);
 	if (r < 0)
 		return r;
-	r = w->o->inspect ? 0 : prepare_entry(ufd, name, ust, path, &w->po, w->err);
-	if (r < 0)
-		return r;
-	if (fstatat(ufd, name, ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
-		return txbox_fail_errno(w->err, -errno, "stat of layer entry %s", path);
-	bool differs = !meta_equal(ust, wst) || !xattrs_equal(ufd, name, wfd, name, w->o->userxattr);
+	as_published(w->o, ust);
+	bool differs = !meta_equal(ust, wst) || !xattrs_equal(w->o, ufd, name, wfd, name);
 	/* Times of a merged directory are always carried over (they moved
 	 * with the changes beneath it); only real metadata is reported. */
 	return add_op(w, PLAN_META, steal_ptr(owned), true, differs, TXBOX_CHANGE_METADATA, ust, wst);
@@ -375,7 +388,7 @@ static int walk_group_member(walk *w, int ufd, int wfd, const char *name, char *
 	int same = same_content(w, ufd, wfd, name, ust, wst, path, false);
 	if (same < 0)
 		return same;
-	if (same && meta_equal(ust, wst) && xattrs_equal(ufd, name, wfd, name, w->o->userxattr) &&
+	if (same && meta_equal(ust, wst) && xattrs_equal(w->o, ufd, name, wfd, name) &&
 	    same_time(ust->st_mtim, wst->st_mtim))
 		/* unchanged, but names linked to it in the transaction find it here */
 		return ust->st_nlink > 1
@@ -420,11 +433,8 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 			    origin_is(ufd, name, ux, wfd, name);
 	struct moved mv = {.op = w->p->n};
 	bool moved = S_ISREG(ust.st_mode) && !group_member && origin_read(ufd, name, ux, &mv.h);
-	r = w->o->inspect ? 0 : prepare_tree(ufd, name, &ust, rel, &w->po, w->err);
-	if (r >= 0 && fstatat(ufd, name, &ust, AT_SYMLINK_NOFOLLOW) < 0) /* mode may have been stripped */
-		r = txbox_fail_errno(w->err, -errno, "stat of layer entry %s", rel);
-	if (r == 0)
-		r = walk_file(w, ufd, wfd, name, steal_ptr(path), &ust, have_w ? &wst : NULL, group_member);
+	as_published(w->o, &ust);
+	r = walk_file(w, ufd, wfd, name, steal_ptr(path), &ust, have_w ? &wst : NULL, group_member);
 	if (r == 0 && moved && w->p->n == mv.op + 1 && w->p->ops[mv.op].kind == PLAN_PUT) {
 		struct moved *n = realloc(w->moved, (w->nmoved + 1) * sizeof *n);
 		if (!n)
@@ -445,7 +455,6 @@ static int walk_file(walk *w, int ufd, int wfd, const char *name, char *owned, c
 	bool have_w = wst_in != NULL;
 	if (have_w)
 		wst = *wst_in;
-	bool ux = w->o->userxattr;
 	int r;
 	if (!have_w)
 		return add_op(w, PLAN_PUT, steal_ptr(path), false, true, TXBOX_CHANGE_ADDED, &ust, NULL);
@@ -464,7 +473,7 @@ static int walk_file(walk *w, int ufd, int wfd, const char *name, char *owned, c
 			w->p->ops[w->p->n - 1].note = NOTE_NEW_INODE;
 		return r;
 	}
-	if (meta_equal(&ust, &wst) && xattrs_equal(ufd, name, wfd, name, ux) && same_time(ust.st_mtim, wst.st_mtim))
+	if (meta_equal(&ust, &wst) && xattrs_equal(w->o, ufd, name, wfd, name) && same_time(ust.st_mtim, wst.st_mtim))
 		return 0; /* copied up, never changed */
 	if (S_ISREG(wst.st_mode) && wst.st_nlink > 1) /* the inode has other names: the census decides */
 		return add_group_op(w, PLAN_META, steal_ptr(path), true, TXBOX_CHANGE_METADATA, &ust, &wst);
@@ -732,7 +741,8 @@ static int root_op(walk *w, int ws_fd, int upper_fd)
 	char a[40], b[40];
 	snprintf(a, sizeof a, "/proc/self/fd/%d/.", upper_fd); /* "/." : the directory, not the magic link */
 	snprintf(b, sizeof b, "/proc/self/fd/%d/.", ws_fd);
-	bool differs = !(xattrs_subset(a, b, w->o->userxattr) && xattrs_subset(b, a, w->o->userxattr));
+	bool differs = !(xattrs_subset(a, b, w->o->userxattr, false, false) &&
+			 xattrs_subset(b, a, w->o->userxattr, false, false));
 	if (!differs && !owner_mode && w->p->n == 0)
 		return 0;
 	char *root = strdup("");
@@ -755,27 +765,61 @@ static int plan_finish(walk *w, int ws_fd, int upper_fd)
 	census_free(&c);
 	if (r == 0)
 		r = convert_links(w->p, w->err);
-	if (r == 0 && w->po.deferred && !w->o->inspect) { /* every origin has been read: strip what was left */
-		prepare_opts fin = {.strip_setuid = w->o->strip_setuid, .userxattr = w->o->userxattr};
-		r = prepare_children(upper_fd, "", &fin, w->err);
-	}
 	if (r == 0)
 		r = root_op(w, ws_fd, upper_fd);
 	return r;
 }
 
+/* One op's layer entry made publishable; its permission bits must be what
+ * the plan said (as_published): the plan judged is the plan applied. */
+static int prepare_op(int upper_fd, const plan_opts *o, const plan_op *op, txbox_error *err)
+{
+	const char *name;
+	_cleanup_close_ int par = snapshot_open_parent(upper_fd, op->path, &name, err);
+	if (par < 0)
+		return par;
+	struct stat st;
+	if (fstatat(par, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return txbox_fail_errno(err, -errno, "stat of layer entry %s", op->path);
+	prepare_opts po = {.strip_setuid = o->strip_setuid, .userxattr = o->userxattr,
+			   .reserved_name = o->reserved_name};
+	int r = op->kind == PLAN_PUT ? prepare_tree(par, name, &st, op->path, &po, err)
+				     : prepare_entry(par, name, &st, op->path, &po, err);
+	if (r < 0)
+		return r;
+	if (fstatat(par, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return txbox_fail_errno(err, -errno, "stat of layer entry %s", op->path);
+	if (st.st_ino != op->new_st.st_ino || (st.st_mode & 07777) != (op->new_st.st_mode & 07777))
+		return txbox_fail(err, -ESTALE, "the layer entry %s changed after it was planned", op->path);
+	return 0;
+}
+
+int plan_prepare(int upper_fd, const plan_opts *o, const plan *p, txbox_error *err)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const plan_op *op = &p->ops[i];
+		/* a LINK publishes a workspace inode, a DELETE nothing, and the
+		 * root's owner and mode never */
+		if (op->kind == PLAN_LINK || op->kind == PLAN_DELETE || !op->path[0])
+			continue;
+		int r = prepare_op(upper_fd, o, op, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int plan_build(int ws_fd, int upper_fd, const plan_opts *o, plan *out, txbox_error *err)
 {
+	trace_mark("plan: walking the layer");
 	memset(out, 0, sizeof *out);
 	out->userxattr = o->userxattr;
-	walk w = {.p = out, .o = o, .err = err, .ws_root = ws_fd, .upper_root = upper_fd,
-		  .po = {.strip_setuid = o->strip_setuid,
-			 .userxattr = o->userxattr,
-			 .defer_links = true,
-			 .reserved_name = o->reserved_name}};
+	walk w = {.p = out, .o = o, .err = err, .ws_root = ws_fd, .upper_root = upper_fd};
 	int r = walk_dir(&w, upper_fd, ws_fd, "", 0);
 	if (r == 0)
 		r = plan_finish(&w, ws_fd, upper_fd);
+	if (r == 0 && !o->inspect)
+		r = plan_prepare(upper_fd, o, out, err);
 	free(w.group);
 	free(w.moved);
 	if (r < 0)

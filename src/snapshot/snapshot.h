@@ -98,8 +98,10 @@ typedef struct plan_opts {
 	bool userxattr;
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC (clock_now_ns); 0: none */
 	/* Only look: the layer is left as it is (nothing prepared, nothing
-	 * refused), so it can be planned again — the effect check's view of a
-	 * transaction that may stay held. */
+	 * refused) — the effect check's view of a transaction that may stay
+	 * held. The plan already says what preparing will make of the layer
+	 * (setuid bits and security.capability stripped), so when the check
+	 * allows it, plan_prepare makes it committable as it is. */
 	bool inspect;
 } plan_opts;
 
@@ -111,6 +113,12 @@ typedef struct plan_opts {
  * the workspace. */
 int plan_build(int ws_fd, int upper_fd, const plan_opts *o, plan *out, txbox_error *err);
 void plan_free(plan *p);
+
+/* Prepare the layer entries an inspected plan publishes (what plan_build
+ * does when not inspecting), without walking the layer or the workspace
+ * again: the plan is the one that was judged. Refuses (-EPERM) what
+ * plan_build would; -ESTALE when an entry is not what was planned. */
+int plan_prepare(int upper_fd, const plan_opts *o, const plan *p, txbox_error *err);
 
 /* Is the xattr name overlay metadata of a layer mounted with (or without) userxattr? */
 bool snapshot_xattr_private(const char *name, bool userxattr);

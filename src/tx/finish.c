@@ -1,9 +1,10 @@
 /* finish: commit or roll back a transaction.
  *
  * Commit protocol (crash-safe; each step durable before the next):
- *   0. judge the changes by the policy's effect rules (tx/effects.c) on a
- *      plan that only looks: a hold or deny leaves the layer as it was
- *   1. plan the merge from the layer and prepare the layer (plan.c)
+ *   0. plan the merge from the layer (plan.c); with effect rules, judge
+ *      that plan first (tx/effects.c): a hold or deny leaves the layer as
+ *      it was
+ *   1. prepare the layer for that same plan (plan.c)
  *   2. the layer's data is made durable before any name points at it
  *      (fdatasync of each published file; syncfs for large plans)
  *   3. journal the plan (written, fsynced, renamed into place) — from now
@@ -116,30 +117,20 @@ static int sync_workspace_dirs(tx_state_dir *s, const plan *p, txbox_error *err)
 	return 0;
 }
 
-/* The effect check, before anything is prepared or journaled, on a plan
- * that leaves the layer untouched (a held transaction is planned again
+/* The effect check, before anything is prepared or journaled, on the
+ * inspected plan (the layer untouched: a held transaction is planned again
  * when it is committed). 1: held or denied (info->changes filled), 0: go
- * on, <0: error. */
-static int check_effects(tx_state_dir *s, tx *t, const plan_opts *po, const tx_effects_in *fx, tx_commit_info *info,
+ * on with this very plan, <0: error. */
+static int check_effects(tx_state_dir *s, tx *t, const plan *p, const tx_effects_in *fx, tx_commit_info *info,
 			 txbox_error *err)
 {
-	if (!policy_effects_needs(fx->policy))
-		return 0;
-	plan_opts io = *po;
-	io.inspect = true;
-	plan p;
-	int r = plan_build(s->ws_fd, t->top.upper_fd, &io, &p, err);
-	if (r < 0) {
-		info->timed_out = (r == -ETIMEDOUT);
-		return txbox_error_prefix(err, "planning the commit");
-	}
-	r = p.n ? tx_effects_check(s->ws_fd, t->top.upper_fd, &p, fx->policy, fx->policy_rel, &info->effects, err) : 0;
+	int r = p->n ? tx_effects_check(s->ws_fd, t->top.upper_fd, p, fx->policy, fx->policy_rel, &info->effects, err)
+		     : 0;
 	info->effects_checked = r > 0;
 	if (r > 0 && info->effects.decision != POLICY_ALLOW)
-		r = plan_changes(&p, &info->changes, &info->nchanges, err) < 0 ? -ENOMEM : 1;
+		r = plan_changes(p, &info->changes, &info->nchanges, err) < 0 ? -ENOMEM : 1;
 	else if (r > 0)
 		r = 0;
-	plan_free(&p);
 	trace_mark("commit: effects checked");
 	return r;
 }
@@ -184,12 +175,19 @@ int tx_commit_checked(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadli
 		.userxattr = lr.userxattr,
 		.deadline_ns = deadline_ns,
 	};
-	if (fx) {
-		r = check_effects(s, t, &po, fx, info, err);
-		if (r != 0)
-			return r < 0 ? r : 0; /* held or denied: the layer is as the command left it */
-	}
+	/* One walk: the plan the effect rules judge is the plan published. */
+	po.inspect = fx && policy_effects_needs(fx->policy);
 	r = plan_build(s->ws_fd, t->top.upper_fd, &po, &p, err);
+	if (r == 0 && po.inspect) {
+		int c = check_effects(s, t, &p, fx, info, err);
+		if (c != 0) { /* held or denied: the layer is as the command left it */
+			plan_free(&p);
+			return c < 0 ? c : 0;
+		}
+		r = plan_prepare(t->top.upper_fd, &po, &p, err);
+		if (r < 0)
+			plan_free(&p);
+	}
 	if (r < 0) {
 		info->refused = (r == -EPERM);
 		info->timed_out = (r == -ETIMEDOUT);

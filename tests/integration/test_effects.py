@@ -269,3 +269,36 @@ def held_commit_native(ctx):
     check(c.rc == 0, "txbox commit of the held transaction failed: %s" % c.where())
     lines = mf.diff(mf.manifest(native), mf.manifest(ws), mtime_check=lambda p, e, a: None)  # two runs
     check(not lines, "held then committed differs from running natively:\n%s" % "\n".join(lines[:20]))
+
+
+@test("effects/commit-plans-once")
+def plans_once(ctx):
+    """With effect rules the layer is walked once per commit: the plan the
+    rules judged is the plan published (TXBOX_TRACE marks each walk). Its
+    result, changes included, is the one the same work gets without effect
+    rules — stripped setuid bits are already what
+    the judged plan says (a bit stripped on an otherwise unchanged file is
+    no change)."""
+    pol = _effects_policy(ctx)
+    root = _root(ctx)
+    plain = os.path.join(root, "tests", "security", "allow-all.yaml")
+    script = ("echo more >> f1 && chmod u+s f2 && mkdir -p d && chmod g+s d && echo n > d/new && "
+              "cp f1 suid && chmod 4755 suid && ln f3 f3b && rm f4")
+    results = []
+    for policy in (pol, plain):
+        ws = small_ws(ctx)
+        sh("for i in 1 2 3 4 5; do echo $i > f$i; done && mkdir d && touch -d @1000000 f* d && touch -d @1000000 .",
+           cwd=ws)
+        env = dict(os.environ, TXBOX_TRACE="1")
+        r = ctx.run_json(ws, script, extra=["--policy", policy], env=env)
+        r.expect(outcome="committed", exit_status=0)
+        walks = r.err.count(b"plan: walking the layer")
+        check(walks == 1, "the commit walked the layer %d times, not once (policy %s)\n  %s"
+              % (walks, os.path.basename(policy), r.where()))
+        results.append(sorted((c.get("path"), c.get("kind"), c.get("note")) for c in r.jget("changes") or []))
+        mode = os.lstat(os.path.join(ws, "suid")).st_mode
+        check(not mode & 0o6000, "a setuid bit was published: %o" % mode)
+    check(results[0] == results[1], "the changes differ with and without effect rules:\n  %r\n  %r"
+          % (results[0], results[1]))
+    check("f2" not in [p for p, _, _ in results[0]],
+          "chmod u+s of an unchanged file is reported though the bit is stripped: %r" % results[0])
