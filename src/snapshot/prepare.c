@@ -72,8 +72,8 @@ ssize_t prepare_ovl_getxattr(int dirfd, const char *name, const char *what, bool
 	return lgetxattr(p, ovl_xattr(what, userxattr, k, sizeof k), buf, len);
 }
 
-int prepare_entry(int dirfd, const char *name, const struct stat *st, const char *relpath, prepare_opts *po,
-		  txbox_error *err)
+int prepare_entry(int dirfd, const char *name, const struct stat *st, const char *relpath,
+		  const prepare_opts *po, txbox_error *err)
 {
 	bool strip_setuid = po->strip_setuid;
 	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
@@ -89,13 +89,9 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 	prepare_xattr_path(dirfd, name, p, sizeof p);
 	_cleanup_free_ char *list = NULL;
 	size_t n = 0;
-	if (po->defer_links && S_ISREG(st->st_mode) && st->st_nlink > 1)
-		po->deferred = true; /* xattrs later (another name may need overlay.origin); the mode below now */
-	else {
-		int lr = fs_xattr_list(p, &list, &n);
-		if (lr < 0)
-			return txbox_fail_errno(err, lr, "listing xattrs of %s", relpath);
-	}
+	int lr = fs_xattr_list(p, &list, &n);
+	if (lr < 0)
+		return txbox_fail_errno(err, lr, "listing xattrs of %s", relpath);
 	for (size_t off = 0; off < n; off += strlen(list + off) + 1) {
 		const char *k = list + off;
 		if (snapshot_xattr_private(k, po->userxattr) || (strip_setuid && strcmp(k, "security.capability") == 0)) {
@@ -126,7 +122,8 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 	return 0;
 }
 
-static int prepare_dir_children(int dfd, const char *relpath, prepare_opts *po, unsigned depth, txbox_error *err)
+static int prepare_dir_children(int dfd, const char *relpath, const prepare_opts *po, unsigned depth,
+				txbox_error *err)
 {
 	if (depth > 4096)
 		return txbox_fail(err, -ELOOP, "%s: directory tree deeper than 4096 levels", relpath);
@@ -168,8 +165,8 @@ static int prepare_dir_children(int dfd, const char *relpath, prepare_opts *po, 
 	return 0;
 }
 
-int prepare_tree(int dirfd, const char *name, const struct stat *st, const char *relpath, prepare_opts *po,
-		 txbox_error *err)
+int prepare_tree(int dirfd, const char *name, const struct stat *st, const char *relpath,
+		 const prepare_opts *po, txbox_error *err)
 {
 	int r = prepare_entry(dirfd, name, st, relpath, po, err);
 	if (r < 0 || !S_ISDIR(st->st_mode))
@@ -178,9 +175,4 @@ int prepare_tree(int dirfd, const char *name, const struct stat *st, const char 
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "opening %s", relpath);
 	return prepare_dir_children(fd, relpath, po, 0, err);
-}
-
-int prepare_children(int dirfd, const char *relpath, prepare_opts *po, txbox_error *err)
-{
-	return prepare_dir_children(dirfd, relpath, po, 0, err);
 }

@@ -19,17 +19,12 @@ ssize_t prepare_ovl_getxattr(int dirfd, const char *name, const char *what, bool
 typedef struct prepare_opts {
 	bool strip_setuid;  /* drop setuid/setgid bits and security.capability */
 	bool userxattr;     /* the overlay's namespace (snapshot_xattr_private) */
-	bool defer_links;   /* leave the overlay xattrs of hard-linked files (nlink > 1): another
-			     * name of the same inode may still need its overlay.origin */
-	bool deferred;      /* out: something was left for a final pass */
 	const char *reserved_name; /* refused at any depth (plan_opts.reserved_name) */
 } prepare_opts;
 
 /* One entry: refuse devices/sockets, strip overlay xattrs (and setuid). */
-int prepare_entry(int dirfd, const char *name, const struct stat *st, const char *relpath, prepare_opts *po,
-		  txbox_error *err);
+int prepare_entry(int dirfd, const char *name, const struct stat *st, const char *relpath,
+		  const prepare_opts *po, txbox_error *err);
 /* The entry and, for a directory, everything beneath it. */
-int prepare_tree(int dirfd, const char *name, const struct stat *st, const char *relpath, prepare_opts *po,
-		 txbox_error *err);
-/* Everything beneath dirfd (the final pass over a layer). */
-int prepare_children(int dirfd, const char *relpath, prepare_opts *po, txbox_error *err);
+int prepare_tree(int dirfd, const char *name, const struct stat *st, const char *relpath,
+		 const prepare_opts *po, txbox_error *err);
