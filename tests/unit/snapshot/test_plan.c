@@ -242,12 +242,62 @@ static void test_deadline(void **state)
 	close(u);
 }
 
+/* An inspected plan leaves the layer as it is, yet already says what will
+ * be published (a stripped setuid bit is no change); plan_prepare then
+ * makes the layer that, and refuses what plan_build would. */
+static void test_inspect_then_prepare(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	int u = openat(up, ".", O_RDONLY | O_DIRECTORY);
+	assert_int_equal(mkdirat(ws, "ip", 0755), 0);
+	assert_int_equal(mkdirat(u, "ip", 0755), 0);
+	mk(ws, "ip/onlysuid", "a");
+	struct stat st;
+	assert_int_equal(fstatat(ws, "ip/onlysuid", &st, 0), 0);
+	mk(u, "ip/onlysuid", "a");
+	struct timespec ts[2] = {st.st_atim, st.st_mtim};
+	assert_int_equal(utimensat(u, "ip/onlysuid", ts, 0), 0);
+	assert_int_equal(fchmodat(u, "ip/onlysuid", 04644, 0), 0);
+	mk(u, "ip/newsuid", "b");
+	assert_int_equal(fchmodat(u, "ip/newsuid", 04755, 0), 0);
+	char p[512];
+	snprintf(p, sizeof p, "%s/up/ip/newsuid", root);
+	assert_int_equal(setxattr(p, "trusted.overlay.origin", "zz", 2, 0), 0);
+
+	plan pl;
+	plan_opts po = {.strip_setuid = true, .inspect = true};
+	txbox_error e = TXBOX_ERROR_INIT;
+	assert_int_equal(plan_build(ws, u, &po, &pl, &e), 0);
+	assert_null(find(&pl, "ip/onlysuid"));
+	assert_int_equal(must(&pl, "ip/newsuid")->new_st.st_mode & 07777, 0755);
+	assert_int_equal(fstatat(u, "ip/newsuid", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_mode & 07777, 04755); /* untouched */
+	assert_true(getxattr(p, "trusted.overlay.origin", NULL, 0) > 0);
+	assert_int_equal(plan_prepare(u, &po, &pl, &e), 0);
+	assert_int_equal(fstatat(u, "ip/newsuid", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	assert_true(getxattr(p, "trusted.overlay.origin", NULL, 0) < 0);
+	plan_free(&pl);
+
+	assert_int_equal(mknodat(u, "ip/sdb", S_IFBLK | 0600, makedev(8, 16)), 0);
+	assert_int_equal(plan_build(ws, u, &po, &pl, &e), 0);
+	assert_int_equal(plan_prepare(u, &po, &pl, &e), -EPERM);
+	assert_non_null(strstr(e.message, "ip/sdb"));
+	plan_free(&pl);
+	txbox_error_clear(&e);
+	unlinkat(u, "ip/sdb", 0);
+	close(u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plan_commit_reverse),
 		cmocka_unit_test(test_refuses_devices),
 		cmocka_unit_test(test_deadline),
+		cmocka_unit_test(test_inspect_then_prepare),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
