@@ -11,6 +11,10 @@
  *                                as those of a real file, displaced/<op>.m)
  *   LINK                         the entry there is moved to displaced/<op>,
  *                                then a hard link is made
+ * Rootless, a rename may need a directory's write bit: it is lent for the
+ * rename and given back, the original mode journaled first as
+ * displaced/<op>.l<inode> (move_entry); a LINK op's parent times likewise
+ * as displaced/<op>.t. A kill inside an op is thus undone too.
  * Content is never rewritten in place: a changed member of a hard-link
  * group is published as a new inode under each of its names (plan.c), so
  * every op is reversed by a rename and no copy of a file is ever needed.
