@@ -153,14 +153,25 @@ typedef struct loans {
 	bool lent[4];
 } loans;
 
+static int loan_stat(int i, int od, const char *on, int nd, const char *nn, unsigned flags, struct stat *st)
+{
+	switch (i) {
+	case 0:
+		return fstatat(od, on, st, AT_SYMLINK_NOFOLLOW);
+	case 1:
+		return (flags & RENAME_EXCHANGE) ? fstatat(nd, nn, st, AT_SYMLINK_NOFOLLOW) : -1;
+	case 2:
+		return fstat(od, st);
+	default:
+		return fstat(nd, st);
+	}
+}
+
 static bool loans_find(loans *l, int od, const char *on, int nd, const char *nn, unsigned flags)
 {
 	bool any = false;
 	for (int i = 0; i < 4; i++) {
-		int r = i == 0	 ? fstatat(od, on, &l->st[i], AT_SYMLINK_NOFOLLOW)
-			: i == 1 ? ((flags & RENAME_EXCHANGE) ? fstatat(nd, nn, &l->st[i], AT_SYMLINK_NOFOLLOW) : -1)
-			: i == 2 ? fstat(od, &l->st[i])
-				 : fstat(nd, &l->st[i]);
+		int r = loan_stat(i, od, on, nd, nn, flags, &l->st[i]);
 		l->lent[i] = r == 0 && S_ISDIR(l->st[i].st_mode) && !(l->st[i].st_mode & S_IWUSR);
 		any |= l->lent[i];
 	}
