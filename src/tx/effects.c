@@ -344,7 +344,7 @@ static int packed_refs_lost(const gitscan *g, const char *path, size_t dirlen, b
 		return 0; /* unreadable: taken as lost */
 	*lost = false;
 	for (size_t i = 0; i < no && !*lost; i++) {
-		if (bsearch(&on[i], nn, nnew, sizeof *nn, strcmp_p) || !strcmp(on[i], "refs/stash"))
+		if ((nnew && bsearch(&on[i], nn, nnew, sizeof *nn, strcmp_p)) || !strcmp(on[i], "refs/stash"))
 			continue;
 		_cleanup_free_ char *loose = NULL;
 		if (asprintf(&loose, "%.*s/%s", (int)dirlen, path, on[i]) < 0)
@@ -367,7 +367,7 @@ static bool loose_ref_kept(const gitscan *g, const char *path, size_t dirlen, co
 		return false;
 	if (packed_refs(g, packed, true, &text, &names, &n) < 0 || !names)
 		return false;
-	return bsearch(&name, names, n, sizeof *names, strcmp_p) != NULL;
+	return n && bsearch(&name, names, n, sizeof *names, strcmp_p) != NULL;
 }
 
 static bool prefix_of(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
@@ -480,7 +480,8 @@ static int config_change(const scan *s, const effect_change *c, keyset *k)
 		return -ENOMEM;
 	}
 	k->v = v;
-	memcpy(k->v + k->n, keys, nk * sizeof *keys);
+	if (nk) /* keys is NULL when no key changed */
+		memcpy(k->v + k->n, keys, nk * sizeof *keys);
 	k->n += nk;
 	k->v[k->n] = NULL;
 	free(keys);
