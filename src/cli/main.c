@@ -9,6 +9,9 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +40,87 @@ static const char usage_text[] =
 	"Exit status: 0 committed; the command's status when it failed; 128+N killed by signal N;\n"
 	"124 timeout; 125 txbox error; 126 denied by policy; 3 held.\n";
 
+/* Everything txbox prints for people can carry names and text the command
+ * chose (paths, git config keys, reasons quoting them). A terminal obeys
+ * escape sequences in them (OSC 52 writes the clipboard, others retitle or
+ * hide lines), so every message goes out through show(): control bytes,
+ * C1 controls, bidirectional overrides and invalid UTF-8 become \xNN or
+ * \u{NNNN}; only a chunk's final newline is kept as is. */
+static size_t utf8_sequence(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+	if (len == 0 || len > n || s[0] > 0xf4 || s[0] < 0xc2)
+		return 0;
+	uint32_t v = s[0] & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		v = (v << 6) | (s[i] & 0x3f);
+	}
+	static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+	if (v < least[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return len;
+}
+
+static bool unsafe_code_point(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+	       (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c;
+}
+
+static void show_bytes(FILE *f, const char *text, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	for (size_t i = 0; i < n;) {
+		unsigned char c = s[i];
+		uint32_t cp;
+		size_t len;
+		if ((c >= 0x20 && c < 0x7f) || c == '\t' || (c == '\n' && i + 1 == n)) {
+			fputc(c, f);
+			i++;
+		} else if (c < 0x80 || !(len = utf8_sequence(s + i, n - i, &cp))) {
+			fprintf(f, "\\x%02x", c);
+			i++;
+		} else if (unsafe_code_point(cp)) {
+			fprintf(f, "\\u{%04" PRIx32 "}", cp);
+			i += len;
+		} else {
+			fwrite(s + i, 1, len, f);
+			i += len;
+		}
+	}
+}
+
+static void show(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void show(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *text = NULL;
+	int n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		fputs("txbox: out of memory formatting a message\n", f);
+		return;
+	}
+	show_bytes(f, text, (size_t)n);
+	free(text);
+}
+
 static int die_usage(const char *fmt, const char *arg) __attribute__((format(printf, 1, 0)));
 static int die_usage(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "txbox: ");
+	char *text = NULL;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-	fprintf(stderr, fmt, arg);
+	int n = asprintf(&text, fmt, arg);
 #pragma GCC diagnostic pop
-	fprintf(stderr, "\n%s", usage_text);
+	if (n >= 0)
+		show(stderr, "txbox: %s\n", text);
+	free(text);
+	fputs(usage_text, stderr);
 	return EXIT_TXBOX_ERROR;
 }
 
@@ -97,10 +172,10 @@ static bool by_effects(const txbox_result *r)
 
 static void print_effects(const txbox_result *r)
 {
-	fprintf(stderr, "txbox: effect rule %s: %s\n", r->effects.rule ? r->effects.rule : "?",
+	show(stderr, "txbox: effect rule %s: %s\n", r->effects.rule ? r->effects.rule : "?",
 		r->effects.reason ? r->effects.reason : "");
 	if (r->effects.suggestion && r->effects.suggestion[0])
-		fprintf(stderr, "txbox: suggestion: %s\n", r->effects.suggestion);
+		show(stderr, "txbox: suggestion: %s\n", r->effects.suggestion);
 }
 
 static void print_human(const txbox_result *r)
@@ -110,49 +185,49 @@ static void print_human(const txbox_result *r)
 	const char *o = txbox_outcome_name(r->outcome);
 	switch (r->outcome) {
 	case TXBOX_COMMITTED:
-		fprintf(stderr, "txbox: committed %s (%zu change%s, %.1f ms)\n", r->tx ? r->tx : "", r->nchanges,
+		show(stderr, "txbox: committed %s (%zu change%s, %.1f ms)\n", r->tx ? r->tx : "", r->nchanges,
 			r->nchanges == 1 ? "" : "s", r->timings.total_ms);
 		break;
 	case TXBOX_ROLLED_BACK:
-		fprintf(stderr, "txbox: rolled back %s: %s", r->tx ? r->tx : "",
+		show(stderr, "txbox: rolled back %s: %s", r->tx ? r->tx : "",
 			r->rollback_reason ? r->rollback_reason : "?");
 		if (r->limit)
-			fprintf(stderr, " (%s)", r->limit);
+			show(stderr, " (%s)", r->limit);
 		else if (r->signal)
-			fprintf(stderr, " (signal %d)", r->signal);
+			show(stderr, " (signal %d)", r->signal);
 		else if (r->rollback_reason && !strcmp(r->rollback_reason, "exit_status"))
-			fprintf(stderr, " (exit status %d)", r->exit_code);
+			show(stderr, " (exit status %d)", r->exit_code);
 		else if (r->rollback_reason && !strcmp(r->rollback_reason, "validation"))
-			fprintf(stderr, " (validation exit status %d)", r->validation_exit_code);
+			show(stderr, " (validation exit status %d)", r->validation_exit_code);
 		if (r->error)
-			fprintf(stderr, ": %s", r->error);
-		fprintf(stderr, "; the workspace is unchanged\n");
+			show(stderr, ": %s", r->error);
+		show(stderr, "; the workspace is unchanged\n");
 		break;
 	case TXBOX_DENIED:
-		fprintf(stderr, "txbox: denied by rule %s: %s\n", r->decision.rule ? r->decision.rule : "?",
+		show(stderr, "txbox: denied by rule %s: %s\n", r->decision.rule ? r->decision.rule : "?",
 			r->decision.reason ? r->decision.reason : "");
 		if (r->decision.suggestion && r->decision.suggestion[0])
-			fprintf(stderr, "txbox: suggestion: %s\n", r->decision.suggestion);
+			show(stderr, "txbox: suggestion: %s\n", r->decision.suggestion);
 		break;
 	case TXBOX_HELD:
 		if (!by_effects(r))
-			fprintf(stderr, "txbox: held %s by rule %s: %s\n", r->tx ? r->tx : "",
+			show(stderr, "txbox: held %s by rule %s: %s\n", r->tx ? r->tx : "",
 				r->decision.rule ? r->decision.rule : "?",
 				r->decision.reason ? r->decision.reason : "");
 		else
-			fprintf(stderr, "txbox: held %s by its effects\n", r->tx ? r->tx : "");
-		fprintf(stderr, "txbox: the changes wait in the transaction; `txbox commit %s` or `txbox rollback %s`\n",
+			show(stderr, "txbox: held %s by its effects\n", r->tx ? r->tx : "");
+		show(stderr, "txbox: the changes wait in the transaction; `txbox commit %s` or `txbox rollback %s`\n",
 			r->tx ? r->tx : "TX", r->tx ? r->tx : "TX");
 		break;
 	default:
-		fprintf(stderr, "txbox: %s: %s\n", o, r->error ? r->error : "unknown error");
+		show(stderr, "txbox: %s: %s\n", o, r->error ? r->error : "unknown error");
 	}
 }
 
 static void print_json_line(char *json)
 {
 	if (!json) {
-		fprintf(stderr, "txbox: out of memory rendering JSON\n");
+		show(stderr, "txbox: out of memory rendering JSON\n");
 		return;
 	}
 	fputs(json, stdout);
@@ -285,7 +360,7 @@ static int cmd_run(int argc, char **argv)
 	txbox_result *res = NULL;
 	txbox_error err = TXBOX_ERROR_INIT;
 	if (txbox_run(&c.run, &res, &err) < 0) {
-		fprintf(stderr, "txbox: error: %s\n", err.message ? err.message : "unknown");
+		show(stderr, "txbox: error: %s\n", err.message ? err.message : "unknown");
 		txbox_error_clear(&err);
 		txbox_result_free(res);
 		return EXIT_TXBOX_ERROR;
@@ -321,23 +396,23 @@ static int cmd_check(int argc, char **argv)
 	txbox_decision d;
 	txbox_error err = TXBOX_ERROR_INIT;
 	if (txbox_check(&co, &d, &err) < 0) {
-		fprintf(stderr, "txbox: error: %s\n", err.message ? err.message : "unknown");
+		show(stderr, "txbox: error: %s\n", err.message ? err.message : "unknown");
 		txbox_error_clear(&err);
 		return EXIT_TXBOX_ERROR;
 	}
 	if (c.json) {
 		print_json_line(txbox_decision_to_json(&d));
 	} else {
-		printf("%s (rule %s)%s\n", d.decision, d.rule ? d.rule : "-", d.unresolved ? " [unresolved]" : "");
+		show(stdout, "%s (rule %s)%s\n", d.decision, d.rule ? d.rule : "-", d.unresolved ? " [unresolved]" : "");
 		if (d.reason && d.reason[0])
-			printf("reason: %s\n", d.reason);
+			show(stdout, "reason: %s\n", d.reason);
 		if (d.suggestion && d.suggestion[0])
-			printf("suggestion: %s\n", d.suggestion);
+			show(stdout, "suggestion: %s\n", d.suggestion);
 		for (size_t k = 0; k < d.ncommands; k++) {
-			printf("  %-5s %-24s", d.commands[k].decision, d.commands[k].rule ? d.commands[k].rule : "-");
+			show(stdout, "  %-5s %-24s", d.commands[k].decision, d.commands[k].rule ? d.commands[k].rule : "-");
 			for (char **a = d.commands[k].argv; a && *a; a++)
-				printf(" %s", *a);
-			printf("\n");
+				show(stdout, " %s", *a);
+			show(stdout, "\n");
 		}
 	}
 	int st = !strcmp(d.decision, "deny") ? 126 : !strcmp(d.decision, "hold") ? 3 : 0;
@@ -368,7 +443,7 @@ static int cmd_finish(int argc, char **argv, bool commit)
 	txbox_result *res = NULL;
 	txbox_error err = TXBOX_ERROR_INIT;
 	if (txbox_finish_held(c.run.workspace, c.run.state_dir, id, commit, &res, &err) < 0) {
-		fprintf(stderr, "txbox: error: %s\n", err.message ? err.message : "unknown");
+		show(stderr, "txbox: error: %s\n", err.message ? err.message : "unknown");
 		txbox_error_clear(&err);
 		return EXIT_TXBOX_ERROR;
 	}
@@ -387,11 +462,11 @@ static int cmd_policy(int argc, char **argv)
 		return die_usage("usage: txbox policy check FILE%s", "");
 	txbox_error err = TXBOX_ERROR_INIT;
 	if (txbox_policy_check(argv[2], &err) < 0) {
-		fprintf(stderr, "txbox: %s\n", err.message ? err.message : "invalid policy");
+		show(stderr, "txbox: %s\n", err.message ? err.message : "invalid policy");
 		txbox_error_clear(&err);
 		return EXIT_TXBOX_ERROR;
 	}
-	printf("%s: ok\n", argv[2]);
+	show(stdout, "%s: ok\n", argv[2]);
 	return 0;
 }
 
@@ -408,11 +483,11 @@ static int cmd_recover(int argc, char **argv)
 	txbox_error err = TXBOX_ERROR_INIT;
 	int n = txbox_recover(c.run.workspace, c.run.state_dir, &err);
 	if (n < 0) {
-		fprintf(stderr, "txbox: error: %s\n", err.message ? err.message : "unknown");
+		show(stderr, "txbox: error: %s\n", err.message ? err.message : "unknown");
 		txbox_error_clear(&err);
 		return EXIT_TXBOX_ERROR;
 	}
-	printf("recovered %d transaction%s\n", n, n == 1 ? "" : "s");
+	show(stdout, "recovered %d transaction%s\n", n, n == 1 ? "" : "s");
 	return 0;
 }
 
@@ -445,7 +520,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "recover"))
 		return cmd_recover(argc, argv);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-		printf("txbox 0.1.0\n");
+		show(stdout, "txbox 0.1.0\n");
 		return 0;
 	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

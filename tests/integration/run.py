@@ -142,6 +142,7 @@ def load_tests():
     import test_tx_binding  # noqa: F401
     import test_commit_trust  # noqa: F401
     import test_effects  # noqa: F401
+    import test_terminal  # noqa: F401
     import test_secrets_mounts  # noqa: F401
     import test_commit_races  # noqa: F401
 
