@@ -105,6 +105,14 @@ static void show(FILE *f, const char *fmt, ...)
 		fputs("txbox: out of memory formatting a message\n", f);
 		return;
 	}
+	/* The command's output ran on the same terminal and may have left
+	 * attributes set (SGR 8 conceals, 30;40 is black on black): reset them
+	 * once before txbox's first message so its verdict stays visible. */
+	static bool attributes_reset;
+	if (!attributes_reset && isatty(fileno(f))) {
+		fputs("\033[0m", f);
+		attributes_reset = true;
+	}
 	show_bytes(f, text, (size_t)n);
 	free(text);
 }

@@ -62,3 +62,33 @@ def check_argv(ctx):
     r = ctx.run_txbox(["run", "-w", ws, "--timeout", "1" + OSC52, "--", "true"], cwd=ws)
     check(r.rc == 125, "a bad --timeout was accepted: %s" % r.where())
     _terminal_safe(r, "usage error")
+
+
+@test("terminal/attributes-reset-before-verdict")
+def attributes_reset(ctx):
+    """The command leaves SGR 8 (conceal) set on the terminal; txbox's own
+    verdict that follows must not be printed invisibly."""
+    import pty
+    import subprocess
+    ws = small_ws(ctx)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([ctx.txbox, "run", "--policy", DEFAULT_POLICY, "-w", ws, "--", "sh", "-c",
+                          r'printf "\033[8m\033[30;40m"; exit 1'],
+                         cwd=ws, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    check(p.wait(timeout=60) == 1, "expected exit status 1: %r" % out)
+    at = out.find(b"txbox: rolled back")
+    check(at > 0, "no verdict on the terminal: %r" % out)
+    conceal = out.rfind(b"\x1b[8m", 0, at)
+    check(conceal >= 0, "the command's SGR 8 did not reach the terminal: %r" % out)
+    check(b"\x1b[0m" in out[conceal:at], "SGR 8 still set when txbox printed its verdict: %r" % out)
