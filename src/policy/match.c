@@ -520,7 +520,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		pcheck_init(&pk, &m->dest, allow, unk_paths, mc->ctx);
 		if (v->implicit_unknown_operand)
 			implicit_operands(&pk, v);
-		else if (v->npositional > sub)
+		else if (v->npositional > sub && !cmdview_target_option(v))
 			pcheck_word(&pk, word_at(v, v->npositional - 1), v->pos_unknown[v->npositional - 1]);
 		if (!take_pcheck(&ms, &pk))
 			goto no;
