@@ -115,6 +115,7 @@ struct sh_ctx {
 	size_t nodes_used;
 	unsigned pipe_seq;
 	unsigned wrap_nest; /* nested wrapper unwrapping (bounded) */
+	size_t loop_bytes;  /* loop body text re-read once per bound value (bounded) */
 	char *chdir;        /* directory commands emitted now run in (env -C …), or NULL */
 	bool chdir_unres;
 	txbox_error *err;
@@ -201,11 +202,26 @@ struct sh_vars {
 	 * turns out to run in the current shell unconditionally */
 	struct sh_var *pend;
 	size_t npend, pcap;
+	/* a loop variable being bound (for NAME in …): set watch_hit when
+	 * anything may assign it, even once the rest is poisoned */
+	const char *watch;
+	size_t watch_len;
+	bool watch_hit;
+};
+
+/* A loop variable bound to one word of its static list while the loop body
+ * is read (parse_for); value NULL hides an outer binding of the name. */
+struct sh_bind {
+	const char *name;
+	size_t len;
+	const char *value;
+	const struct sh_bind *up;
 };
 
 struct sh_parser {
 	struct sh_ctx *ctx;
 	struct sh_vars *vars; /* NULL: no tracking */
+	const struct sh_bind *binds; /* loop variables bound here (innermost first) */
 	bool resolve_vars;    /* this text's top level may use known variables */
 	unsigned compound;    /* inside compound commands / function bodies */
 	unsigned stmt_cmds;   /* commands in the current top-level statement */

@@ -333,9 +333,12 @@ out:
 static bool known_var(struct sh_parser *p, struct sh_word *w, const char *name, size_t len,
 		      bool in_dq)
 {
-	if (!p->vars || !p->resolve_vars || p->compound)
+	const struct sh_bind *b = p->binds;
+	while (b && (b->len != len || memcmp(b->name, name, len) != 0))
+		b = b->up;
+	if (!b && (!p->vars || !p->resolve_vars || p->compound))
 		return false;
-	const char *v = sh_var_get(p->vars, name, len);
+	const char *v = b ? b->value : sh_var_get(p->vars, name, len);
 	if (!v)
 		return false;
 	/* unquoted, bash would split and glob it */
@@ -679,6 +682,7 @@ int sh_expand_body(struct sh_parser *parent, const char *body, size_t len, size_
 		.stdin_piped = parent->stdin_piped,
 		.what = "in here-document ",
 		.vars = parent->vars,
+		.binds = parent->binds,
 	};
 	struct sh_word w = {0};
 	*sub_begin = parent->nodes->n;

@@ -364,6 +364,31 @@ static void test_option_clusters(void **state)
 	policy_free(p);
 }
 
+/* A loop over a static list is judged as the commands it runs. */
+static void test_loop_variables(void **state)
+{
+	(void)state;
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(policy_load_default(&p, &err), 0);
+	expect_in(p, &ctx, "for d in /dev/sda /dev/vdb; do dd if=/dev/zero of=$d; done", POLICY_DENY,
+		  "dd-to-device", "/dev/sda", NULL);
+	expect_in(p, &ctx, "for d in build /usr; do rm -rf \"$d\"; done", POLICY_DENY,
+		  "rm-outside-workspace", "/usr", NULL);
+	expect_in(p, &ctx, "select f in ~/.bashrc; do echo x >> $f; done", POLICY_DENY, NULL,
+		  "persistence", NULL);
+	expect_in(p, &ctx, "for x in rm; do $x -rf ~; done", POLICY_DENY, "rm-outside-workspace", NULL,
+		  NULL);
+	static const char *const benign[] = {
+		"for i in 1 2 3; do echo $i; done", "for d in build dist; do rm -rf \"$d\"; done",
+		"for f in a.txt b.txt; do cp \"$f\" out/; done",
+		"for py in 3.11 3.12; do python$py -m pytest; done",
+		"for d in a b; do dd if=/dev/zero of=$d.img bs=1k count=1; done"};
+	for (size_t i = 0; i < sizeof(benign) / sizeof(*benign); i++)
+		expect_in(p, &ctx, benign[i], POLICY_ALLOW, "default", NULL, NULL);
+	policy_free(p);
+}
+
 /* Study's false positives: CI lines with variables under the default policy. */
 static void test_default_ci_variables(void **state)
 {
@@ -403,6 +428,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_needs_escape),
 		cmocka_unit_test(test_unknown_literal_tail),
 		cmocka_unit_test(test_tar_old_style), cmocka_unit_test(test_option_clusters),
+		cmocka_unit_test(test_loop_variables),
 		cmocka_unit_test(test_default_ci_variables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
