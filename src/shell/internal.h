@@ -62,6 +62,8 @@ struct sh_field {
 	bool lookalike; /* unquoted Unicode space / zero-width / dash look-alike */
 	bool lookalike_q; /* look-alike inside quotes (matters in command names) */
 	bool procsub;   /* contains <(…) or >(…) */
+	bool env_only;  /* unres only through $NAME / ${NAME} of variables this text never
+			 * sets, read in straight-line top-level code, with static text too */
 	bool glob;      /* an unquoted * or ?, or [ with a later ]: pathname expansion */
 	size_t sub_begin, sub_end; /* nodes produced by substitutions inside the word */
 };
@@ -167,6 +169,7 @@ struct sh_word {
 	struct cells cells;
 	size_t start, end; /* byte span in the parser's text */
 	bool unres;
+	bool unres_other;  /* an unknown part other than an environment variable's value */
 	bool quoted;       /* any quoting character took part */
 	bool lookalike;
 	bool lookalike_q;  /* look-alike inside quotes */
@@ -248,6 +251,8 @@ void sh_nest_leave(struct sh_parser *p);
 /* Value of $name if known (borrowed), else NULL. */
 const char *sh_var_get(const struct sh_vars *v, const char *name, size_t len);
 void sh_var_poison(struct sh_vars *v, const char *name, size_t len);
+/* Nothing in the text so far may have set $name (it is the environment's). */
+bool sh_var_untouched(const struct sh_vars *v, const char *name, size_t len);
 void sh_var_poison_all(struct sh_vars *v);
 /* Add a pending assignment (value NULL: unknown). */
 void sh_var_pend(struct sh_vars *v, const char *name, size_t len, const char *value);
@@ -318,6 +323,9 @@ int sh_emit(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
 	    const struct sh_redir_raw *const *redirs, size_t nredirs,
 	    const char *via, unsigned depth);
 void sh_mark_unresolved(struct sh_ctx *ctx, int idx, const char *reason);
+/* Unresolved only in a way the sandbox contains (shell_cmd.contained),
+ * unless it is or becomes unresolved otherwise. */
+void sh_mark_contained(struct sh_ctx *ctx, int idx, const char *reason);
 
 /* Analyse text as shell code (re-parse); syntax errors become unresolved
  * marks on cmd_idx (if >= 0) instead of hard errors; limits stay errors. */

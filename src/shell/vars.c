@@ -54,6 +54,16 @@ const char *sh_var_get(const struct sh_vars *v, const char *name, size_t len)
 	return x ? x->value : NULL;
 }
 
+bool sh_var_untouched(const struct sh_vars *v, const char *name, size_t len)
+{
+	if (!v || v->all_poisoned || find(v, name, len))
+		return false;
+	for (size_t i = 0; i < v->npend; i++)
+		if (strlen(v->pend[i].name) == len && memcmp(v->pend[i].name, name, len) == 0)
+			return false;
+	return true;
+}
+
 void sh_var_poison_all(struct sh_vars *v)
 {
 	watch_any(v);

@@ -389,6 +389,32 @@ static void test_loop_variables(void **state)
 	policy_free(p);
 }
 
+/* Interpreter code static around the environment's values: contained by
+ * the sandbox, so allowed, unless the run lets something escape; code that
+ * is computed or decoded in the line still holds. */
+static void test_interp_env_values(void **state)
+{
+	(void)state;
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(policy_load_default(&p, &err), 0);
+	policy_ctx net = ctx;
+	net.network = true;
+	static const char perl_line[] =
+	    "perl -pi -e 's/^requires-python =.*$/requires-python = \"~='\"${PYTHON_VERSION}\"'\"/' "
+	    "pyproject.toml";
+	expect_in(p, &ctx, perl_line, POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "python3 -c \"print('$TAG'.lstrip('v'))\"", POLICY_ALLOW, "default", NULL,
+		  NULL);
+	expect_in(p, &net, perl_line, POLICY_HOLD, "unresolved", "network is granted", NULL);
+	expect_in(p, &ctx, "perl -e \"$CODE\"", POLICY_HOLD, "unresolved", "not static", NULL);
+	expect_in(p, &ctx, "X=$(echo cHJpbnQ= | base64 -d); perl -e \"$X;1\"", POLICY_HOLD, NULL,
+		  NULL, NULL);
+	expect_in(p, &ctx, "python3 -c \"import shutil; shutil.rmtree('/etc'); print($V)\"",
+		  POLICY_DENY, "rm-outside-workspace", NULL, NULL);
+	policy_free(p);
+}
+
 /* Study's false positives: CI lines with variables under the default policy. */
 static void test_default_ci_variables(void **state)
 {
@@ -428,7 +454,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_needs_escape),
 		cmocka_unit_test(test_unknown_literal_tail),
 		cmocka_unit_test(test_tar_old_style), cmocka_unit_test(test_option_clusters),
-		cmocka_unit_test(test_loop_variables),
+		cmocka_unit_test(test_loop_variables), cmocka_unit_test(test_interp_env_values),
 		cmocka_unit_test(test_default_ci_variables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
