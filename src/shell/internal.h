@@ -210,6 +210,8 @@ struct sh_vars {
 	const char *watch;
 	size_t watch_len;
 	bool watch_hit;
+	/* a function or alias was defined: calling a command may assign anything */
+	bool defines;
 };
 
 /* A loop variable bound to one word of its static list while the loop body

@@ -401,6 +401,8 @@ static int parse_simple(struct sh_parser *p)
 				goto fail;
 			if (t2->t == TK_LPAREN) {
 				sh_var_poison_all(p->vars); /* the body may assign when called */
+				if (p->vars)
+					p->vars->defines = true;
 				sh_consume(p);
 				rc = expect_tok(p, TK_RPAREN, "')'");
 				if (rc == 0)
@@ -585,6 +587,7 @@ static int parse_loop_body(struct sh_parser *p, const struct loop_list *l, size_
 	int rc = read_loop_body(p, l, body_at, NULL, &assigns);
 	size_t end = p->pos;
 	if (rc < 0 || !l->name || !l->bindable || l->n == 0 || pend0 || p->npend || p->have_la ||
+	    !p->vars || p->vars->defines ||
 	    p->ctx->loop_bytes + (end - body_at) * l->n > SH_LOOP_BYTES)
 		return rc;
 	p->ctx->loop_bytes += (end - body_at) * l->n;
@@ -816,6 +819,8 @@ static int parse_compound_inner(struct sh_parser *p, struct sh_tok *t)
 	}
 	if (is_word(t, "function")) {
 		sh_var_poison_all(p->vars);
+		if (p->vars)
+			p->vars->defines = true;
 		sh_consume(p);
 		rc = sh_peek(p, &t);
 		if (rc < 0)

@@ -181,4 +181,6 @@ void sh_var_command(struct sh_vars *v, const struct sh_field *argv, size_t argc)
 		watch_any(v);
 		v->all_poisoned = true;
 	}
+	if (strcmp(argv[0].text, "alias") == 0)
+		v->defines = true;
 }

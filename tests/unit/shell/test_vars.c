@@ -85,6 +85,9 @@ static void test_loop_binding(void **state)
 	unresolved_name("for X in rm; do X=ls; $X; done");       /* assigned in the body */
 	unresolved_name("for X in rm; do read X; $X; done");
 	unresolved_name("for X in rm; do for X in $Y; do $X; done; done"); /* inner hides it */
+	unresolved_name("f() { X=ls; }; for X in rm; do f; $X; done");  /* a function may assign */
+	unresolved_name("function f { X=ls; }; for X in rm; do f; $X; done");
+	unresolved_name("alias f='X=ls'; for X in rm; do f; $X; done");
 	unresolved_name("for X in rm; do :; done; $X");          /* not after the loop */
 	unresolved_name("for X in 'rm -rf'; do $X /; done");     /* would be split */
 }
