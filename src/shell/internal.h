@@ -210,7 +210,8 @@ struct sh_vars {
 	const char *watch;
 	size_t watch_len;
 	bool watch_hit;
-	/* a function or alias was defined: calling a command may assign anything */
+	/* a function or alias may have been defined (definition, alias, source,
+	 * eval, a computed command): calling a command may assign anything */
 	bool defines;
 };
 

@@ -583,14 +583,15 @@ static void drop_nodes(struct sh_parser *p, size_t n0)
 static int parse_loop_body(struct sh_parser *p, const struct loop_list *l, size_t body_at)
 {
 	size_t n0 = p->nodes->n, pend0 = p->npend;
-	bool assigns = false;
+	bool assigns = false, defines = p->vars && p->vars->defines;
 	int rc = read_loop_body(p, l, body_at, NULL, &assigns);
 	size_t end = p->pos;
 	if (rc < 0 || !l->name || !l->bindable || l->n == 0 || pend0 || p->npend || p->have_la ||
-	    !p->vars || p->vars->defines ||
+	    !p->vars || defines ||
 	    p->ctx->loop_bytes + (end - body_at) * l->n > SH_LOOP_BYTES)
 		return rc;
 	p->ctx->loop_bytes += (end - body_at) * l->n;
+	p->vars->defines = false; /* what the unknown reading set, the bound ones set again */
 	drop_nodes(p, n0);
 	assigns = false;
 	for (size_t i = 0; i < l->n && rc == 0 && !assigns; i++)

@@ -181,6 +181,9 @@ void sh_var_command(struct sh_vars *v, const struct sh_field *argv, size_t argc)
 		watch_any(v);
 		v->all_poisoned = true;
 	}
-	if (strcmp(argv[0].text, "alias") == 0)
-		v->defines = true;
+	static const char *const definers[] = {"alias", "source", ".", "eval", "trap", NULL};
+	bool defines = argv[0].unres || argv[0].lookalike;
+	for (const char *const *w = definers; *w && !defines; w++)
+		defines = strcmp(argv[0].text, *w) == 0;
+	v->defines = v->defines || defines;
 }

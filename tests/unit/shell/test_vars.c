@@ -88,6 +88,8 @@ static void test_loop_binding(void **state)
 	unresolved_name("f() { X=ls; }; for X in rm; do f; $X; done");  /* a function may assign */
 	unresolved_name("function f { X=ls; }; for X in rm; do f; $X; done");
 	unresolved_name("alias f='X=ls'; for X in rm; do f; $X; done");
+	unresolved_name(". ./lib.sh; for X in rm; do f; $X; done");     /* may define f */
+	unresolved_name("eval \"$DEF\"; for X in rm; do f; $X; done");
 	unresolved_name("for X in rm; do :; done; $X");          /* not after the loop */
 	unresolved_name("for X in 'rm -rf'; do $X /; done");     /* would be split */
 }
