@@ -442,6 +442,7 @@ struct loop_list {
 	char *values[SH_LOOP_VALUES];
 	size_t n;
 	bool bindable;                /* every word static, at most SH_LOOP_VALUES */
+	bool raw;                     /* read -r: backslashes are kept */
 };
 
 static void loop_list_free(struct loop_list *l)
@@ -580,12 +581,15 @@ static void drop_nodes(struct sh_parser *p, size_t n0)
  * static, its commands are replaced by the body read once per word with the
  * variable bound, so every rule sees the operands — unless something in
  * the body may assign the variable, when the unknown reading stands. */
-static int parse_loop_body(struct sh_parser *p, const struct loop_list *l, size_t body_at)
+static int parse_loop_body(struct sh_parser *p, struct loop_list *l, size_t body_at,
+			   int (*fill)(struct sh_parser *, struct loop_list *))
 {
 	size_t n0 = p->nodes->n, pend0 = p->npend;
 	bool assigns = false, defines = p->vars && p->vars->defines;
 	int rc = read_loop_body(p, l, body_at, NULL, &assigns);
 	size_t end = p->pos;
+	if (rc == 0 && fill)
+		rc = fill(p, l);
 	if (rc < 0 || !l->name || !l->bindable || l->n == 0 || pend0 || p->npend || p->have_la ||
 	    !p->vars || defines ||
 	    p->ctx->loop_bytes + (end - body_at) * l->n > SH_LOOP_BYTES)
@@ -605,6 +609,90 @@ static int parse_loop_body(struct sh_parser *p, const struct loop_list *l, size_
 	return rc;
 }
 
+/* The lines `read NAME` gets from a static here-string after `done`
+ * (`done <<< "a b"`): the loop's values. The redirection is only peeked at
+ * (what reading it emitted is dropped); parse_trailing_redirs reads it. A
+ * line with blanks at either end is left unknown (IFS may be set for the
+ * read), so is a backslash without -r (an escape, or a line continued). */
+static int herestring_lines(struct sh_parser *p, struct loop_list *l)
+{
+	size_t at = p->pos, n0 = p->nodes->n;
+	struct sh_tok *t;
+	if (p->npend) /* a newline next would read their bodies */
+		return 0;
+	int rc = sh_peek(p, &t);
+	if (rc < 0 || t->t != TK_REDIR || t->rop != R_TLT || t->fd > 0)
+		goto out;
+	sh_consume(p);
+	if ((rc = sh_peek(p, &t)) < 0 || t->t != TK_WORD)
+		goto out;
+	bool unres = false;
+	char *v = sh_word_text(&t->w, &unres);
+	if (!v) {
+		rc = oom(p);
+		goto out;
+	}
+	l->bindable = !unres && !t->w.procsub && !t->w.lookalike;
+	for (char *line = v; l->bindable && line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		size_t n = strlen(line);
+		if (l->n == SH_LOOP_VALUES || (!l->raw && strchr(line, '\\')) ||
+		    (n && (strchr(" \t", line[0]) || strchr(" \t", line[n - 1]))))
+			l->bindable = false;
+		else if (!(l->values[l->n++] = strdup(line)))
+			rc = oom(p);
+		line = nl ? nl + 1 : NULL;
+	}
+	free(v);
+out:
+	sh_consume(p);
+	drop_nodes(p, n0);
+	p->pos = at;
+	return rc;
+}
+
+/* A while condition that is one `read [-r] NAME`, just parsed as node n0. */
+static void while_read_name(struct sh_parser *p, size_t n0, struct loop_list *l)
+{
+	if (p->nodes->n != n0 + 1)
+		return;
+	const struct sh_node *n = &p->nodes->v[n0];
+	size_t k = 1;
+	if (n->argc < 2 || n->nredirs || n->argv[0].unres || strcmp(n->argv[0].text, "read"))
+		return;
+	if (!n->argv[1].unres && strcmp(n->argv[1].text, "-r") == 0) {
+		l->raw = true;
+		k++;
+	}
+	const char *name = n->argv[k].text;
+	if (k + 1 != n->argc || n->argv[k].unres || !name[0] || (name[0] >= '0' && name[0] <= '9') ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") !=
+		strlen(name))
+		return;
+	l->name = strdup(name); /* NULL on OOM: not bound */
+}
+
+/* while LIST; do LIST; done — with `while read NAME … done <<< TEXT`, NAME
+ * bound to each line of a static TEXT, as a for loop's variable is. */
+static int parse_while(struct sh_parser *p)
+{
+	struct loop_list l = {0};
+	size_t n0 = p->nodes->n;
+	int rc = parse_list(p);
+	struct sh_tok *t;
+	if (rc == 0)
+		rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	if (is_word(t, "do"))
+		while_read_name(p, n0, &l);
+	rc = parse_loop_body(p, &l, t->pos, l.name ? herestring_lines : NULL);
+	loop_list_free(&l);
+	return rc;
+}
+
 /* for/select NAME [in WORDS] ; do LIST done   |  for (( … )) ; do … done */
 static int parse_for(struct sh_parser *p)
 {
@@ -621,7 +709,7 @@ static int parse_for(struct sh_parser *p)
 		rc = sh_peek(p, &t);
 	if (rc == 0) {
 		size_t body_at = t->pos;
-		rc = parse_loop_body(p, &l, body_at);
+		rc = parse_loop_body(p, &l, body_at, NULL);
 	}
 	loop_list_free(&l);
 	return rc;
@@ -789,7 +877,11 @@ static int parse_compound_inner(struct sh_parser *p, struct sh_tok *t)
 		sh_consume(p);
 		return parse_if(p);
 	}
-	if (is_word(t, "while") || is_word(t, "until")) {
+	if (is_word(t, "while")) {
+		sh_consume(p);
+		return parse_while(p);
+	}
+	if (is_word(t, "until")) {
 		sh_consume(p);
 		rc = parse_list(p);
 		if (rc == 0)

@@ -90,6 +90,16 @@ static void test_loop_binding(void **state)
 	unresolved_name("alias f='X=ls'; for X in rm; do f; $X; done");
 	unresolved_name(". ./lib.sh; for X in rm; do f; $X; done");     /* may define f */
 	unresolved_name("eval \"$DEF\"; for X in rm; do f; $X; done");
+	/* while read NAME from a static here-string: one value per line */
+	resolved("while read X; do $X -rf /; done <<< rm", "rm -rf /");
+	resolved("while read -r d; do dd of=$d; done <<< $'/dev/sda\\n/dev/sdb'", "dd of=/dev/sdb");
+	resolved("while read d; do echo \"$d\"; done <<< \"$(rm -rf /x)\"", "rm -rf /x");
+	unresolved_name("while read X; do $X; done <<< \"$L\"");          /* not static */
+	unresolved_name("while read X; do $X; done < list");              /* a file */
+	unresolved_name("while read X; do X=ls; $X; done <<< rm");        /* assigned in the body */
+	unresolved_name("while read X; do $X; done <<< ' rm'");           /* IFS may keep blanks */
+	unresolved_name("while read X; do $X; done <<< 'r\\m'");          /* backslash without -r */
+	unresolved_name("while read X Y; do $X; done <<< rm");            /* more than one name */
 	unresolved_name("for X in rm; do :; done; $X");          /* not after the loop */
 	unresolved_name("for X in 'rm -rf'; do $X /; done");     /* would be split */
 }
