@@ -328,13 +328,13 @@ static const char *cluster_value(const cmdview *v, size_t i, char c, bool *next_
 {
 	const char *w = v->words[i];
 	*next_word = false;
-	if (w[0] != '-' || w[1] == '-' || strchr(w, '='))
+	if (w[0] != '-' || w[1] == '-')
 		return NULL;
 	for (size_t j = 1; w[j]; j++) {
 		if (w[j] == c) {
 			if (w[j + 1])
 				return w + j + 1;
-			*next_word = !v->value_of[i + 1] && i + 1 < v->nwords;
+			*next_word = !v->value_of[i + 1] && i + 1 < v->nwords && !strchr(w, '=');
 			return NULL;
 		}
 		if (short_takes_value(v->hint, w[j]))
