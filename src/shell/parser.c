@@ -694,11 +694,14 @@ static int parse_while(struct sh_parser *p)
 }
 
 /* for/select NAME [in WORDS] ; do LIST done   |  for (( … )) ; do … done */
-static int parse_for(struct sh_parser *p)
+static int parse_for(struct sh_parser *p, bool select)
 {
 	struct loop_list l = {0};
 	struct sh_tok *t;
 	int rc = parse_for_head(p, &l);
+	/* select sets NAME to "" on a reply that is not a number of the list */
+	if (rc == 0 && select && l.bindable && l.n < SH_LOOP_VALUES && !(l.values[l.n++] = strdup("")))
+		rc = oom(p);
 	if (rc == 0)
 		rc = sh_peek(p, &t);
 	if (rc == 0 && t->t == TK_SEMI)
@@ -893,6 +896,7 @@ static int parse_compound_inner(struct sh_parser *p, struct sh_tok *t)
 		return rc;
 	}
 	if (is_word(t, "for") || is_word(t, "select")) {
+		bool select = is_word(t, "select");
 		/* (an enclosing loop's variable is assigned only if it is this
 		 * loop's: parse_for_head) */
 		bool hit = p->vars && p->vars->watch_hit;
@@ -900,7 +904,7 @@ static int parse_compound_inner(struct sh_parser *p, struct sh_tok *t)
 		if (p->vars)
 			p->vars->watch_hit = hit;
 		sh_consume(p);
-		return parse_for(p);
+		return parse_for(p, select);
 	}
 	if (is_word(t, "case")) {
 		sh_consume(p);

@@ -76,6 +76,7 @@ static void test_loop_binding(void **state)
 	resolved("for d in /dev/sda /dev/sdb; do dd if=/dev/zero of=$d; done", "dd if=/dev/zero of=/dev/sdb");
 	resolved("for d in /dev/sd{a,b}\ndo\n dd of=\"${d}\"\ndone", "dd of=/dev/sdb");
 	resolved("select d in /etc /usr; do rm -rf \"$d\"; break; done", "rm -rf /usr");
+	resolved("select d in x; do rm -rf \"/$d\"; done", "rm -rf /"); /* a reply not listed: "" */
 	resolved("for d in /etc; do for f in passwd; do rm \"$d/$f\"; done; done", "rm /etc/passwd");
 	resolved("for d in a; do echo $(rm -rf $d); done", "rm -rf a");
 	resolved("for d in x; do bash -c \"rm -rf $d\"; done", "rm -rf x");
