@@ -368,7 +368,10 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		return 0;
 	if (m->command_not.n && !v->name_unknown && glob_any(&m->command_not, v->name, 0))
 		return 0;
-	if (m->unresolved >= 0 && (cmd->unresolved || v->name_unknown) != (m->unresolved != 0))
+	/* (a command unresolved only through the environment's values is fed
+	 * by no substitution or download in the line) */
+	bool unresolved = (cmd->unresolved && !cmd->contained) || v->name_unknown;
+	if (m->unresolved >= 0 && unresolved != (m->unresolved != 0))
 		return 0;
 	if (m->via.n && !glob_any(&m->via, cmd->via ? cmd->via : "", 0))
 		return 0;

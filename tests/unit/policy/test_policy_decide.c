@@ -410,6 +410,9 @@ static void test_interp_env_values(void **state)
 	expect_in(p, &ctx, "python3 -c \"print('$TAG'.lstrip('v'))\"", POLICY_ALLOW, "default", NULL,
 		  NULL);
 	expect_in(p, &net, perl_line, POLICY_HOLD, "unresolved", "network is granted", NULL);
+	/* a download elsewhere in the line does not make the value downloaded */
+	expect_in(p, &ctx, "curl -sSLO https://example.org/t.tgz && perl -pi -e \"s/v/$VER/\" f",
+		  POLICY_ALLOW, "default", NULL, NULL);
 	expect_in(p, &ctx, "perl -e \"$CODE\"", POLICY_HOLD, "unresolved", "not static", NULL);
 	expect_in(p, &ctx, "X=$(echo cHJpbnQ= | base64 -d); perl -e \"$X;1\"", POLICY_HOLD, NULL,
 		  NULL, NULL);
