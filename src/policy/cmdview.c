@@ -145,6 +145,57 @@ static size_t bind_cluster(cmdview *v, size_t i)
 	return i;
 }
 
+/* Sort the words after the command name into flags, option values and
+ * operands. */
+static int split_words(cmdview *v, size_t start)
+{
+	v->positional = calloc(v->nwords + 1, sizeof(*v->positional));
+	v->pos_unknown = calloc(v->nwords + 1, sizeof(*v->pos_unknown));
+	v->is_value = calloc(v->nwords + 1, sizeof(*v->is_value));
+	v->value_of = calloc(v->nwords + 1, sizeof(*v->value_of));
+	if (!v->positional || !v->pos_unknown || !v->is_value || !v->value_of)
+		return -ENOMEM;
+	v->dashdash_at = v->nwords;
+	size_t from = start + 1;
+	if (tar_old_style(v, start)) {
+		bind_old_style(v, start + 1);
+		char *dashed = NULL; /* so that it reads as options wherever words are looked at */
+		if (asprintf(&dashed, "-%s", v->words[start + 1]) < 0)
+			return -ENOMEM;
+		free(v->words[start + 1]);
+		v->words[start + 1] = dashed;
+		from++;
+	}
+	for (size_t i = from; i < v->nwords; i++) {
+		const char *w = v->words[i];
+		if (v->is_value[i])
+			continue;
+		bool operand = v->dashdash || w[0] != '-' || w[1] == '\0';
+		if (!operand && strcmp(w, "--") == 0) {
+			v->dashdash = true;
+			v->dashdash_at = i;
+		} else if (operand) {
+			v->pos_unknown[v->npositional] =
+			    v->unknown[i] || (v->implicit_unknown_operand && strstr(w, "{}"));
+			v->positional[v->npositional++] = i;
+		} else if (w[1] == '-') { /* --long[=value] */
+			if (!strchr(w, '=') && takes_value(v->hint, w, strlen(w)) && i + 1 < v->nwords)
+				v->is_value[++i] = true;
+		} else if (takes_value(v->hint, w, strlen(w))) { /* -name VALUE (find style), -x VALUE */
+			if (w[2] == '\0')
+				v->short_flags[(unsigned char)w[1]] = true;
+			if (i + 1 < v->nwords) {
+				v->is_value[i + 1] = true;
+				v->value_of[i + 1] = w[2] == '\0' ? w[1] : 0;
+				i++;
+			}
+		} else {
+			i = bind_cluster(v, i);
+		}
+	}
+	return 0;
+}
+
 int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
 {
 	memset(v, 0, sizeof(*v));
@@ -203,56 +254,8 @@ int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
 		v->implicit_unknown_operand = true;
 
 	v->hint = find_hint(p, v->name);
-	v->positional = calloc(v->nwords + 1, sizeof(*v->positional));
-	v->pos_unknown = calloc(v->nwords + 1, sizeof(*v->pos_unknown));
-	v->is_value = calloc(v->nwords + 1, sizeof(*v->is_value));
-	v->value_of = calloc(v->nwords + 1, sizeof(*v->value_of));
-	if (!v->positional || !v->pos_unknown || !v->is_value || !v->value_of)
+	if (split_words(v, start) < 0)
 		goto oom;
-	v->dashdash_at = v->nwords;
-	size_t from = start + 1;
-	if (tar_old_style(v, start)) {
-		bind_old_style(v, start + 1);
-		char *dashed = NULL; /* so that it reads as options wherever words are looked at */
-		if (asprintf(&dashed, "-%s", v->words[start + 1]) < 0)
-			goto oom;
-		free(v->words[start + 1]);
-		v->words[start + 1] = dashed;
-		from++;
-	}
-	for (size_t i = from; i < v->nwords; i++) {
-		const char *w = v->words[i];
-		if (v->is_value[i])
-			continue;
-		bool operand = v->dashdash || w[0] != '-' || w[1] == '\0';
-		if (!operand && strcmp(w, "--") == 0) {
-			v->dashdash = true;
-			v->dashdash_at = i;
-			continue;
-		}
-		if (operand) {
-			v->pos_unknown[v->npositional] =
-			    v->unknown[i] || (v->implicit_unknown_operand && strstr(w, "{}"));
-			v->positional[v->npositional++] = i;
-			continue;
-		}
-		if (w[1] == '-') { /* --long[=value] */
-			if (!strchr(w, '=') && takes_value(v->hint, w, strlen(w)) && i + 1 < v->nwords)
-				v->is_value[++i] = true;
-			continue;
-		}
-		if (takes_value(v->hint, w, strlen(w))) { /* -name VALUE (find style) or -x VALUE */
-			if (w[2] == '\0')
-				v->short_flags[(unsigned char)w[1]] = true;
-			if (i + 1 < v->nwords) {
-				v->is_value[i + 1] = true;
-				v->value_of[i + 1] = w[2] == '\0' ? w[1] : 0;
-				i++;
-			}
-			continue;
-		}
-		i = bind_cluster(v, i);
-	}
 	v->start = start;
 	drop_program_operand(v);
 	return 0;
