@@ -43,6 +43,7 @@ void cmdview_free(cmdview *v)
 	free(v->positional);
 	free(v->pos_unknown);
 	free(v->is_value);
+	free(v->value_of);
 	memset(v, 0, sizeof(*v));
 }
 
@@ -88,22 +89,110 @@ static void drop_program_operand(cmdview *v)
 
 /* tar's first word without a dash is a bundle of options (`tar xf a.tar
  * -C /` is `tar -x -f a.tar -C /`): read it as one, so flag conditions see
- * -x. Only a word of letters holding a function letter counts. */
-static int tar_old_style(cmdview *v, size_t start)
+ * -x. Only a word of letters holding a function letter counts. Unlike a
+ * dashed cluster, each letter of it that takes a value takes the next
+ * unused word, in order: `tar xfC a.tar DIR` is -f a.tar -C DIR. */
+static bool tar_old_style(const cmdview *v, size_t start)
 {
 	if (start + 1 >= v->nwords || v->unknown[start + 1])
-		return 0;
+		return false;
 	const char *n = v->words[start] ? base_name(v->words[start]) : "";
 	const char *w = v->words[start + 1];
-	if ((strcmp(n, "tar") && strcmp(n, "gtar") && strcmp(n, "bsdtar")) || w[0] == '-' ||
-	    !w[0] || w[strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")] ||
-	    !strpbrk(w, "ctxurAd"))
-		return 0;
-	char *dashed = NULL;
-	if (asprintf(&dashed, "-%s", w) < 0)
+	return !(strcmp(n, "tar") && strcmp(n, "gtar") && strcmp(n, "bsdtar")) && w[0] != '-' &&
+	       w[0] && !w[strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")] &&
+	       strpbrk(w, "ctxurAd");
+}
+
+static bool short_takes_value(const cmd_hint *h, char c)
+{
+	char opt[3] = {'-', c, '\0'};
+	return takes_value(h, opt, 2);
+}
+
+/* The dashless bundle at i: its letters are flags, and each one taking a
+ * value binds the next word not bound yet. */
+static void bind_old_style(cmdview *v, size_t i)
+{
+	const char *w = v->words[i];
+	size_t next = i + 1;
+	for (size_t j = 0; w[j]; j++) {
+		v->short_flags[(unsigned char)w[j]] = true;
+		if (short_takes_value(v->hint, w[j]) && next < v->nwords) {
+			v->is_value[next] = true;
+			v->value_of[next++] = w[j];
+		}
+	}
+}
+
+/* A cluster of short options (-xzvf a.tar): every letter is a flag up to the
+ * first one that takes a value, whose value is the rest of the word or, when
+ * it ends the word, the next word (getopt). Returns the index of the last
+ * word it used. */
+static size_t bind_cluster(cmdview *v, size_t i)
+{
+	const char *w = v->words[i];
+	for (size_t j = 1; w[j]; j++) {
+		v->short_flags[(unsigned char)w[j]] = true;
+		if (!short_takes_value(v->hint, w[j]))
+			continue;
+		if (w[j + 1] == '\0' && i + 1 < v->nwords) {
+			v->is_value[i + 1] = true; /* value is the next word */
+			v->value_of[i + 1] = w[j];
+			return i + 1;
+		}
+		break; /* else the rest of the word is the value */
+	}
+	return i;
+}
+
+/* Sort the words after the command name into flags, option values and
+ * operands. */
+static int split_words(cmdview *v, size_t start)
+{
+	v->positional = calloc(v->nwords + 1, sizeof(*v->positional));
+	v->pos_unknown = calloc(v->nwords + 1, sizeof(*v->pos_unknown));
+	v->is_value = calloc(v->nwords + 1, sizeof(*v->is_value));
+	v->value_of = calloc(v->nwords + 1, sizeof(*v->value_of));
+	if (!v->positional || !v->pos_unknown || !v->is_value || !v->value_of)
 		return -ENOMEM;
-	free(v->words[start + 1]);
-	v->words[start + 1] = dashed;
+	v->dashdash_at = v->nwords;
+	size_t from = start + 1;
+	if (tar_old_style(v, start)) {
+		bind_old_style(v, start + 1);
+		char *dashed = NULL; /* so that it reads as options wherever words are looked at */
+		if (asprintf(&dashed, "-%s", v->words[start + 1]) < 0)
+			return -ENOMEM;
+		free(v->words[start + 1]);
+		v->words[start + 1] = dashed;
+		from++;
+	}
+	for (size_t i = from; i < v->nwords; i++) {
+		const char *w = v->words[i];
+		if (v->is_value[i])
+			continue;
+		bool operand = v->dashdash || w[0] != '-' || w[1] == '\0';
+		if (!operand && strcmp(w, "--") == 0) {
+			v->dashdash = true;
+			v->dashdash_at = i;
+		} else if (operand) {
+			v->pos_unknown[v->npositional] =
+			    v->unknown[i] || (v->implicit_unknown_operand && strstr(w, "{}"));
+			v->positional[v->npositional++] = i;
+		} else if (w[1] == '-') { /* --long[=value] */
+			if (!strchr(w, '=') && takes_value(v->hint, w, strlen(w)) && i + 1 < v->nwords)
+				v->is_value[++i] = true;
+		} else if (takes_value(v->hint, w, strlen(w))) { /* -name VALUE (find style), -x VALUE */
+			if (w[2] == '\0')
+				v->short_flags[(unsigned char)w[1]] = true;
+			if (i + 1 < v->nwords) {
+				v->is_value[i + 1] = true;
+				v->value_of[i + 1] = w[2] == '\0' ? w[1] : 0;
+				i++;
+			}
+		} else {
+			i = bind_cluster(v, i);
+		}
+	}
 	return 0;
 }
 
@@ -164,50 +253,9 @@ int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
 			 strstr(cmd->via, "parallel")))
 		v->implicit_unknown_operand = true;
 
-	if (tar_old_style(v, start) < 0)
+	v->hint = find_hint(p, v->name);
+	if (split_words(v, start) < 0)
 		goto oom;
-	const cmd_hint *h = find_hint(p, v->name);
-	v->positional = calloc(v->nwords + 1, sizeof(*v->positional));
-	v->pos_unknown = calloc(v->nwords + 1, sizeof(*v->pos_unknown));
-	v->is_value = calloc(v->nwords + 1, sizeof(*v->is_value));
-	if (!v->positional || !v->pos_unknown || !v->is_value)
-		goto oom;
-	v->dashdash_at = v->nwords;
-	for (size_t i = start + 1; i < v->nwords; i++) {
-		const char *w = v->words[i];
-		bool operand = v->dashdash || w[0] != '-' || w[1] == '\0';
-		if (!operand && strcmp(w, "--") == 0) {
-			v->dashdash = true;
-			v->dashdash_at = i;
-			continue;
-		}
-		if (operand) {
-			v->pos_unknown[v->npositional] =
-			    v->unknown[i] || (v->implicit_unknown_operand && strstr(w, "{}"));
-			v->positional[v->npositional++] = i;
-			continue;
-		}
-		if (w[1] == '-') { /* --long[=value] */
-			if (!strchr(w, '=') && takes_value(h, w, strlen(w)))
-				v->is_value[++i] = true;
-			continue;
-		}
-		if (takes_value(h, w, strlen(w))) { /* -name VALUE (find style) or -x VALUE */
-			if (w[2] == '\0')
-				v->short_flags[(unsigned char)w[1]] = true;
-			v->is_value[++i] = true;
-			continue;
-		}
-		for (size_t j = 1; w[j]; j++) {
-			char opt[2] = {'-', w[j]};
-			v->short_flags[(unsigned char)w[j]] = true;
-			if (takes_value(h, opt, 2)) {
-				if (w[j + 1] == '\0')
-					v->is_value[++i] = true; /* value is the next word */
-				break;       /* else the rest of the word is the value */
-			}
-		}
-	}
 	v->start = start;
 	drop_program_operand(v);
 	return 0;
@@ -275,9 +323,33 @@ static bool has_one_flag(const cmdview *v, const char *spec, bool abbrev)
 	return false;
 }
 
+/* A value of short option c inside a cluster word w (-xzC/etc: "/etc"), or
+ * the next word when c ends the cluster (-xzC DIR, for a command whose
+ * hint does not say c takes a value). NULL when an earlier letter takes the
+ * rest of the cluster as its own value. */
+static const char *cluster_value(const cmdview *v, size_t i, char c, bool *next_word)
+{
+	const char *w = v->words[i];
+	*next_word = false;
+	if (w[0] != '-' || w[1] == '-')
+		return NULL;
+	for (size_t j = 1; w[j]; j++) {
+		if (w[j] == c) {
+			if (w[j + 1])
+				return w + j + 1;
+			*next_word = !v->value_of[i + 1] && i + 1 < v->nwords && !strchr(w, '=');
+			return NULL;
+		}
+		if (short_takes_value(v->hint, w[j]))
+			return NULL;
+	}
+	return NULL;
+}
+
 const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos, bool *unknown)
 {
 	size_t klen = strlen(key);
+	bool shortkey = klen == 2 && key[0] == '-' && key[1] != '-';
 	size_t i = *pos < v->start + 1 ? v->start + 1 : *pos;
 	for (; i < v->nwords; i++) {
 		const char *w = v->words[i];
@@ -291,6 +363,13 @@ const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos,
 		}
 		if (i >= v->dashdash_at)
 			break;
+		if (shortkey && v->value_of[i] == key[1]) { /* bound by a cluster or tar's bundle */
+			*pos = i + 1;
+			*unknown = v->unknown[i];
+			return w;
+		}
+		if (v->is_value[i])
+			continue;
 		if (strcmp(w, key) == 0) {
 			if (i + 1 >= v->nwords)
 				break;
@@ -298,22 +377,21 @@ const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos,
 			*unknown = v->unknown[i + 1];
 			return v->words[i + 1];
 		}
-		if (strncmp(w, key, klen) == 0) {
-			if (w[klen] == '=' && klen > 2) {
-				*pos = i + 1;
-				*unknown = v->unknown[i];
-				return w + klen + 1;
-			}
-			if (klen == 2 && key[1] != '-' && w[1] != '-' && w[2]) { /* -xVALUE */
-				*pos = i + 1;
-				*unknown = v->unknown[i];
-				return w + 2;
-			}
+		if (!shortkey && strncmp(w, key, klen) == 0 && w[klen] == '=' && klen > 2) {
+			*pos = i + 1;
+			*unknown = v->unknown[i];
+			return w + klen + 1;
 		}
-		/* the option last in a cluster of short flags: -fsSLo VALUE */
-		size_t wl = strlen(w);
-		if (klen == 2 && key[1] != '-' && w[0] == '-' && w[1] != '-' && wl > 2 &&
-		    w[wl - 1] == key[1] && !strchr(w, '=') && i + 1 < v->nwords) {
+		if (!shortkey)
+			continue;
+		bool next_word;
+		const char *val = cluster_value(v, i, key[1], &next_word);
+		if (val) { /* -xVALUE, -zxC/etc */
+			*pos = i + 1;
+			*unknown = v->unknown[i];
+			return val;
+		}
+		if (next_word) { /* the option last in a cluster: -fsSLo VALUE */
 			*pos = i + 2;
 			*unknown = v->unknown[i + 1];
 			return v->words[i + 1];
@@ -321,4 +399,9 @@ const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos,
 	}
 	*pos = v->nwords;
 	return NULL;
+}
+
+bool cmdview_target_option(const cmdview *v)
+{
+	return short_takes_value(v->hint, 't') && cmdview_has_flag(v, "-t|--target-directory", true);
 }

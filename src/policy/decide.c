@@ -415,7 +415,11 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 			out->unresolved = true;
 			hit = NULL;
 		}
-		bool unresolved = cmd->unresolved || views[c].name_unknown;
+		/* unresolved only in what the sandbox contains: allowed unless this
+		 * run lets something escape */
+		bool escapes = nctx.network || nctx.host_sockets;
+		bool unresolved = (cmd->unresolved && (!cmd->contained || escapes)) ||
+				  views[c].name_unknown;
 		_cleanup_free_ char *shown = NULL;
 		if ((hit || unresolved) && !(shown = show_cmd(cmd)))
 			goto oom;
@@ -423,9 +427,11 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 			d = p->unresolved;
 			rid = "unresolved";
 			char *reason = NULL;
-			if (asprintf(&reason, "%s: cannot be resolved statically (%s)", shown,
+			if (asprintf(&reason, "%s: cannot be resolved statically (%s)%s%s%s", shown,
 				     cmd->unresolved_reason ? cmd->unresolved_reason
-							    : "the command name is dynamic") < 0)
+							    : "the command name is dynamic",
+				     cmd->contained ? ", and the sandbox would not contain its effect (" : "",
+				     cmd->contained ? escape_text(&nctx) : "", cmd->contained ? ")" : "") < 0)
 				goto oom;
 			line_offer(&ls, d, rid, reason, unresolved_suggestion);
 			out->unresolved = true;

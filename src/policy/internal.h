@@ -216,6 +216,8 @@ struct cmdview {
 			     * split at Unicode spaces); words[0] is the command as written */
 	bool *unknown;      /* per word */
 	bool *is_value;     /* per word: the value of an option before it (-C DIR) */
+	char *value_of;     /* per word: the short option letter it is the value of, or 0 */
+	const cmd_hint *hint; /* the policy's `commands:` entry for this command, or NULL */
 	size_t nwords;
 	const char *name;   /* basename of words[0] */
 	bool name_unknown;
@@ -243,6 +245,9 @@ bool spelling_next(const char **p, char *buf, size_t size);
 /* Value of option key in the command: `key=VAL` (dd style), `--long=VAL`,
  * `--long VAL`, `-xVAL`, `-x VAL`. Iterates with *pos (start at 1). */
 const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos, bool *unknown);
+/* The destination is given by an option (cp/mv/ln/install -t DIR, per the
+ * command's hint), so the last operand is one more source. */
+bool cmdview_target_option(const cmdview *v);
 
 /* ---- matching -------------------------------------------------------------- */
 

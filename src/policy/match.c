@@ -368,7 +368,10 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		return 0;
 	if (m->command_not.n && !v->name_unknown && glob_any(&m->command_not, v->name, 0))
 		return 0;
-	if (m->unresolved >= 0 && (cmd->unresolved || v->name_unknown) != (m->unresolved != 0))
+	/* (a command unresolved only through the environment's values is fed
+	 * by no substitution or download in the line) */
+	bool unresolved = (cmd->unresolved && !cmd->contained) || v->name_unknown;
+	if (m->unresolved >= 0 && unresolved != (m->unresolved != 0))
 		return 0;
 	if (m->via.n && !glob_any(&m->via, cmd->via ? cmd->via : "", 0))
 		return 0;
@@ -520,7 +523,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		pcheck_init(&pk, &m->dest, allow, unk_paths, mc->ctx);
 		if (v->implicit_unknown_operand)
 			implicit_operands(&pk, v);
-		else if (v->npositional > sub)
+		else if (v->npositional > sub && !cmdview_target_option(v))
 			pcheck_word(&pk, word_at(v, v->npositional - 1), v->pos_unknown[v->npositional - 1]);
 		if (!take_pcheck(&ms, &pk))
 			goto no;

@@ -169,8 +169,21 @@ void sh_mark_unresolved(struct sh_ctx *ctx, int idx, const char *reason)
 		return;
 	shell_cmd *c = &ctx->out->cmds[idx];
 	c->unresolved = true;
+	if (c->contained) { /* a reason the sandbox does not contain replaces it */
+		free(c->unresolved_reason);
+		c->unresolved_reason = NULL;
+		c->contained = false;
+	}
 	if (!c->unresolved_reason)
 		c->unresolved_reason = strdup(reason); /* NULL on OOM: still unresolved */
+}
+
+void sh_mark_contained(struct sh_ctx *ctx, int idx, const char *reason)
+{
+	if (idx < 0 || (size_t)idx >= ctx->out->ncmds || ctx->out->cmds[idx].unresolved)
+		return;
+	sh_mark_unresolved(ctx, idx, reason);
+	ctx->out->cmds[idx].contained = true;
 }
 
 static bool name_in(const struct sh_node *n, bool (*pred)(const char *))

@@ -62,6 +62,8 @@ struct sh_field {
 	bool lookalike; /* unquoted Unicode space / zero-width / dash look-alike */
 	bool lookalike_q; /* look-alike inside quotes (matters in command names) */
 	bool procsub;   /* contains <(…) or >(…) */
+	bool env_only;  /* unres only through $NAME / ${NAME} of variables this text never
+			 * sets, read in straight-line top-level code, with static text too */
 	bool glob;      /* an unquoted * or ?, or [ with a later ]: pathname expansion */
 	size_t sub_begin, sub_end; /* nodes produced by substitutions inside the word */
 };
@@ -115,6 +117,7 @@ struct sh_ctx {
 	size_t nodes_used;
 	unsigned pipe_seq;
 	unsigned wrap_nest; /* nested wrapper unwrapping (bounded) */
+	size_t loop_bytes;  /* loop body text re-read once per bound value (bounded) */
 	char *chdir;        /* directory commands emitted now run in (env -C …), or NULL */
 	bool chdir_unres;
 	txbox_error *err;
@@ -166,6 +169,7 @@ struct sh_word {
 	struct cells cells;
 	size_t start, end; /* byte span in the parser's text */
 	bool unres;
+	bool unres_other;  /* an unknown part other than an environment variable's value */
 	bool quoted;       /* any quoting character took part */
 	bool lookalike;
 	bool lookalike_q;  /* look-alike inside quotes */
@@ -201,11 +205,29 @@ struct sh_vars {
 	 * turns out to run in the current shell unconditionally */
 	struct sh_var *pend;
 	size_t npend, pcap;
+	/* a loop variable being bound (for NAME in …): set watch_hit when
+	 * anything may assign it, even once the rest is poisoned */
+	const char *watch;
+	size_t watch_len;
+	bool watch_hit;
+	/* a function or alias may have been defined (definition, alias, source,
+	 * eval, a computed command): calling a command may assign anything */
+	bool defines;
+};
+
+/* A loop variable bound to one word of its static list while the loop body
+ * is read (parse_for); value NULL hides an outer binding of the name. */
+struct sh_bind {
+	const char *name;
+	size_t len;
+	const char *value;
+	const struct sh_bind *up;
 };
 
 struct sh_parser {
 	struct sh_ctx *ctx;
 	struct sh_vars *vars; /* NULL: no tracking */
+	const struct sh_bind *binds; /* loop variables bound here (innermost first) */
 	bool resolve_vars;    /* this text's top level may use known variables */
 	unsigned compound;    /* inside compound commands / function bodies */
 	unsigned stmt_cmds;   /* commands in the current top-level statement */
@@ -232,6 +254,8 @@ void sh_nest_leave(struct sh_parser *p);
 /* Value of $name if known (borrowed), else NULL. */
 const char *sh_var_get(const struct sh_vars *v, const char *name, size_t len);
 void sh_var_poison(struct sh_vars *v, const char *name, size_t len);
+/* Nothing in the text so far may have set $name (it is the environment's). */
+bool sh_var_untouched(const struct sh_vars *v, const char *name, size_t len);
 void sh_var_poison_all(struct sh_vars *v);
 /* Add a pending assignment (value NULL: unknown). */
 void sh_var_pend(struct sh_vars *v, const char *name, size_t len, const char *value);
@@ -302,6 +326,9 @@ int sh_emit(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
 	    const struct sh_redir_raw *const *redirs, size_t nredirs,
 	    const char *via, unsigned depth);
 void sh_mark_unresolved(struct sh_ctx *ctx, int idx, const char *reason);
+/* Unresolved only in a way the sandbox contains (shell_cmd.contained),
+ * unless it is or becomes unresolved otherwise. */
+void sh_mark_contained(struct sh_ctx *ctx, int idx, const char *reason);
 
 /* Analyse text as shell code (re-parse); syntax errors become unresolved
  * marks on cmd_idx (if >= 0) instead of hard errors; limits stay errors. */

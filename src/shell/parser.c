@@ -401,6 +401,8 @@ static int parse_simple(struct sh_parser *p)
 				goto fail;
 			if (t2->t == TK_LPAREN) {
 				sh_var_poison_all(p->vars); /* the body may assign when called */
+				if (p->vars)
+					p->vars->defines = true;
 				sh_consume(p);
 				rc = expect_tok(p, TK_RPAREN, "')'");
 				if (rc == 0)
@@ -430,8 +432,51 @@ fail:
 	return rc;
 }
 
-/* for/select NAME [in WORDS] ; do LIST done   |  for (( … )) ; do … done */
-static int parse_for(struct sh_parser *p)
+/* Loop variables are bound to each word of a static list of at most this
+ * many words; the bodies re-read that way in one text are bounded too. */
+#define SH_LOOP_VALUES 16
+#define SH_LOOP_BYTES (256u << 10)
+
+struct loop_list {
+	char *name;                   /* NULL: not a NAME that can be bound */
+	char *values[SH_LOOP_VALUES];
+	size_t n;
+	bool bindable;                /* every word static, at most SH_LOOP_VALUES */
+	bool raw;                     /* read -r: backslashes are kept */
+};
+
+static void loop_list_free(struct loop_list *l)
+{
+	free(l->name);
+	for (size_t i = 0; i < l->n; i++)
+		free(l->values[i]);
+}
+
+/* The words after `in`: kept while they are static. */
+static int read_loop_words(struct sh_parser *p, struct loop_list *l)
+{
+	struct sh_tok *t;
+	int rc;
+	while ((rc = sh_peek(p, &t)) == 0 && t->t == TK_WORD) {
+		struct sh_node scratch = {0};
+		rc = sh_word_fields(p, &t->w, &scratch);
+		for (size_t i = 0; rc == 0 && i < scratch.argc; i++) {
+			const struct sh_field *f = &scratch.argv[i];
+			if (f->unres || f->glob || f->lookalike || f->procsub || l->n == SH_LOOP_VALUES)
+				l->bindable = false;
+			else if (!(l->values[l->n++] = strdup(f->text)))
+				rc = oom(p);
+		}
+		sh_node_free(&scratch);
+		if (rc < 0)
+			return rc;
+		sh_consume(p);
+	}
+	return rc;
+}
+
+/* for/select header up to the body: NAME [in WORDS] [;] */
+static int parse_for_head(struct sh_parser *p, struct loop_list *l)
 {
 	struct sh_tok *t;
 	int rc = sh_peek(p, &t);
@@ -443,46 +488,39 @@ static int parse_for(struct sh_parser *p)
 		struct sh_word w = {0};
 		rc = sh_read_arith(p, &w, at);
 		sh_word_free(&w);
-		if (rc < 0)
-			return rc;
-	} else {
-		if (t->t != TK_WORD)
-			return unexpected(p, t);
-		sh_consume(p);
-		rc = skip_newlines(p);
-		if (rc < 0)
-			return rc;
-		rc = sh_peek(p, &t);
-		if (rc < 0)
-			return rc;
-		if (is_word(t, "in")) {
-			sh_consume(p);
-			struct sh_node scratch = {0};
-			for (;;) {
-				rc = sh_peek(p, &t);
-				if (rc < 0)
-					break;
-				if (t->t != TK_WORD)
-					break;
-				rc = sh_word_fields(p, &t->w, &scratch);
-				sh_node_free(&scratch);
-				if (rc < 0)
-					break;
-				sh_consume(p);
-			}
-			if (rc < 0)
-				return rc;
-		}
+		return rc;
 	}
-	rc = sh_peek(p, &t);
-	if (rc < 0)
-		return rc;
-	if (t->t == TK_SEMI)
-		sh_consume(p);
+	if (t->t != TK_WORD)
+		return unexpected(p, t);
+	bool unres = false;
+	l->name = sh_word_text(&t->w, &unres);
+	if (!l->name)
+		return oom(p);
+	if (unres || t->w.quoted || !l->name[0] || strspn(l->name, "abcdefghijklmnopqrstuvwxyz"
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") != strlen(l->name) ||
+	    (l->name[0] >= '0' && l->name[0] <= '9')) {
+		free(l->name);
+		l->name = NULL;
+		sh_var_poison_all(p->vars);
+	} else {
+		sh_var_poison(p->vars, l->name, strlen(l->name)); /* this loop assigns it */
+	}
+	sh_consume(p);
 	rc = skip_newlines(p);
-	if (rc < 0)
-		return rc;
-	rc = sh_peek(p, &t);
+	if (rc == 0)
+		rc = sh_peek(p, &t);
+	if (rc < 0 || !is_word(t, "in"))
+		return rc; /* no list: "$@", not static */
+	sh_consume(p);
+	l->bindable = true;
+	return read_loop_words(p, l);
+}
+
+/* do LIST done  |  { LIST } */
+static int parse_for_body(struct sh_parser *p)
+{
+	struct sh_tok *t;
+	int rc = sh_peek(p, &t);
 	if (rc < 0)
 		return rc;
 	if (is_word(t, "{")) {
@@ -495,6 +533,188 @@ static int parse_for(struct sh_parser *p)
 		rc = parse_list(p);
 	if (rc == 0)
 		rc = expect_word(p, "done");
+	return rc;
+}
+
+/* Read the body from body_at with the loop variable bound to value (NULL:
+ * unknown, hiding any outer binding); *assigns: something in it may assign
+ * the variable. */
+static int read_loop_body(struct sh_parser *p, const struct loop_list *l, size_t body_at,
+			  const char *value, bool *assigns)
+{
+	struct sh_bind one = {l->name, l->name ? strlen(l->name) : 0, value, p->binds};
+	struct sh_vars *v = p->vars;
+	const char *watch = v ? v->watch : NULL;
+	size_t watch_len = v ? v->watch_len : 0;
+	bool watch_hit = v ? v->watch_hit : false;
+	if (l->name) {
+		p->binds = &one;
+		if (v) {
+			v->watch = l->name;
+			v->watch_len = one.len;
+			v->watch_hit = false;
+		}
+	}
+	if (p->pos != body_at) {
+		sh_consume(p);
+		p->pos = body_at;
+	}
+	int rc = parse_for_body(p);
+	*assigns = !v || v->watch_hit;
+	if (v) {
+		v->watch = watch;
+		v->watch_len = watch_len;
+		v->watch_hit = watch_hit || (l->name && v->watch_hit && watch_len == one.len &&
+					     watch && memcmp(watch, l->name, one.len) == 0);
+	}
+	p->binds = one.up;
+	return rc;
+}
+
+static void drop_nodes(struct sh_parser *p, size_t n0)
+{
+	while (p->nodes->n > n0)
+		sh_node_free(&p->nodes->v[--p->nodes->n]);
+}
+
+/* The body is read with the loop variable unknown; then, when the list is
+ * static, its commands are replaced by the body read once per word with the
+ * variable bound, so every rule sees the operands — unless something in
+ * the body may assign the variable, when the unknown reading stands. */
+static int parse_loop_body(struct sh_parser *p, struct loop_list *l, size_t body_at,
+			   int (*fill)(struct sh_parser *, struct loop_list *))
+{
+	size_t n0 = p->nodes->n, pend0 = p->npend;
+	bool assigns = false, defines = p->vars && p->vars->defines;
+	int rc = read_loop_body(p, l, body_at, NULL, &assigns);
+	size_t end = p->pos;
+	if (rc == 0 && fill)
+		rc = fill(p, l);
+	if (rc < 0 || !l->name || !l->bindable || l->n == 0 || pend0 || p->npend || p->have_la ||
+	    !p->vars || defines ||
+	    p->ctx->loop_bytes + (end - body_at) * l->n > SH_LOOP_BYTES)
+		return rc;
+	p->ctx->loop_bytes += (end - body_at) * l->n;
+	p->vars->defines = false; /* what the unknown reading set, the bound ones set again */
+	drop_nodes(p, n0);
+	assigns = false;
+	for (size_t i = 0; i < l->n && rc == 0 && !assigns; i++)
+		rc = read_loop_body(p, l, body_at, l->values[i], &assigns);
+	if (rc == 0 && assigns) {
+		drop_nodes(p, n0);
+		rc = read_loop_body(p, l, body_at, NULL, &assigns);
+	}
+	if (rc == 0 && (p->pos != end || p->npend || p->have_la))
+		rc = sh_fail_at(p, body_at, -EINVAL, "syntax error: loop body read differently");
+	return rc;
+}
+
+/* The lines `read NAME` gets from a static here-string after `done`
+ * (`done <<< "a b"`): the loop's values. The redirection is only peeked at
+ * (what reading it emitted is dropped); parse_trailing_redirs reads it. A
+ * line with blanks at either end is left unknown (IFS may be set for the
+ * read), so is a backslash without -r (an escape, or a line continued). */
+static int herestring_lines(struct sh_parser *p, struct loop_list *l)
+{
+	size_t at = p->pos, n0 = p->nodes->n;
+	struct sh_tok *t;
+	if (p->npend) /* a newline next would read their bodies */
+		return 0;
+	int rc = sh_peek(p, &t);
+	if (rc < 0 || t->t != TK_REDIR || t->rop != R_TLT || t->fd > 0)
+		goto out;
+	sh_consume(p);
+	if ((rc = sh_peek(p, &t)) < 0 || t->t != TK_WORD)
+		goto out;
+	bool unres = false;
+	char *v = sh_word_text(&t->w, &unres);
+	if (!v) {
+		rc = oom(p);
+		goto out;
+	}
+	l->bindable = !unres && !t->w.procsub && !t->w.lookalike;
+	for (char *line = v; l->bindable && line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		size_t n = strlen(line);
+		if (l->n == SH_LOOP_VALUES || (!l->raw && strchr(line, '\\')) ||
+		    (n && (strchr(" \t", line[0]) || strchr(" \t", line[n - 1]))))
+			l->bindable = false;
+		else if (!(l->values[l->n++] = strdup(line)))
+			rc = oom(p);
+		line = nl ? nl + 1 : NULL;
+	}
+	free(v);
+out:
+	sh_consume(p);
+	drop_nodes(p, n0);
+	p->pos = at;
+	return rc;
+}
+
+/* A while condition that is one `read [-r] NAME`, just parsed as node n0. */
+static void while_read_name(struct sh_parser *p, size_t n0, struct loop_list *l)
+{
+	if (p->nodes->n != n0 + 1)
+		return;
+	const struct sh_node *n = &p->nodes->v[n0];
+	size_t k = 1;
+	if (n->argc < 2 || n->nredirs || n->argv[0].unres || strcmp(n->argv[0].text, "read"))
+		return;
+	if (!n->argv[1].unres && strcmp(n->argv[1].text, "-r") == 0) {
+		l->raw = true;
+		k++;
+	}
+	const char *name = n->argv[k].text;
+	if (k + 1 != n->argc || n->argv[k].unres || !name[0] || (name[0] >= '0' && name[0] <= '9') ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") !=
+		strlen(name))
+		return;
+	l->name = strdup(name); /* NULL on OOM: not bound */
+}
+
+/* while LIST; do LIST; done — with `while read NAME … done <<< TEXT`, NAME
+ * bound to each line of a static TEXT, as a for loop's variable is. */
+static int parse_while(struct sh_parser *p)
+{
+	struct loop_list l = {0};
+	size_t n0 = p->nodes->n;
+	int rc = parse_list(p);
+	struct sh_tok *t;
+	if (rc == 0)
+		rc = sh_peek(p, &t);
+	if (rc < 0)
+		return rc;
+	if (is_word(t, "do"))
+		while_read_name(p, n0, &l);
+	rc = parse_loop_body(p, &l, t->pos, l.name ? herestring_lines : NULL);
+	loop_list_free(&l);
+	return rc;
+}
+
+/* for/select NAME [in WORDS] ; do LIST done   |  for (( … )) ; do … done */
+static int parse_for(struct sh_parser *p, bool select)
+{
+	struct loop_list l = {0};
+	struct sh_tok *t;
+	int rc = parse_for_head(p, &l);
+	/* select sets NAME to "" on a reply that is not a number of the list */
+	if (rc == 0 && select && l.bindable && l.n < SH_LOOP_VALUES && !(l.values[l.n++] = strdup("")))
+		rc = oom(p);
+	if (rc == 0)
+		rc = sh_peek(p, &t);
+	if (rc == 0 && t->t == TK_SEMI)
+		sh_consume(p);
+	if (rc == 0)
+		rc = skip_newlines(p);
+	if (rc == 0)
+		rc = sh_peek(p, &t);
+	if (rc == 0) {
+		size_t body_at = t->pos;
+		rc = parse_loop_body(p, &l, body_at, NULL);
+	}
+	loop_list_free(&l);
 	return rc;
 }
 
@@ -660,7 +880,11 @@ static int parse_compound_inner(struct sh_parser *p, struct sh_tok *t)
 		sh_consume(p);
 		return parse_if(p);
 	}
-	if (is_word(t, "while") || is_word(t, "until")) {
+	if (is_word(t, "while")) {
+		sh_consume(p);
+		return parse_while(p);
+	}
+	if (is_word(t, "until")) {
 		sh_consume(p);
 		rc = parse_list(p);
 		if (rc == 0)
@@ -672,9 +896,15 @@ static int parse_compound_inner(struct sh_parser *p, struct sh_tok *t)
 		return rc;
 	}
 	if (is_word(t, "for") || is_word(t, "select")) {
+		bool select = is_word(t, "select");
+		/* (an enclosing loop's variable is assigned only if it is this
+		 * loop's: parse_for_head) */
+		bool hit = p->vars && p->vars->watch_hit;
 		sh_var_poison_all(p->vars);
+		if (p->vars)
+			p->vars->watch_hit = hit;
 		sh_consume(p);
-		return parse_for(p);
+		return parse_for(p, select);
 	}
 	if (is_word(t, "case")) {
 		sh_consume(p);
@@ -686,6 +916,8 @@ static int parse_compound_inner(struct sh_parser *p, struct sh_tok *t)
 	}
 	if (is_word(t, "function")) {
 		sh_var_poison_all(p->vars);
+		if (p->vars)
+			p->vars->defines = true;
 		sh_consume(p);
 		rc = sh_peek(p, &t);
 		if (rc < 0)
@@ -924,6 +1156,7 @@ int sh_parse_subst(struct sh_parser *p, const char *via, bool stdin_piped)
 		.stdin_piped = stdin_piped,
 		.what = p->what,
 		.vars = p->vars,
+		.binds = p->binds,
 	};
 	rc = parse_list(&sub);
 	if (rc == 0) {
@@ -969,6 +1202,7 @@ int sh_parse_backquote(struct sh_parser *p, const char *text, size_t len, size_t
 		.stdin_piped = p->stdin_piped,
 		.what = "in `…` ",
 		.vars = p->vars,
+		.binds = p->binds,
 	};
 	rc = parse_list(&sub);
 	if (rc == 0) {

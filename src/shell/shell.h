@@ -28,6 +28,10 @@ typedef struct shell_cmd {
 	bool *word_unresolved;  /* per argv word: contains an expansion that cannot be known statically */
 	bool unresolved;        /* the command itself cannot be known (e.g. `$cmd -rf /`, `eval "$x"`, `curl … | sh`) */
 	char *unresolved_reason;/* NULL unless unresolved */
+	bool contained;         /* unresolved only because interpreter code uses values of the
+				 * environment's variables (static code around them, nothing
+				 * computed or decoded in this line): the sandbox contains its
+				 * effects unless the run lets something escape */
 	shell_redir *redirs;
 	size_t nredirs;
 	char *via;              /* how it was reached: NULL for top level, else e.g. "sh -c", "$(…)", "xargs", "find -exec", "sudo" */

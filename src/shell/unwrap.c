@@ -144,21 +144,96 @@ static void chdir_pop(struct sh_ctx *ctx, char *saved, bool saved_unres)
 	ctx->chdir_unres = saved_unres;
 }
 
+/* Short options taking a value, per command that has a -C DIR option, as
+ * its getopt string has them (optional values, which take the rest of a
+ * cluster, count too): a cluster binds its value the way the program does. */
+static const char *chdir_valued(const char *name)
+{
+	static const struct {
+		const char *name, *valued;
+	} t[] = {
+		{"make", "CfIoWEjl"},        {"gmake", "CfIoWEjl"},
+		{"tar", "fCTXbHIKLNVFg"},    {"gtar", "fCTXbHIKLNVFg"},
+		{"bsdtar", "fCTXbHIKLNVFgs"}, {"ninja", "dfjkltwC"},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++)
+		if (strcmp(name, t[i].name) == 0)
+			return t[i].valued;
+	return NULL;
+}
+
+/* -C's value in a cluster at word k (-sC DIR, -xzC/DIR): letters before it
+ * must not take a value themselves (then the rest of the word is theirs). */
+static bool cluster_chdir(const struct uw *u, size_t k, const char *valued,
+			  struct sh_field *out, size_t *next)
+{
+	const struct sh_field *f = &u->v[k];
+	const char *t = f->text;
+	if (f->unres || t[0] != '-' || t[1] == '-' || !t[1])
+		return false;
+	for (size_t j = 1; t[j]; j++) {
+		if (t[j] == 'C') {
+			if (t[j + 1]) {
+				*out = *f;
+				out->text = (char *)t + j + 1;
+				*next = k + 1;
+				return true;
+			}
+			if (k + 1 >= u->n)
+				return false;
+			*out = u->v[k + 1];
+			*next = k + 2;
+			return true;
+		}
+		if (strchr(valued, t[j])) {
+			if (!t[j + 1]) /* its value is the next word: not an option */
+				*next = k + 2;
+			return false;
+		}
+	}
+	return false;
+}
+
+/* tar's dashless first word (tar xfC a.tar DIR): each letter taking a value
+ * takes the next word, in order. Returns the first word after the values. */
+static size_t tar_bundle_chdir(const struct uw *u, const char *valued, struct sh_field *dir,
+			       bool *found)
+{
+	if (u->n < 2 || u->v[1].unres || !u->v[1].text[0] || u->v[1].text[0] == '-' ||
+	    (strcmp(u->name, "tar") && strcmp(u->name, "gtar") && strcmp(u->name, "bsdtar")))
+		return 1;
+	const char *t = u->v[1].text;
+	if (t[strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")])
+		return 1;
+	size_t next = 2;
+	for (size_t j = 0; t[j]; j++) {
+		if (!strchr(valued, t[j]) || next >= u->n)
+			continue;
+		if (t[j] == 'C') {
+			*dir = u->v[next];
+			*found = true;
+		}
+		next++;
+	}
+	return next;
+}
+
 /* The option of a command that moves where it (and what it runs) works:
- * git -C DIR (before the subcommand), make/tar/ninja -C DIR, --directory. */
+ * git -C DIR (before the subcommand), make/tar/ninja -C DIR, --directory,
+ * also inside a cluster (make -sC DIR) and tar's bundle (tar xfC A DIR). */
 static bool own_chdir(const struct uw *u, struct sh_field *dir)
 {
-	static const char *const cmds[] = {"git", "make", "gmake", "tar", "gtar", "bsdtar",
-					   "ninja", NULL};
-	if (!in_list(u->name, cmds))
-		return false;
 	bool git = strcmp(u->name, "git") == 0, found = false;
-	for (size_t k = 1; k < u->n;) {
+	const char *valued = git ? "" : chdir_valued(u->name);
+	if (!valued)
+		return false;
+	for (size_t k = tar_bundle_chdir(u, valued, dir, &found); k < u->n;) {
 		struct sh_field val;
 		size_t next = k + 1;
 		if (git && (u->v[k].unres || u->v[k].text[0] != '-'))
 			break;
-		if (opt_value(u, k, "-C", git ? NULL : "--directory", &val, &next)) {
+		if (opt_value(u, k, "-C", git ? NULL : "--directory", &val, &next) ||
+		    (!git && cluster_chdir(u, k, valued, &val, &next))) {
 			*dir = val;
 			found = true;
 		} else if (git && (fis(&u->v[k], "-c") || fis(&u->v[k], "--git-dir") ||
@@ -1262,6 +1337,16 @@ static int code_arg(struct uw *u, const struct sh_field *f, const char *arg_text
 {
 	char via[64];
 	snprintf(via, sizeof(via), "%s %s", u->name, flag);
+	if (f->unres && f->env_only && !f->lookalike && f->sub_begin == f->sub_end) {
+		/* static code around values of the environment's variables
+		 * (perl -pi -e "s/x/$VERSION/" f): what it may do, the sandbox
+		 * contains; what the static code does is judged as usual */
+		char buf[160];
+		snprintf(buf, sizeof(buf), "%s: code uses values of environment variables", via);
+		sh_mark_contained(u->ctx, u->idx, buf);
+		return sh_interp_scan(u->ctx, lang, arg_text, strlen(arg_text), via, u->depth + 1,
+				      u->idx);
+	}
 	if (f->unres || f->lookalike) {
 		char buf[160];
 		snprintf(buf, sizeof(buf), "%s: %s", via, sub_reason(u, f, "code is not static"));

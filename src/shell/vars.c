@@ -32,6 +32,20 @@ static struct sh_var *find(const struct sh_vars *v, const char *name, size_t len
 	return NULL;
 }
 
+static void watch_name(struct sh_vars *v, const char *name, size_t len)
+{
+	if (v && v->watch &&
+	    ((v->watch_len == len && memcmp(v->watch, name, len) == 0) ||
+	     (len == 3 && memcmp(name, "IFS", 3) == 0)))
+		v->watch_hit = true;
+}
+
+static void watch_any(struct sh_vars *v)
+{
+	if (v && v->watch)
+		v->watch_hit = true;
+}
+
 const char *sh_var_get(const struct sh_vars *v, const char *name, size_t len)
 {
 	if (!v || v->all_poisoned)
@@ -40,14 +54,26 @@ const char *sh_var_get(const struct sh_vars *v, const char *name, size_t len)
 	return x ? x->value : NULL;
 }
 
+bool sh_var_untouched(const struct sh_vars *v, const char *name, size_t len)
+{
+	if (!v || v->all_poisoned || find(v, name, len))
+		return false;
+	for (size_t i = 0; i < v->npend; i++)
+		if (strlen(v->pend[i].name) == len && memcmp(v->pend[i].name, name, len) == 0)
+			return false;
+	return true;
+}
+
 void sh_var_poison_all(struct sh_vars *v)
 {
+	watch_any(v);
 	if (v)
 		v->all_poisoned = true;
 }
 
 void sh_var_poison(struct sh_vars *v, const char *name, size_t len)
 {
+	watch_name(v, name, len);
 	if (!v || v->all_poisoned)
 		return;
 	if (len == 3 && memcmp(name, "IFS", 3) == 0) {
@@ -75,6 +101,7 @@ void sh_var_poison(struct sh_vars *v, const char *name, size_t len)
 
 void sh_var_pend(struct sh_vars *v, const char *name, size_t len, const char *value)
 {
+	watch_name(v, name, len);
 	if (!v || v->all_poisoned)
 		return;
 	if (v->npend >= MAX_VARS ||
@@ -145,16 +172,18 @@ void sh_var_command(struct sh_vars *v, const struct sh_field *argv, size_t argc)
 		"command", "exec", "enable", "alias", "hash", "trap",
 		/* PWD/OLDPWD/DIRSTACK change, `wait -p VAR` assigns */
 		"cd", "pushd", "popd", "wait", NULL};
-	if (!v || v->all_poisoned || argc == 0)
+	if (!v || argc == 0)
 		return;
-	if (argv[0].unres || argv[0].lookalike) {
+	bool writes = argv[0].unres || argv[0].lookalike;
+	for (const char *const *w = writers; *w && !writes; w++)
+		writes = strcmp(argv[0].text, *w) == 0;
+	if (writes) {
+		watch_any(v);
 		v->all_poisoned = true;
-		return;
 	}
-	const char *n = argv[0].text;
-	for (const char *const *w = writers; *w; w++)
-		if (strcmp(n, *w) == 0) {
-			v->all_poisoned = true;
-			return;
-		}
+	static const char *const definers[] = {"alias", "source", ".", "eval", "trap", NULL};
+	bool defines = argv[0].unres || argv[0].lookalike;
+	for (const char *const *w = definers; *w && !defines; w++)
+		defines = strcmp(argv[0].text, *w) == 0;
+	v->defines = v->defines || defines;
 }

@@ -102,6 +102,22 @@ static void add_opaque(struct sh_parser *p, struct sh_word *w, size_t st)
 {
 	cells_addn(&w->cells, p->s + st, p->pos - st, CF_EXP | CF_QUOTED);
 	w->unres = true;
+	w->unres_other = true;
+}
+
+/* $NAME / ${NAME} whose value is not known: [st, p->pos) as an opaque
+ * expansion; it is the environment's value only if nothing in the text may
+ * have set the name and the word is read once, in straight-line code. */
+static void add_param(struct sh_parser *p, struct sh_word *w, size_t st, const char *name,
+		      size_t len)
+{
+	bool other = w->unres_other;
+	add_opaque(p, w, st);
+	const struct sh_bind *b = p->binds;
+	while (b && (b->len != len || memcmp(b->name, name, len) != 0))
+		b = b->up;
+	w->unres_other = other || b || p->compound || p->depth || !p->resolve_vars ||
+			 !sh_var_untouched(p->vars, name, len);
 }
 
 /* Add one literal character (or look-alike sequence) from the text. */
@@ -333,9 +349,12 @@ out:
 static bool known_var(struct sh_parser *p, struct sh_word *w, const char *name, size_t len,
 		      bool in_dq)
 {
-	if (!p->vars || !p->resolve_vars || p->compound)
+	const struct sh_bind *b = p->binds;
+	while (b && (b->len != len || memcmp(b->name, name, len) != 0))
+		b = b->up;
+	if (!b && (!p->vars || !p->resolve_vars || p->compound))
 		return false;
-	const char *v = sh_var_get(p->vars, name, len);
+	const char *v = b ? b->value : sh_var_get(p->vars, name, len);
 	if (!v)
 		return false;
 	/* unquoted, bash would split and glob it */
@@ -360,9 +379,10 @@ static int read_param(struct sh_parser *p, struct sh_word *w, bool in_dq)
 		size_t e = st + 2;
 		while (e < p->len && is_name_char(s[e]))
 			e++;
-		if (e > st + 2 && e < p->len && s[e] == '}' && is_name_start(s[st + 2]) &&
-		    known_var(p, w, s + st + 2, e - st - 2, in_dq)) {
+		if (e > st + 2 && e < p->len && s[e] == '}' && is_name_start(s[st + 2])) {
 			p->pos = e + 1;
+			if (!known_var(p, w, s + st + 2, e - st - 2, in_dq))
+				add_param(p, w, st, s + st + 2, e - st - 2);
 			return 0;
 		}
 	}
@@ -545,7 +565,7 @@ static int read_dollar(struct sh_parser *p, struct sh_word *w, bool in_dq)
 		}
 		if (known_var(p, w, s + st + 1, e - st - 1, in_dq))
 			return 0;
-		add_opaque(p, w, st);
+		add_param(p, w, st, s + st + 1, e - st - 1);
 		return 0;
 	}
 	if ((n >= '0' && n <= '9') || (n && strchr("@*#?-$!", n))) {
@@ -679,6 +699,7 @@ int sh_expand_body(struct sh_parser *parent, const char *body, size_t len, size_
 		.stdin_piped = parent->stdin_piped,
 		.what = "in here-document ",
 		.vars = parent->vars,
+		.binds = parent->binds,
 	};
 	struct sh_word w = {0};
 	*sub_begin = parent->nodes->n;
@@ -1142,6 +1163,14 @@ static bool is_glob(const char *c, const uint8_t *f, size_t len)
 	return false;
 }
 
+static bool has_static_text(const char *c, const uint8_t *f, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!(f[i] & CF_EXP) && c[i] != ' ' && c[i] != '\t' && c[i] != '\n' && c[i] != '\0')
+			return true;
+	return false;
+}
+
 static int add_field(struct sh_parser *p, const struct sh_word *w, struct sh_node *n,
 		     const char *c, const uint8_t *f, size_t len, bool unres)
 {
@@ -1160,6 +1189,7 @@ static int add_field(struct sh_parser *p, const struct sh_word *w, struct sh_nod
 	fl->lookalike = w->lookalike;
 	fl->lookalike_q = w->lookalike_q;
 	fl->procsub = w->procsub;
+	fl->env_only = u && !w->unres_other && has_static_text(c, f, len);
 	fl->glob = is_glob(c, f, len);
 	fl->sub_begin = w->sub_begin;
 	fl->sub_end = w->sub_end;

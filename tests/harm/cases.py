@@ -180,3 +180,9 @@ CASES = [
     Case("inode-fill", INODE_FILL, opts=LIMITED),
     Case("memory-bomb", MEMORY_BOMB, opts=LIMITED),
 ]
+
+# The text policy binds a for loop's variable to each word of a static list,
+# so the loop of dd-other-disks (which the sandbox alone holds) is now denied
+# before it runs, as the writes it is.
+CASES.append(Case("dd-other-disks-text", "for d in /dev/sda /dev/vdb /dev/nvme0n1 /dev/xvda /dev/loop0; do "
+                  "dd if=/dev/urandom of=$d bs=64k count=4; done", deny=True))

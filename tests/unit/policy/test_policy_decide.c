@@ -67,7 +67,7 @@ static policy_decision decide_text(const policy *p, const char *text, char **rul
 		policy_decision d_ = decide_text(p, text, &r_);                               \
 		if (d_ != (dec) || strcmp(r_, id) != 0)                                       \
 			fail_msg("%s: got %s/%s, want %s/%s", text, policy_decision_name(d_), r_, \
-				 policy_decision_name(dec), id);                              \
+				 policy_decision_name(dec), id ? id : "any");                              \
 		free(r_);                                                                     \
 	} while (0)
 
@@ -231,10 +231,10 @@ static void expect_in(const policy *p, const policy_ctx *c, const char *text, po
 {
 	char *rule = NULL, *reason = NULL;
 	policy_decision d = decide_in(p, c, text, &rule, &reason);
-	if (d != dec || strcmp(rule, id) != 0 || (want && !strstr(reason, want)) ||
+	if (d != dec || (id && strcmp(rule, id) != 0) || (want && !strstr(reason, want)) ||
 	    (lacking && strstr(reason, lacking)))
 		fail_msg("%s: got %s/%s (%s), want %s/%s", text, policy_decision_name(d), rule, reason,
-			 policy_decision_name(dec), id);
+			 policy_decision_name(dec), id ? id : "any");
 	free(rule);
 	free(reason);
 }
@@ -339,6 +339,88 @@ static void test_tar_old_style(void **state)
 	policy_free(p);
 }
 
+/* A short option taking a value binds it the way getopt (or tar's dashless
+ * bundle) does, wherever it sits in a cluster, for every command the rules
+ * know: the evasive spellings are caught, the benign ones pass. */
+static void test_option_clusters(void **state)
+{
+	(void)state;
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(policy_load_default(&p, &err), 0);
+	static const char *const caught[] = {
+		"tar xfC a.tar /etc", "tar xCf /etc a.tar", "tar -xzC /etc -f a.tar",
+		"tar -xzC/etc -f a.tar", "tar -xvC /usr -f a.tar", "gtar xfC a.tar /etc",
+		"cp -rt /etc x", "cp -vrt /etc x", "mv -ft /etc x", "install -Dm644 -t /etc/x a",
+		"install -mt 644 /etc/x", "ln -sft /etc x"};
+	for (size_t i = 0; i < sizeof(caught) / sizeof(*caught); i++)
+		expect_in(p, &ctx, caught[i], POLICY_DENY, NULL, NULL, NULL);
+	static const char *const benign[] = {
+		"tar xfC a.tar build", "tar -xfC a.tar /etc", "tar xf a.tar -C out",
+		"cp -t build /etc/passwd", "cp -rt build /etc/hosts", "cp -St /etc x",
+		"install -m 755 -t bin tool", "mv -vt dist out/a.out"};
+	for (size_t i = 0; i < sizeof(benign) / sizeof(*benign); i++)
+		expect_in(p, &ctx, benign[i], POLICY_ALLOW, "default", NULL, NULL);
+	policy_free(p);
+}
+
+/* A loop over a static list is judged as the commands it runs. */
+static void test_loop_variables(void **state)
+{
+	(void)state;
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(policy_load_default(&p, &err), 0);
+	expect_in(p, &ctx, "for d in /dev/sda /dev/vdb; do dd if=/dev/zero of=$d; done", POLICY_DENY,
+		  "dd-to-device", "/dev/sda", NULL);
+	expect_in(p, &ctx, "for d in build /usr; do rm -rf \"$d\"; done", POLICY_DENY,
+		  "rm-outside-workspace", "/usr", NULL);
+	expect_in(p, &ctx, "select f in ~/.bashrc; do echo x >> $f; done", POLICY_DENY, NULL,
+		  "persistence", NULL);
+	expect_in(p, &ctx, "for x in rm; do $x -rf ~; done", POLICY_DENY, "rm-outside-workspace", NULL,
+		  NULL);
+	expect_in(p, &ctx, "while read -r d; do rm -rf \"$d\"; done <<< /etc", POLICY_DENY,
+		  "rm-outside-workspace", "/etc", NULL);
+	static const char *const benign[] = {
+		"for i in 1 2 3; do echo $i; done", "for d in build dist; do rm -rf \"$d\"; done",
+		"for f in a.txt b.txt; do cp \"$f\" out/; done",
+		"for py in 3.11 3.12; do python$py -m pytest; done",
+		"for d in a b; do dd if=/dev/zero of=$d.img bs=1k count=1; done",
+		"while read -r f; do rm -f \"$f\"; done <<< $'a.o\\nb.o'"};
+	for (size_t i = 0; i < sizeof(benign) / sizeof(*benign); i++)
+		expect_in(p, &ctx, benign[i], POLICY_ALLOW, "default", NULL, NULL);
+	policy_free(p);
+}
+
+/* Interpreter code static around the environment's values: contained by
+ * the sandbox, so allowed, unless the run lets something escape; code that
+ * is computed or decoded in the line still holds. */
+static void test_interp_env_values(void **state)
+{
+	(void)state;
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(policy_load_default(&p, &err), 0);
+	policy_ctx net = ctx;
+	net.network = true;
+	static const char perl_line[] =
+	    "perl -pi -e 's/^requires-python =.*$/requires-python = \"~='\"${PYTHON_VERSION}\"'\"/' "
+	    "pyproject.toml";
+	expect_in(p, &ctx, perl_line, POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "python3 -c \"print('$TAG'.lstrip('v'))\"", POLICY_ALLOW, "default", NULL,
+		  NULL);
+	expect_in(p, &net, perl_line, POLICY_HOLD, "unresolved", "network is granted", NULL);
+	/* a download elsewhere in the line does not make the value downloaded */
+	expect_in(p, &ctx, "curl -sSLO https://example.org/t.tgz && perl -pi -e \"s/v/$VER/\" f",
+		  POLICY_ALLOW, "default", NULL, NULL);
+	expect_in(p, &ctx, "perl -e \"$CODE\"", POLICY_HOLD, "unresolved", "not static", NULL);
+	expect_in(p, &ctx, "X=$(echo cHJpbnQ= | base64 -d); perl -e \"$X;1\"", POLICY_HOLD, NULL,
+		  NULL, NULL);
+	expect_in(p, &ctx, "python3 -c \"import shutil; shutil.rmtree('/etc'); print($V)\"",
+		  POLICY_DENY, "rm-outside-workspace", NULL, NULL);
+	policy_free(p);
+}
+
 /* Study's false positives: CI lines with variables under the default policy. */
 static void test_default_ci_variables(void **state)
 {
@@ -377,7 +459,8 @@ int main(void)
 		cmocka_unit_test(test_lookalikes_and_defaults),
 		cmocka_unit_test(test_unknown_needs_escape),
 		cmocka_unit_test(test_unknown_literal_tail),
-		cmocka_unit_test(test_tar_old_style),
+		cmocka_unit_test(test_tar_old_style), cmocka_unit_test(test_option_clusters),
+		cmocka_unit_test(test_loop_variables), cmocka_unit_test(test_interp_env_values),
 		cmocka_unit_test(test_default_ci_variables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

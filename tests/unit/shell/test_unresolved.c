@@ -97,6 +97,45 @@ static void test_interp_unresolved(void **state)
 	expect_unresolved("perl -e \"$code\"", NULL, "not static");
 }
 
+/* Interpreter code that is static around values of the environment's
+ * variables is unresolved in a way the sandbox contains; a value computed,
+ * decoded or possibly changed in the line is not. */
+static void contained(const char *text, bool want)
+{
+	shell_analysis a = analyze_ok(text);
+	bool found = false;
+	for (size_t i = 0; i < a.ncmds; i++)
+		if (a.cmds[i].unresolved) {
+			found = true;
+			if (a.cmds[i].contained != want) {
+				dump(&a);
+				fail_msg("%s: want contained=%d", text, want);
+			}
+		}
+	if (!found) {
+		dump(&a);
+		fail_msg("%s: want an unresolved command", text);
+	}
+	shell_analysis_free(&a);
+}
+
+static void test_interp_env_contained(void **state)
+{
+	(void)state;
+	contained("perl -pi -e 's/^v =.*$/v = \"'\"${PYTHON_VERSION}\"'\"/' pyproject.toml", true);
+	contained("python3 -c \"import sys; print('$V')\"", true);
+	contained("ruby -e \"puts ENV.fetch('X'); p $V\"", true);
+	contained("perl -e \"$CODE\"", false);                          /* code as a whole */
+	contained("X=$(echo cHJpbnQ= | base64 -d); perl -e \"$X;1\"", false); /* decoded here */
+	contained("perl -e \"print $(cat f)\"", false);                 /* substitution */
+	contained("perl -e \"print ${V:-1}\"", false);                  /* not a plain value */
+	contained("export V=1; perl -e \"print $V\"", false);           /* set in the line */
+	contained("V=1 perl -e \"print $V\"", false);
+	contained("while :; do perl -e \"print $V\"; V=2; done", false); /* in a loop */
+	contained("sh -c 'perl -e \"print $V\"'", false);               /* re-parsed text */
+	contained("perl -e \"system(\\\"$CMD\\\")\"", false);    /* runs a command */
+}
+
 static void test_lookalike_unresolved(void **state)
 {
 	(void)state;
@@ -111,6 +150,7 @@ int main(void)
 		cmocka_unit_test(test_dynamic_command_names), cmocka_unit_test(test_piped_code),
 		cmocka_unit_test(test_heredoc_unresolved),    cmocka_unit_test(test_interp_unresolved),
 		cmocka_unit_test(test_lookalike_unresolved),
+		cmocka_unit_test(test_interp_env_contained),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

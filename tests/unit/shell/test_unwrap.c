@@ -277,6 +277,18 @@ static void test_chdir_options(void **state)
 	assert_null(get_cmd(&a, "rm z")->cwd);
 	assert_null(get_cmd(&a, "env -C /usr rm -rf lib")->cwd);
 	shell_analysis_free(&a);
+	/* -C inside a cluster and in tar's dashless bundle, bound as the
+	 * program binds it; a letter taking a value before it owns the rest */
+	a = analyze_ok("make -sC /etc install; tar xfC a.tar /opt; ninja -vC out; "
+		       "tar -xzC/srv -f a.tar; make -fC x; make -f -C y; tar xCf /var a.tar");
+	assert_string_equal(get_cmd(&a, "make -sC /etc install")->cwd, "/etc");
+	assert_string_equal(get_cmd(&a, "tar xfC a.tar /opt")->cwd, "/opt");
+	assert_string_equal(get_cmd(&a, "ninja -vC out")->cwd, "out");
+	assert_string_equal(get_cmd(&a, "tar -xzC/srv -f a.tar")->cwd, "/srv");
+	assert_string_equal(get_cmd(&a, "tar xCf /var a.tar")->cwd, "/var");
+	assert_null(get_cmd(&a, "make -fC x")->cwd);
+	assert_null(get_cmd(&a, "make -f -C y")->cwd);
+	shell_analysis_free(&a);
 }
 
 /* A file written (or a program copied) and run in the same line. */

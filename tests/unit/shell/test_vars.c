@@ -66,6 +66,45 @@ static void test_not_tracked(void **state)
 	unresolved_name("X=rm; if true; then $X -rf /; fi");     /* inside compound */
 }
 
+/* for/select NAME in WORDS: the body is judged once per static word, with
+ * the variable bound; anything else leaves it unknown. */
+static void test_loop_binding(void **state)
+{
+	(void)state;
+	resolved("for X in rm; do $X -rf /; done", "rm -rf /");
+	resolved("for d in /dev/sda /dev/sdb; do dd if=/dev/zero of=$d; done", "dd if=/dev/zero of=/dev/sda");
+	resolved("for d in /dev/sda /dev/sdb; do dd if=/dev/zero of=$d; done", "dd if=/dev/zero of=/dev/sdb");
+	resolved("for d in /dev/sd{a,b}\ndo\n dd of=\"${d}\"\ndone", "dd of=/dev/sdb");
+	resolved("select d in /etc /usr; do rm -rf \"$d\"; break; done", "rm -rf /usr");
+	resolved("select d in x; do rm -rf \"/$d\"; done", "rm -rf /"); /* a reply not listed: "" */
+	resolved("for d in /etc; do for f in passwd; do rm \"$d/$f\"; done; done", "rm /etc/passwd");
+	resolved("for d in a; do echo $(rm -rf $d); done", "rm -rf a");
+	resolved("for d in x; do bash -c \"rm -rf $d\"; done", "rm -rf x");
+	unresolved_name("for X in $L; do $X; done");             /* list not static */
+	unresolved_name("for X in *; do $X; done");              /* pathname expansion */
+	unresolved_name("for X; do $X; done");                   /* "$@" */
+	unresolved_name("for X in rm; do X=ls; $X; done");       /* assigned in the body */
+	unresolved_name("for X in rm; do read X; $X; done");
+	unresolved_name("for X in rm; do for X in $Y; do $X; done; done"); /* inner hides it */
+	unresolved_name("f() { X=ls; }; for X in rm; do f; $X; done");  /* a function may assign */
+	unresolved_name("function f { X=ls; }; for X in rm; do f; $X; done");
+	unresolved_name("alias f='X=ls'; for X in rm; do f; $X; done");
+	unresolved_name(". ./lib.sh; for X in rm; do f; $X; done");     /* may define f */
+	unresolved_name("eval \"$DEF\"; for X in rm; do f; $X; done");
+	/* while read NAME from a static here-string: one value per line */
+	resolved("while read X; do $X -rf /; done <<< rm", "rm -rf /");
+	resolved("while read -r d; do dd of=$d; done <<< $'/dev/sda\\n/dev/sdb'", "dd of=/dev/sdb");
+	resolved("while read d; do echo \"$d\"; done <<< \"$(rm -rf /x)\"", "rm -rf /x");
+	unresolved_name("while read X; do $X; done <<< \"$L\"");          /* not static */
+	unresolved_name("while read X; do $X; done < list");              /* a file */
+	unresolved_name("while read X; do X=ls; $X; done <<< rm");        /* assigned in the body */
+	unresolved_name("while read X; do $X; done <<< ' rm'");           /* IFS may keep blanks */
+	unresolved_name("while read X; do $X; done <<< 'r\\m'");          /* backslash without -r */
+	unresolved_name("while read X Y; do $X; done <<< rm");            /* more than one name */
+	unresolved_name("for X in rm; do :; done; $X");          /* not after the loop */
+	unresolved_name("for X in 'rm -rf'; do $X /; done");     /* would be split */
+}
+
 static void test_alias(void **state)
 {
 	(void)state;
@@ -80,6 +119,7 @@ int main(void)
 		cmocka_unit_test(test_tracked),
 		cmocka_unit_test(test_not_tracked),
 		cmocka_unit_test(test_alias),
+		cmocka_unit_test(test_loop_binding),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
