@@ -33,7 +33,7 @@ int main(int argc, char **argv)
 	corpus c[2];
 	policy *p = NULL;
 	txbox_error err = TXBOX_ERROR_INIT;
-	policy_ctx ctx = {"/work/ws", "/work/ws", "/home/agent", NULL};
+	policy_ctx ctx = {.workspace = "/work/ws", .cwd = "/work/ws", .home = "/home/agent"};
 	size_t flagged[2] = {0, 0};
 
 	if (reps < 1)

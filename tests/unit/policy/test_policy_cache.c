@@ -31,7 +31,7 @@ static int tmp_dir(char *path, size_t size)
 
 static void same_verdicts(const policy *a, const policy *b)
 {
-	policy_ctx ctx = {"/work/ws", "/work/ws", "/home/agent", NULL};
+	policy_ctx ctx = {.workspace = "/work/ws", .cwd = "/work/ws", .home = "/home/agent"};
 	static const char *const files[] = {"high-risk.txt", "benign.txt"};
 	txbox_error err = TXBOX_ERROR_INIT;
 	for (size_t f = 0; f < 2; f++) {

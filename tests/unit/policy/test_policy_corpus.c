@@ -24,7 +24,7 @@ static size_t run(const char *file, bool want_allow)
 	corpus c;
 	policy *p = NULL;
 	txbox_error err = TXBOX_ERROR_INIT;
-	policy_ctx ctx = {"/work/ws", "/work/ws", "/home/agent", NULL};
+	policy_ctx ctx = {.workspace = "/work/ws", .cwd = "/work/ws", .home = "/home/agent"};
 	size_t failed = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", corpus_dir, file);
@@ -89,7 +89,7 @@ static void test_compiled_equals_loaded(void **state)
 		assert_non_null(b->masked_paths[i]);
 		assert_string_equal(a->masked_paths[i], b->masked_paths[i]);
 	}
-	policy_ctx ctx = {"/work/ws", "/work/ws", "/home/agent", NULL};
+	policy_ctx ctx = {.workspace = "/work/ws", .cwd = "/work/ws", .home = "/home/agent"};
 	static const char *const files[] = {"high-risk.txt", "benign.txt"};
 	size_t lines = 0;
 	for (size_t f = 0; f < 2; f++) {

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-static const policy_ctx ctx = {"/work/ws", "/work/ws", "/home/agent", NULL};
+static const policy_ctx ctx = {.workspace = "/work/ws", .cwd = "/work/ws", .home = "/home/agent"};
 
 static const char test_policy[] =
 	"version: 1\n"
