@@ -43,18 +43,28 @@ int landlock_probe_abi(void);
 
 /* ---- secrets ----------------------------------------------------------- */
 
-/* Inside the sandbox's mount namespace, before the host is made read-only:
- * hide the built-in credential stores in each of the caller's homes ($HOME,
- * the password database's home of the real uid, any home containing the
+/* Inside the sandbox's mount namespace, once its view is complete: hide
+ * the built-in credential stores in each of the caller's homes ($HOME, the
+ * password database's home of the real uid, any home containing the
  * workspace) and where the caller's environment envp moved them
  * (XDG_CONFIG_HOME, KUBECONFIG, ...), every other user's home, the system's
  * secrets, and paths (globs; "~/" in every home of the caller; "!X" keeps
- * a built-in X visible). Directories become an empty read-only directory,
- * anything else an empty read-only file, at every mount showing it.
- * Missing paths are skipped; the workspace and its ancestors are never
- * covered. */
+ * a built-in X visible). The workspace and its ancestors are never hidden.
+ *
+ * With Landlock, reading is fail-closed: the calling process (and all it
+ * forks) is restricted to read and execute only what each directory on
+ * the way to a hidden name held when this ran, minus the hidden names (a
+ * file created or renamed in later is unreadable); masks inside the
+ * workspace are mounts; no mount may be made after this. Without
+ * Landlock: secrets_mask_paths_by_mounts. */
 int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
 		       const char *const *envp, txbox_error *err);
+
+/* The fallback: directories become an empty read-only directory, anything
+ * else an empty read-only file, at every mount showing it; a store the host
+ * replaces by rename or creates while the command runs is not hidden. */
+int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, const char *workspace,
+				 const char *const *envp, txbox_error *err);
 
 /* Return a new NULL-terminated environment without the variables that
  * carry credentials: names matching a built-in glob or a glob in deny

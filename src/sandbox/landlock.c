@@ -161,6 +161,34 @@ static int allow_beneath(int ruleset_fd, const char *path, uint64_t handled, boo
 	return 0;
 }
 
+/* ---- fail-closed reads (secrets.c) ------------------------------------ */
+
+int landlock_read_ruleset(int abi)
+{
+	/* refer is denied by every ruleset of ABI >= 2 unless a rule grants it:
+	 * handle it to grant it wherever reading is (the write layer decides
+	 * where renames may really happen). */
+	struct tx_landlock_ruleset_attr attr = {
+		.handled_access_fs = TX_LL_FS_READ_FILE | TX_LL_FS_EXECUTE | (abi >= 2 ? TX_LL_FS_REFER : 0)};
+	int fd = ll_create_ruleset(&attr, sizeof(uint64_t), 0);
+	return fd < 0 ? -errno : fd;
+}
+
+int landlock_grant_read(int ruleset_fd, int fd, bool dir, int abi)
+{
+	struct tx_landlock_path_beneath_attr pb = {
+		.allowed_access = TX_LL_FS_READ_FILE | TX_LL_FS_EXECUTE |
+				  (dir && abi >= 2 ? TX_LL_FS_REFER : 0),
+		.parent_fd = fd,
+	};
+	return ll_add_rule(ruleset_fd, TX_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0 ? -errno : 0;
+}
+
+int landlock_enforce(int ruleset_fd)
+{
+	return ll_restrict_self(ruleset_fd, 0) < 0 ? -errno : 0;
+}
+
 int harden_landlock_apply(int abi, const char *workspace, const char *const *writable,
 			  bool network, txbox_error *err)
 {

@@ -119,7 +119,7 @@ mount --bind /root "$BASE/root-alias"; mount --bind /etc "$BASE/etc-alias"; moun
 probe="cat \$HOME/.ssh/id_ed25519 \$HOME/.bash_history $BASE/home-alias/$TU/.ssh/id_ed25519 \
   $BASE/home-alias/$TU/.bash_history $BASE/user-alias/.ssh/id_ed25519 $BASE/ssh-alias/id_ed25519 $BASE/root-alias/.ssh/id_ed25519 \
   $BASE/root-alias/.bash_history 2>/dev/null
-  for s in $BASE/etc-alias/shadow $BASE/fs-alias/etc/shadow; do [ -s \$s ] && echo SHADOW-READ:\$s; done; true"
+  for s in $BASE/etc-alias/shadow $BASE/fs-alias/etc/shadow; do [ -n \"\$(head -c 64 \$s 2>/dev/null)\" ] && echo SHADOW-READ:\$s; done; true"
 txrun root /root "$probe" | sed 's/^/[root] /'
 txrun rootless /home/$TU "$probe" | sed 's/^/[rootless] /'
 echo SCENE-DONE
