@@ -148,3 +148,58 @@ done
 echo SCENE-DONE
 ''')
     check(not _leaks(out), "a store rewritten during the run was read: %s\n%s" % (_leaks(out), out[-1200:]))
+
+
+@test("secrets/store-replaced-or-created-while-running", root_only=True)
+def store_replaced_or_created(ctx):
+    """Stores the host rewrites by rename (npm, git credential-store, cargo)
+    or creates while the command runs — directly in the home (~/.netrc) and
+    in a store directory (~/.m2/settings.xml), and a hidden directory made
+    then (~/.config/gh) — are not readable inside, as root and rootless."""
+    out = _scene(ctx, r'''
+for m in root rootless; do
+  H=$(mktemp -d "$BASE/home-$m-XXXX"); mkdir -p "$H/.m2" "$H/.cargo" "$H/.config"
+  echo old > "$H/.npmrc"; echo old > "$H/.cargo/credentials.toml"
+  [ $m = rootless ] && chown -R $TU: "$H"; chmod 755 "$H"
+  S="$H/.npmrc $H/.netrc $H/.git-credentials $H/.pypirc $H/.m2/settings.xml $H/.cargo/credentials.toml $H/.config/gh/hosts.yml"
+  txrun $m "$H" "for i in \$(seq 60); do [ -e $H/.host-done ] && break; sleep 0.1; done; cat $S 2>&1; true" > "$BASE/out-$m" &
+  sleep 1.5
+  as $m sh -c "echo '$CANARY-npm-$m' > $H/.npmrc.tmp && mv $H/.npmrc.tmp $H/.npmrc
+    echo '$CANARY-netrc-$m' > $H/.netrc; echo '$CANARY-git-$m' > $H/.git-credentials
+    echo '$CANARY-pypi-$m' > $H/.pypirc.tmp && mv $H/.pypirc.tmp $H/.pypirc
+    echo '$CANARY-m2-$m' > $H/.m2/settings.xml
+    echo '$CANARY-cargo-$m' > $H/.cargo/c.tmp && mv $H/.cargo/c.tmp $H/.cargo/credentials.toml
+    mkdir -p $H/.config/gh && echo '$CANARY-gh-$m' > $H/.config/gh/hosts.yml
+    chmod 644 $H/.netrc $H/.git-credentials $H/.pypirc $H/.npmrc; touch $H/.host-done"
+  wait
+  sed "s/^/[$m] /" "$BASE/out-$m"
+done
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "a store replaced or created during the run was read: %s\n%s" % (_leaks(out), out[-2000:]))
+
+
+@test("secrets/etc-shadow-replaced-while-running", root_only=True)
+def shadow_replaced(ctx):
+    """/etc/shadow replaced by rename on the host while the command runs
+    (passwd, chpasswd, useradd write nshadow and rename it): the new file is
+    not readable inside, as root and rootless (world-readable here, so only
+    the mask stands in the way). The scene's /etc is a copy bound over the
+    real one in a private mount namespace: the host's is never touched."""
+    out = _scene(ctx, r'''
+mkdir "$BASE/etc"; cp -a /etc/. "$BASE/etc/"; mount --bind "$BASE/etc" /etc
+for m in root rootless; do
+  H=$(mktemp -d "$BASE/home-$m-XXXX"); [ $m = rootless ] && chown $TU: "$H"; chmod 755 "$H"
+  txrun $m "$H" "for i in \$(seq 60); do [ -e /etc/host-done-$m ] && break; sleep 0.1; done
+    cat /etc/shadow /etc/gshadow 2>&1 | grep -a $CANARY; true" > "$BASE/out-$m" &
+  sleep 1.5
+  cp /etc/shadow /etc/nshadow && echo "intruder:$CANARY-shadow-$m:1::::::" >> /etc/nshadow
+  chmod 644 /etc/nshadow && mv /etc/nshadow /etc/shadow
+  echo "intruder:$CANARY-gshadow-$m::" > /etc/gshadow.new && chmod 644 /etc/gshadow.new && mv /etc/gshadow.new /etc/gshadow
+  touch /etc/host-done-$m
+  wait
+  sed "s/^/[$m] /" "$BASE/out-$m"
+done
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "/etc/shadow replaced during the run was read: %s\n%s" % (_leaks(out), out[-2000:]))
