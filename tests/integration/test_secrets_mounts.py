@@ -203,3 +203,47 @@ done
 echo SCENE-DONE
 ''')
     check(not _leaks(out), "/etc/shadow replaced during the run was read: %s\n%s" % (_leaks(out), out[-2000:]))
+
+
+def _syscall_counts(ctx):
+    """strace -f -c of a no-op `txbox run` (the suite's permissive policy):
+    {syscall: (calls, errors)}."""
+    if not which("strace"):
+        raise Skip("needs strace")
+    ws = tempfile.mkdtemp(prefix="txbox-count-", dir="/var/lib")
+    out = os.path.join(ws, ".strace")
+    try:
+        argv = ["strace", "-f", "-c", "-o", out, ctx.txbox, "run", "-w", ws]
+        if ctx.policy_file:
+            argv += ["--policy", ctx.policy_file]
+        subprocess.run(argv + ["--", "true"], cwd=ws, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60, check=True)
+        counts = {}
+        with open(out) as f:
+            for line in f:
+                w = line.split()
+                if len(w) >= 5 and w[0][0].isdigit() and not w[-1] == "total":
+                    calls = int(w[3])
+                    errors = int(w[4]) if len(w) == 6 else 0
+                    counts[w[-1]] = (calls, errors)
+        return counts
+    finally:
+        rmtree_force(ws)
+
+
+@test("secrets/masking-syscall-budget", root_only=True)
+def masking_syscall_budget(ctx):
+    """Masking must stay cheap, counted in syscalls (noise-free): with
+    Landlock it mounts nothing (the mount masks were one open_tree and one
+    move_mount per other home and system secret: 14 each here) and probes
+    no absent store one by one (the old code's ~130 failing openat2 per
+    run; a directory is listed once and matched instead)."""
+    c = _syscall_counts(ctx)
+    if "landlock_add_rule" not in c:
+        raise Skip("no Landlock: masks are mounts")
+    clone_moves = c.get("open_tree", (0, 0))[0] + c.get("move_mount", (0, 0))[0]
+    check(clone_moves == 0, "masking made mounts again: open_tree+move_mount = %d" % clone_moves)
+    failed_opens = c.get("openat2", (0, 0))[1] + c.get("openat", (0, 0))[1]
+    check(failed_opens <= 40, "%d opens failed in a no-op run (absent stores probed one by one?)" % failed_opens)
+    reads = c.get("getdents64", (0, 0))[0]
+    check(reads <= 120, "%d getdents64 calls in a no-op run (directories listed more than once?)" % reads)
