@@ -184,9 +184,35 @@ int landlock_grant_read(int ruleset_fd, int fd, bool dir, int abi)
 	return ll_add_rule(ruleset_fd, TX_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0 ? -errno : 0;
 }
 
-int landlock_enforce(int ruleset_fd)
+int harden_keep_read_layer_fds(harden_opts *o, int lowfd)
 {
-	return ll_restrict_self(ruleset_fd, 0) < 0 ? -errno : 0;
+	if (!o->read_layer)
+		return 0;
+	if (dup3(o->read_ruleset, lowfd, O_CLOEXEC) < 0 || dup3(o->read_ready, lowfd + 1, O_CLOEXEC) < 0) {
+		o->read_ruleset = o->read_ready = -1; /* harden_landlock_read_apply fails closed */
+		return 0;
+	}
+	o->read_ruleset = lowfd, o->read_ready = lowfd + 1;
+	return 2;
+}
+
+int harden_landlock_read_apply(const harden_opts *o, txbox_error *err)
+{
+	if (!o->read_layer)
+		return 0;
+	char why[512];
+	ssize_t n;
+	do
+		n = read(o->read_ready, why, sizeof why - 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 0) {
+		why[n > 0 ? n : 0] = '\0';
+		return txbox_fail(err, n > 0 ? -EPERM : -errno, "masking secrets: %s",
+				  n > 0 ? why : "the read layer is gone");
+	}
+	if (ll_restrict_self(o->read_ruleset, 0) < 0)
+		return txbox_fail_errno(err, -errno, "masking secrets: enforcing the read layer");
+	return 0;
 }
 
 int harden_landlock_apply(int abi, const char *workspace, const char *const *writable,

@@ -585,11 +585,12 @@ int mounts_view_seal(const sandbox_spec *s, mounts_view *v, char *msg, size_t le
 	    (r = remount_rw("/dev/pts", MS_NOSUID | MS_NOEXEC, msg, len)) < 0)
 		return r;
 	trace_mark("view: read-only + remounts");
-	/* Secrets last: with Landlock, init restricts itself (no mount after). */
+	/* Secrets last: every mount is made (Landlock rules bind to them). */
 	if (s->masked_paths) {
 		txbox_error e = TXBOX_ERROR_INIT;
 		if (secrets_mask_paths(s->masked_paths, s->home, s->workspace,
-				       (const char *const *)environ /* the caller's, unfiltered */, &e) < 0) {
+				       (const char *const *)environ /* the caller's, unfiltered */,
+				       (harden_opts *)&s->harden, &e) < 0) {
 			r = failf(msg, len, 0, "masking secrets: %s", e.message ? e.message : "?");
 			txbox_error_clear(&e);
 			return r;

@@ -43,11 +43,13 @@
 #include <fnmatch.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -1100,7 +1102,7 @@ static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, c
 	}
 	for (size_t j = 0; j < ls->n; j++)
 		if (!strcmp(ls->v[j].path, full))
-			return push_copy(&ls->v[j].pats, rest) < 0 ? -ENOMEM : push_copy(&ls->v[i].hits, name);
+			return push_copy(&ls->v[j].pats, rest); /* name is a hit already */
 	int fd = openat(ls->v[i].fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	struct statfs sf;
@@ -1311,13 +1313,9 @@ static int grant_entries(lsplit *ls, int rfd, int abi, size_t i)
 }
 
 /* Every entry of every split directory but the masked ones, and the
- * workspace (the overlay's root: its own inode), readable; then this
- * process — init, and all it forks — is restricted to that. */
-static int grant_and_enforce(lsplit *ls, int abi)
+ * workspace (the overlay's root: its own inode), readable. */
+static int grant_all(lsplit *ls, int rfd, int abi)
 {
-	_cleanup_close_ int rfd = landlock_read_ruleset(abi);
-	if (rfd < 0)
-		return txbox_fail_errno(ls->err, rfd, "secrets: creating the Landlock ruleset");
 	int r;
 	for (size_t i = 0; i < ls->n; i++)
 		if ((r = grant_entries(ls, rfd, abi, i)) < 0)
@@ -1327,8 +1325,6 @@ static int grant_and_enforce(lsplit *ls, int abi)
 		if (w < 0 || (r = landlock_grant_read(rfd, w, true, abi)) < 0)
 			return txbox_fail_errno(ls->err, w < 0 ? -errno : r, "secrets: a Landlock rule for %s", ls->ws);
 	}
-	if ((r = landlock_enforce(rfd)) < 0)
-		return txbox_fail_errno(ls->err, r, "secrets: enforcing the Landlock ruleset");
 	return 0;
 }
 
@@ -1410,9 +1406,10 @@ static int ls_init(lsplit *ls, masker *m, const char *workspace, txbox_error *er
 	return 0;
 }
 
-/* Landlock: nothing is mounted but inside the workspace. */
-static int mask_by_landlock(masker *m, int abi, const char *const *paths, const char *home,
-			    const char *workspace, const char *const *envp)
+/* The helper's work: the read layer's rules (and the masks inside the
+ * workspace, mounts). */
+static int build_read_layer(masker *m, int abi, int rfd, const char *home, const char *workspace,
+			    const char *const *envp)
 {
 	_cleanup_(strv_buf_free) strv_buf others = {0};
 	m->collect = &others;
@@ -1420,20 +1417,65 @@ static int mask_by_landlock(masker *m, int abi, const char *const *paths, const 
 	if (r < 0)
 		return r;
 	_cleanup_(lsplit_done) lsplit ls;
-	if ((r = ls_init(&ls, m, workspace, m->err)) < 0 || (r = ls_patterns(&ls, m, &others, paths, envp)) < 0 ||
+	if ((r = ls_init(&ls, m, workspace, m->err)) < 0 || (r = ls_patterns(&ls, m, &others, m->paths, envp)) < 0 ||
 	    (r = expand_all(&ls)) < 0 || (r = mask_aliases(&ls)) < 0)
 		return r;
-	return grant_and_enforce(&ls, abi);
+	return grant_all(&ls, rfd, abi);
+}
+
+/* Landlock: a helper builds the read layer while the command's child
+ * starts (the other CPU is idle then); the child waits for its EOF. */
+static int mask_by_landlock(const char *const *paths, int abi, const char *home, const char *workspace,
+			    const char *const *envp, harden_opts *ho, txbox_error *err)
+{
+	_cleanup_close_ int rfd = landlock_read_ruleset(abi);
+	int p[2];
+	if (rfd < 0)
+		return txbox_fail_errno(err, rfd, "secrets: creating the Landlock ruleset");
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return txbox_fail_errno(err, -errno, "secrets: a pipe for the read layer");
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return txbox_fail_errno(err, e, "secrets: forking the read layer's helper");
+	}
+	if (pid == 0) {
+		close(p[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		txbox_error e = TXBOX_ERROR_INIT;
+		masker m = {.src = -1, .paths = paths, .err = &e};
+		int r = build_read_layer(&m, abi, rfd, home, workspace, envp);
+		const char *why = e.message ? e.message : "the read layer failed";
+		if (r < 0 && write(p[1], why, strlen(why)) < 0)
+			_exit(2);
+		_exit(r < 0);
+	}
+	close(p[1]);
+	/* Above the descriptors the command's child moves into place (0-5),
+	 * so that moving them cannot overwrite these. */
+	int high = fcntl(rfd, F_DUPFD_CLOEXEC, 16), ready = fcntl(p[0], F_DUPFD_CLOEXEC, 16);
+	close(p[0]);
+	if (high < 0 || ready < 0) {
+		int e = -errno;
+		if (high >= 0)
+			close(high);
+		return txbox_fail_errno(err, e, "secrets: the read layer's descriptors");
+	}
+	ho->read_layer = true;
+	ho->read_ruleset = high;
+	ho->read_ready = ready;
+	return 0;
 }
 
 int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
-		       const char *const *envp, txbox_error *err)
+		       const char *const *envp, harden_opts *ho, txbox_error *err)
 {
 	int abi = landlock_probe_abi();
 	if (abi <= 0)
 		return secrets_mask_paths_by_mounts(paths, home, workspace, envp, err);
-	_cleanup_(masker_done) masker m = {.src = -1, .paths = paths, .err = err};
-	return mask_by_landlock(&m, abi, paths, home, workspace, envp);
+	return mask_by_landlock(paths, abi, home, workspace, envp, ho, err);
 }
 
 int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, const char *workspace,
