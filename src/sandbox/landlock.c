@@ -3,6 +3,10 @@
  * Raw syscalls; the structs and constants newer than the installed
  * <linux/landlock.h> (Debian 12 ships ABI 2) are defined here.
  *
+ * Two layers. The read layer (secrets.c builds it, harden_landlock_read_apply
+ * applies it) handles read_file, execute and refer: see secrets.c. The
+ * write layer, below:
+ *
  * Handled (i.e. denied unless a rule allows them): every write-type right the
  * running ABI knows — write_file, remove_dir/file, make_* , refer (ABI 2),
  * truncate (ABI 3), ioctl_dev (ABI 5). read_file, read_dir and execute are
