@@ -1384,8 +1384,9 @@ static int ls_patterns(lsplit *ls, const masker *m, const strv_buf *others, cons
 static int ls_init(lsplit *ls, masker *m, const char *workspace, txbox_error *err)
 {
 	*ls = (lsplit){.m = m, .err = err};
-	struct stat st;
-	if (stat("/tmp", &st) == 0)
+	struct stat st, root;
+	/* the sandbox's /tmp is a tmpfs of its own (never the root's device) */
+	if (stat("/tmp", &st) == 0 && stat("/", &root) == 0 && st.st_dev != root.st_dev)
 		ls->private_dev = st.st_dev;
 	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
