@@ -1271,22 +1271,24 @@ static int mask_aliases(lsplit *ls)
 	return expand_all(ls);
 }
 
-static bool mount_point(const masker *m, const char *p)
+/* Does the mount table show a mount on an entry of dir (canonical)? */
+static bool has_mount_below(const masker *m, const char *dir)
 {
-	for (size_t i = 0; i < m->nmounts; i++)
-		if (!strcmp(m->mounts[i].point, p))
+	for (size_t i = 0; i < m->nmounts; i++) {
+		const char *rest = below(m->mounts[i].point, *dir ? dir : "/");
+		if (rest && *rest)
 			return true;
+	}
 	return false;
 }
 
 /* An entry that is a split directory or a masked path under another name
- * (a bind mount of one, found or not in the mount table) gets no rule. */
-static bool split_or_masked(const lsplit *ls, const lnode *d, dev_t dev, const struct dirent64 *e, int fd)
+ * (a bind mount of one) gets no rule: identified by its inode, read from
+ * the listing, or from the entry itself where mounts may cover entries. */
+static bool split_or_masked(const lsplit *ls, dev_t dev, bool mounts, const struct dirent64 *e, int fd)
 {
-	char full[PATH_MAX];
 	struct stat st = {.st_dev = dev, .st_ino = e->d_ino};
-	if (snprintf(full, sizeof full, "%s/%s", d->path, e->d_name) < (int)sizeof full &&
-	    mount_point(ls->m, full) && fstat(fd, &st) < 0)
+	if (mounts && fstat(fd, &st) < 0)
 		return true;
 	return devino_has(&ls->ids, &st);
 }
@@ -1297,13 +1299,14 @@ static int grant_entries(lsplit *ls, int rfd, int abi, size_t i)
 	struct stat dst;
 	if (fstat(d->fd, &dst) < 0)
 		return txbox_fail_errno(ls->err, -errno, "secrets: %s/", d->path);
+	bool mounts = has_mount_below(ls->m, d->path);
 	for (size_t k = 0; k < d->nidx; k++) {
 		const struct dirent64 *e = d->idx[k];
 		unsigned char type = entry_type(d->fd, e);
 		if (type == DT_LNK || hit(d, e->d_name))
 			continue;
 		_cleanup_close_ int fd = openat(d->fd, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || split_or_masked(ls, d, dst.st_dev, e, fd))
+		if (fd < 0 || split_or_masked(ls, dst.st_dev, mounts, e, fd))
 			continue; /* gone since it was listed: its successor stays unreadable */
 		int r = landlock_grant_read(rfd, fd, type == DT_DIR, abi);
 		if (r < 0 && r != -EBADFD)
@@ -1659,10 +1662,40 @@ static bool value_secret(const char *v)
 	return url_has_password(v) || has_secret_param(v) || has_token_prefix(v) || has_jwt(v);
 }
 
+/* fnmatch(glob, up, 0) for the built-in globs (upper case, '*' only at
+ * either end): an affix or substring compare, without fnmatch's cost. */
+static bool affix_match(const char *glob, const char *up, size_t ulen)
+{
+	size_t gl = strlen(glob);
+	bool lead = glob[0] == '*', trail = gl > 1 && glob[gl - 1] == '*';
+	const char *core = glob + lead;
+	size_t cl = gl - lead - trail;
+	if (memchr(core, '*', cl) || memchr(core, '?', cl) || memchr(core, '[', cl))
+		return fnmatch(glob, up, 0) == 0;
+	if (lead && trail)
+		return memmem(up, ulen, core, cl) != NULL;
+	if (lead)
+		return ulen >= cl && !memcmp(up + ulen - cl, core, cl);
+	if (trail)
+		return ulen >= cl && !memcmp(up, core, cl);
+	return ulen == cl && !memcmp(up, core, cl);
+}
+
+/* github_token is GITHUB_TOKEN: matched case-insensitively. */
 static bool name_matches(const char *name, const char *const *globs, size_t n)
 {
+	char up[256];
+	size_t ulen = strlen(name);
+	if (ulen >= sizeof up) {
+		for (size_t i = 0; i < n; i++)
+			if (fnmatch(globs[i], name, FNM_CASEFOLD) == 0)
+				return true;
+		return false;
+	}
+	for (size_t i = 0; i <= ulen; i++)
+		up[i] = (char)toupper((unsigned char)name[i]);
 	for (size_t i = 0; i < n; i++)
-		if (fnmatch(globs[i], name, FNM_CASEFOLD) == 0) /* github_token is GITHUB_TOKEN */
+		if (affix_match(globs[i], up, ulen))
 			return true;
 	return false;
 }
