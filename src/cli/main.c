@@ -2,6 +2,8 @@
  * The only place (with the other front-ends) that prints or exits. */
 #include "txbox.h"
 
+#include "sandbox/harden.h"
+
 #include "util/trace.h"
 
 #include <errno.h>
@@ -377,6 +379,9 @@ static int cmd_run(int argc, char **argv)
 		print_json_line(txbox_result_to_json(res));
 	if (!c.json || res->outcome == TXBOX_ERROR)
 		print_human(res);
+	if (res->ran && landlock_probe_abi() <= 0) /* secrets.c: the weaker masks */
+		fprintf(stderr, "txbox: note: no Landlock: secrets were hidden by mounts made at the start; "
+				"a store the host replaced or created while the command ran was readable\n");
 	int status = res->exit_status;
 	txbox_result_free(res);
 	trace_mark("cli: printed");

@@ -29,6 +29,8 @@ int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return txbox_fail_errno(err, -errno, "harden: PR_SET_NO_NEW_PRIVS");
 
+	if ((r = harden_landlock_read_apply(o, err)) < 0)
+		return r;
 	int abi = landlock_probe_abi();
 	if (abi > 0) {
 		if ((r = harden_landlock_apply(abi, o->workspace, o->writable, o->network, err)) < 0)

@@ -26,6 +26,11 @@ typedef struct harden_opts {
 	bool no_core;                  /* RLIMIT_CORE = 0 (default true) */
 	const void *seccomp_bpf;       /* precompiled filter (harden_seccomp_precompile) or NULL */
 	size_t seccomp_bpf_len;
+	/* Fail-closed reading (secrets_mask_paths): a Landlock ruleset a helper
+	 * fills while the command starts, and a pipe whose EOF says it is done
+	 * (bytes before it: why it failed). Only when read_layer is set. */
+	bool read_layer;
+	int read_ruleset, read_ready;
 } harden_opts;
 
 /* Compile the seccomp filter for o ahead of time (malloc'ed BPF). */
@@ -43,18 +48,38 @@ int landlock_probe_abi(void);
 
 /* ---- secrets ----------------------------------------------------------- */
 
-/* Inside the sandbox's mount namespace, before the host is made read-only:
- * hide the built-in credential stores in each of the caller's homes ($HOME,
- * the password database's home of the real uid, any home containing the
+/* Inside the sandbox's mount namespace, once its view is complete: hide
+ * the built-in credential stores in each of the caller's homes ($HOME, the
+ * password database's home of the real uid, any home containing the
  * workspace) and where the caller's environment envp moved them
  * (XDG_CONFIG_HOME, KUBECONFIG, ...), every other user's home, the system's
  * secrets, and paths (globs; "~/" in every home of the caller; "!X" keeps
- * a built-in X visible). Directories become an empty read-only directory,
- * anything else an empty read-only file, at every mount showing it.
- * Missing paths are skipped; the workspace and its ancestors are never
- * covered. */
+ * a built-in X visible). The workspace and its ancestors are never hidden.
+ *
+ * With Landlock, reading is fail-closed: a forked helper builds a ruleset
+ * letting read and execute only what each directory on the way to a hidden
+ * name held when this ran, minus the hidden names (a file created or
+ * renamed in later is unreadable), and makes the masks inside the
+ * workspace (mounts); ho->read_* are set, and each command applies the
+ * ruleset (harden_landlock_read_apply) once the helper is done. Without
+ * Landlock: secrets_mask_paths_by_mounts, here and now. */
 int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
-		       const char *const *envp, txbox_error *err);
+		       const char *const *envp, harden_opts *ho, txbox_error *err);
+
+/* In the command's child, before it closes its descriptors: move the read
+ * layer's two to lowfd and lowfd + 1 (close-on-exec). Returns how many it
+ * keeps there (0 or 2). */
+int harden_keep_read_layer_fds(harden_opts *o, int lowfd);
+
+/* In the command's child (no_new_privs set): wait until the read layer is
+ * complete, then restrict the calling thread with it. No-op without one. */
+int harden_landlock_read_apply(const harden_opts *o, txbox_error *err);
+
+/* The fallback: directories become an empty read-only directory, anything
+ * else an empty read-only file, at every mount showing it; a store the host
+ * replaces by rename or creates while the command runs is not hidden. */
+int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, const char *workspace,
+				 const char *const *envp, txbox_error *err);
 
 /* Return a new NULL-terminated environment without the variables that
  * carry credentials: names matching a built-in glob or a glob in deny

@@ -3,6 +3,10 @@
  * Raw syscalls; the structs and constants newer than the installed
  * <linux/landlock.h> (Debian 12 ships ABI 2) are defined here.
  *
+ * Two layers. The read layer (secrets.c builds it, harden_landlock_read_apply
+ * applies it) handles read_file, execute and refer: see secrets.c. The
+ * write layer, below:
+ *
  * Handled (i.e. denied unless a rule allows them): every write-type right the
  * running ABI knows — write_file, remove_dir/file, make_* , refer (ABI 2),
  * truncate (ABI 3), ioctl_dev (ABI 5). read_file, read_dir and execute are
@@ -158,6 +162,60 @@ static int allow_beneath(int ruleset_fd, const char *path, uint64_t handled, boo
 			return 0;
 		return txbox_fail_errno(err, -errno, "landlock: adding a rule for %s", path);
 	}
+	return 0;
+}
+
+/* ---- fail-closed reads (secrets.c) ------------------------------------ */
+
+int landlock_read_ruleset(int abi)
+{
+	/* refer is denied by every ruleset of ABI >= 2 unless a rule grants it:
+	 * handle it to grant it wherever reading is (the write layer decides
+	 * where renames may really happen). */
+	struct tx_landlock_ruleset_attr attr = {
+		.handled_access_fs = TX_LL_FS_READ_FILE | TX_LL_FS_EXECUTE | (abi >= 2 ? TX_LL_FS_REFER : 0)};
+	int fd = ll_create_ruleset(&attr, sizeof(uint64_t), 0);
+	return fd < 0 ? -errno : fd;
+}
+
+int landlock_grant_read(int ruleset_fd, int fd, bool dir, int abi)
+{
+	struct tx_landlock_path_beneath_attr pb = {
+		.allowed_access = TX_LL_FS_READ_FILE | TX_LL_FS_EXECUTE |
+				  (dir && abi >= 2 ? TX_LL_FS_REFER : 0),
+		.parent_fd = fd,
+	};
+	return ll_add_rule(ruleset_fd, TX_LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0 ? -errno : 0;
+}
+
+int harden_keep_read_layer_fds(harden_opts *o, int lowfd)
+{
+	if (!o->read_layer)
+		return 0;
+	if (dup3(o->read_ruleset, lowfd, O_CLOEXEC) < 0 || dup3(o->read_ready, lowfd + 1, O_CLOEXEC) < 0) {
+		o->read_ruleset = o->read_ready = -1; /* harden_landlock_read_apply fails closed */
+		return 0;
+	}
+	o->read_ruleset = lowfd, o->read_ready = lowfd + 1;
+	return 2;
+}
+
+int harden_landlock_read_apply(const harden_opts *o, txbox_error *err)
+{
+	if (!o->read_layer)
+		return 0;
+	char why[512];
+	ssize_t n;
+	do
+		n = read(o->read_ready, why, sizeof why - 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 0) {
+		why[n > 0 ? n : 0] = '\0';
+		return txbox_fail(err, n > 0 ? -EPERM : -errno, "masking secrets: %s",
+				  n > 0 ? why : "the read layer is gone");
+	}
+	if (ll_restrict_self(o->read_ruleset, 0) < 0)
+		return txbox_fail_errno(err, -errno, "masking secrets: enforcing the read layer");
 	return 0;
 }
 

@@ -556,19 +556,6 @@ int mounts_view_finish(const sandbox_spec *s, mounts_view *v, const char *layer_
 		return r;
 	trace_mark("view: overlay");
 
-	/* Secrets after the overlay (a workspace may contain HOME or a masked
-	 * path's target) and before the read-only pass, which covers them too. */
-	if (s->masked_paths) {
-		txbox_error e = TXBOX_ERROR_INIT;
-		if (secrets_mask_paths(s->masked_paths, s->home, s->workspace,
-				       (const char *const *)environ /* the caller's, unfiltered */, &e) < 0) {
-			r = failf(msg, len, 0, "masking secrets: %s", e.message ? e.message : "?");
-			txbox_error_clear(&e);
-			return r;
-		}
-	}
-	trace_mark("view: secrets masked");
-
 	if (s->state_name && !hide_by_whiteout) {
 		char p[PATH_MAX];
 		if (snprintf(p, sizeof p, "%s/%s", s->workspace, s->state_name) >= (int)sizeof p)
@@ -598,6 +585,18 @@ int mounts_view_seal(const sandbox_spec *s, mounts_view *v, char *msg, size_t le
 	    (r = remount_rw("/dev/pts", MS_NOSUID | MS_NOEXEC, msg, len)) < 0)
 		return r;
 	trace_mark("view: read-only + remounts");
+	/* Secrets last: every mount is made (Landlock rules bind to them). */
+	if (s->masked_paths) {
+		txbox_error e = TXBOX_ERROR_INIT;
+		if (secrets_mask_paths(s->masked_paths, s->home, s->workspace,
+				       (const char *const *)environ /* the caller's, unfiltered */,
+				       (harden_opts *)&s->harden, &e) < 0) {
+			r = failf(msg, len, 0, "masking secrets: %s", e.message ? e.message : "?");
+			txbox_error_clear(&e);
+			return r;
+		}
+	}
+	trace_mark("view: secrets masked");
 	if (chdir(s->cwd) < 0)
 		return failf(msg, len, errno, "entering %s", s->cwd);
 	return 0;

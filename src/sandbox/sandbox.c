@@ -188,7 +188,7 @@ exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_t
 	/* Keep only stdio and the exec pipe (moved to fd 3, close-on-exec). */
 	if (dup3(exec_pipe, 3, O_CLOEXEC) < 0)
 		_exit(125);
-	close_from(4);
+	close_from(4 + harden_keep_read_layer_fds((harden_opts *)&s->harden, 4));
 	exec_pipe = 3;
 	signal(SIGPIPE, SIG_DFL);
 

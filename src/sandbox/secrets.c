@@ -32,21 +32,27 @@
  * get a tmpfs per directory and /dev/null (read-only) per file instead. */
 #include "sandbox/harden.h"
 
+#include "sandbox/landlock.h"
 #include "util/cleanup.h"
 #include "util/syscalls.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -229,6 +235,7 @@ typedef struct masker {
 	size_t nmounts;
 	home_dir *homes;       /* the caller's homes: their stores are hidden */
 	size_t nhomes, homes_cap;
+	strv_buf *collect;     /* Landlock: other homes are listed here, not covered */
 	txbox_error *err;
 } masker;
 
@@ -714,6 +721,10 @@ static int other_home(masker *m, const char *path)
 		return 0;
 	if (devino_has(&m->keep, &st))
 		return home_add(m, path, &st) < 0 ? txbox_fail(m->err, -ENOMEM, "secrets: out of memory") : 0;
+	if (m->collect) {
+		char *c = steal_ptr(canon);
+		return strv_buf_push(m->collect, c) < 0 ? txbox_fail(m->err, -ENOMEM, "secrets: out of memory") : 0;
+	}
 	int r = cover_everywhere(m, fd, &st);
 	return r < 0 ? txbox_fail_errno(m->err, r, "secrets: hiding the home %s", path) : 0;
 }
@@ -786,12 +797,12 @@ static int cover_home_dir_entries(masker *m)
 	/* a bind of one home is that home's alias: other_home covers it */
 	_cleanup_(strv_buf_free) strv_buf alias = {0};
 	_cleanup_(strv_buf_free) strv_buf parts = {0};
-	_cleanup_free_ char *canon = realpath("/home", NULL);
+	_cleanup_free_ char *canon = m->collect ? NULL : realpath("/home", NULL);
 	int r = canon ? aliases(m, canon, &st, &alias, &parts) : 0;
 	if (r < 0)
 		return txbox_fail_errno(m->err, r, "secrets: where else /home is mounted");
 	r = cover_dir_entries(m, "/home");
-	for (size_t i = 0; r == 0 && i < alias.n; i++)
+	for (size_t i = 0; r == 0 && !m->collect && i < alias.n; i++)
 		r = cover_dir_entries(m, alias.v[i]);
 	return r;
 }
@@ -914,8 +925,565 @@ static int mask_env_stores(masker *m, int rootfd, const char *const *envp)
 	return r;
 }
 
+/* ---- fail-closed reads (Landlock) ---------------------------------------- */
+
+/* A directory on the way to a masked name ("split"): each of its entries
+ * gets a rule of its own but the masked ones and the splits below it. An
+ * entry the host creates or renames in later has no rule: unreadable. */
+typedef struct lnode {
+	char *path;     /* canonical; "" for "/" */
+	int fd;         /* O_RDONLY | O_DIRECTORY */
+	char *dents;    /* its getdents64 records, once listed */
+	size_t dlen;
+	const struct dirent64 **idx; /* the records sorted by name */
+	size_t nidx;
+	strv_buf pats;  /* patterns relative to it */
+	size_t pdone;   /* how many of pats were matched against the listing */
+	strv_buf hits;  /* entries that get no rule here */
+} lnode;
+
+typedef struct lsplit {
+	lnode *v;
+	size_t n, cap;
+	strv_buf keep;     /* canonical: the workspace, the caller's homes */
+	strv_buf masked;   /* canonical paths masked, for the mount table's aliases */
+	devino_set ids;    /* what split directories and masked paths are: never granted */
+	const char *ws;    /* canonical workspace, or NULL */
+	dev_t private_dev; /* the sandbox's own tmpfs: nothing of the host's */
+	masker *m;         /* mounts for masks inside the workspace (the sandbox's overlay) */
+	txbox_error *err;
+} lsplit;
+
+static void lsplit_done(lsplit *ls)
+{
+	for (size_t i = 0; i < ls->n; i++) {
+		lnode *d = &ls->v[i];
+		if (d->fd >= 0)
+			close(d->fd);
+		free(d->path);
+		free(d->dents);
+		free(d->idx);
+		strv_buf_free(&d->pats);
+		strv_buf_free(&d->hits);
+	}
+	free(ls->v);
+	strv_buf_free(&ls->keep);
+	strv_buf_free(&ls->masked);
+	free(ls->ids.v);
+}
+
+static int push_copy(strv_buf *b, const char *s)
+{
+	char *c = strdup(s);
+	return c ? strv_buf_push(b, c) : -ENOMEM;
+}
+
+/* p is dir itself or below it (canonical paths, "" is "/"). */
+static bool at_or_below(const char *p, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(p, dir, n) && (p[n] == '\0' || p[n] == '/');
+}
+
+/* Never masked: a kept path or a directory above one. */
+static bool kept(const lsplit *ls, const char *p)
+{
+	for (size_t i = 0; i < ls->keep.n; i++)
+		if (at_or_below(ls->keep.v[i], p))
+			return true;
+	return false;
+}
+
+static int node_new(lsplit *ls, const char *path, int fd)
+{
+	if (ls->n == ls->cap) {
+		size_t cap = ls->cap ? 2 * ls->cap : 16;
+		lnode *v = realloc(ls->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		ls->v = v, ls->cap = cap;
+	}
+	char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	ls->v[ls->n] = (lnode){.path = p, .fd = fd};
+	return (int)ls->n++;
+}
+
+/* Hide the canonical abs (a pattern: glob components allowed). */
+static int ls_add(lsplit *ls, const char *abs)
+{
+	while (*abs == '/')
+		abs++;
+	return *abs ? push_copy(&ls->v[0].pats, abs) : 0;
+}
+
+static int ls_add2(lsplit *ls, const char *dir, const char *rel)
+{
+	char p[PATH_MAX];
+	if (snprintf(p, sizeof p, "%s/%s", dir, rel) >= (int)sizeof p)
+		return 0; /* no such path */
+	return ls_add(ls, p);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp((*(const struct dirent64 *const *)a)->d_name, (*(const struct dirent64 *const *)b)->d_name);
+}
+
+static bool dot_or_dotdot(const char *n);
+
+/* Read the whole directory and index it by name. */
+static int node_list(lnode *d)
+{
+	size_t cap = 0;
+	for (;;) {
+		if (cap - d->dlen < 8192) {
+			char *b = realloc(d->dents, cap += 32768);
+			if (!b)
+				return -ENOMEM;
+			d->dents = b;
+		}
+		ssize_t n = getdents64(d->fd, d->dents + d->dlen, cap - d->dlen);
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		d->dlen += (size_t)n;
+	}
+	size_t n = 0;
+	for (size_t off = 0; off < d->dlen; n++)
+		off += ((const struct dirent64 *)(const void *)(d->dents + off))->d_reclen;
+	d->idx = malloc((n ? n : 1) * sizeof(*d->idx));
+	if (!d->idx)
+		return -ENOMEM;
+	for (size_t off = 0; off < d->dlen;) {
+		const struct dirent64 *e = (const void *)(d->dents + off);
+		off += e->d_reclen;
+		if (!dot_or_dotdot(e->d_name))
+			d->idx[d->nidx++] = e;
+	}
+	qsort(d->idx, d->nidx, sizeof(*d->idx), by_name);
+	return 0;
+}
+
+static bool dot_or_dotdot(const char *n)
+{
+	return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]));
+}
+
+static bool hit(const lnode *d, const char *name)
+{
+	for (size_t i = 0; i < d->hits.n; i++)
+		if (!strcmp(d->hits.v[i], name))
+			return true;
+	return false;
+}
+
+static unsigned char entry_type(int dirfd, const struct dirent64 *e)
+{
+	struct stat st;
+	if (e->d_type != DT_UNKNOWN)
+		return e->d_type;
+	if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return DT_UNKNOWN;
+	return S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISCHR(st.st_mode) ? DT_CHR
+	       : S_ISBLK(st.st_mode) ? DT_BLK : DT_REG;
+}
+
+/* A directory named by a pattern's inner component: split it, unless it
+ * is the sandbox's own (kernel filesystems, the private tmpfs) or lies in
+ * the workspace (masked there by mounts on the sandbox's overlay). */
+static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, const char *rest)
+{
+	if (ls->ws && at_or_below(full, ls->ws)) {
+		_cleanup_close_ int fd = openat(ls->v[i].fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		return fd < 0 ? 0 : mask_glob(ls->m, fd, full, rest, 0);
+	}
+	for (size_t j = 0; j < ls->n; j++)
+		if (!strcmp(ls->v[j].path, full))
+			return push_copy(&ls->v[j].pats, rest); /* name is a hit already */
+	int fd = openat(ls->v[i].fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	struct statfs sf;
+	if (fd < 0)
+		return unreachable(errno) ? 0 : txbox_fail_errno(ls->err, -errno, "secrets: opening %s", full);
+	if (fstat(fd, &st) < 0 || fstatfs(fd, &sf) < 0 || st.st_dev == ls->private_dev ||
+	    sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC) {
+		close(fd);
+		return 0;
+	}
+	int j = node_new(ls, full, fd);
+	if (j < 0) {
+		close(fd);
+		return j;
+	}
+	if (push_copy(&ls->v[j].pats, rest) < 0 || push_copy(&ls->v[i].hits, name) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* The entry name of node i matched the last component of a pattern. */
+static int mask_entry(lsplit *ls, size_t i, const char *name, const char *full, unsigned char type)
+{
+	if (kept(ls, full) || type == DT_CHR || type == DT_BLK) /* HISTFILE=/dev/null */
+		return 0;
+	if (ls->ws && at_or_below(full, ls->ws))
+		return mask_at(ls->m, ls->v[i].fd, ls->v[i].path, name);
+	if (hit(&ls->v[i], name))
+		return 0;
+	if (push_copy(&ls->v[i].hits, name) < 0 || push_copy(&ls->masked, full) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* One pattern against one entry of node i. */
+static int match_entry(lsplit *ls, size_t i, const struct dirent64 *e, const char *rest)
+{
+	char full[PATH_MAX];
+	if (snprintf(full, sizeof full, "%s/%s", ls->v[i].path, e->d_name) >= (int)sizeof full)
+		return 0;
+	unsigned char type = entry_type(ls->v[i].fd, e);
+	if (type == DT_LNK) { /* what it points to is where the secret is readable */
+		_cleanup_free_ char *t = realpath(full, NULL);
+		int r = push_copy(&ls->v[i].hits, e->d_name);
+		if (r < 0 || !t || !strncmp(t, "/proc/", 6) || kept(ls, t))
+			return r;
+		return *rest ? ls_add2(ls, t, rest) : ls_add(ls, t);
+	}
+	if (!*rest)
+		return mask_entry(ls, i, e->d_name, full, type);
+	return type == DT_DIR ? split_dir(ls, i, e->d_name, full, rest) : 0;
+}
+
+/* The entries of node i a component names: itself (by binary search),
+ * and for a glob what it matches (a hidden name only by a glob starting
+ * with a dot). */
+static int match_comp(lsplit *ls, size_t i, const char *comp, const char *rest)
+{
+	const lnode *d = &ls->v[i];
+	struct dirent64 key_storage;
+	const struct dirent64 *key = &key_storage;
+	size_t n = strlen(comp);
+	if (n >= sizeof key_storage.d_name)
+		return 0;
+	memcpy(key_storage.d_name, comp, n + 1);
+	const struct dirent64 **lit = bsearch(&key, d->idx, d->nidx, sizeof(*d->idx), by_name);
+	int r = lit ? match_entry(ls, i, *lit, rest) : 0;
+	if (r < 0 || !strpbrk(comp, "*?["))
+		return r;
+	for (size_t k = 0; r == 0 && k < ls->v[i].nidx; k++) {
+		const struct dirent64 *e = ls->v[i].idx[k];
+		if (strcmp(comp, e->d_name) != 0 && fnmatch(comp, e->d_name, FNM_PERIOD) == 0)
+			r = match_entry(ls, i, e, rest);
+	}
+	return r;
+}
+
+/* Match node i's new patterns against its listing. */
+static int node_expand(lsplit *ls, size_t i)
+{
+	int r;
+	if (!ls->v[i].dents && (r = node_list(&ls->v[i])) < 0)
+		return txbox_fail_errno(ls->err, r, "secrets: listing %s/", ls->v[i].path);
+	while (ls->v[i].pdone < ls->v[i].pats.n) {
+		char pat[PATH_MAX];
+		snprintf(pat, sizeof pat, "%s", ls->v[i].pats.v[ls->v[i].pdone++]);
+		char *rest = strchrnul(pat, '/');
+		if (*rest)
+			*rest++ = '\0';
+		while (*rest == '/')
+			rest++;
+		if (!strcmp(pat, ".") || !*pat) {
+			if (*rest && (r = push_copy(&ls->v[i].pats, rest)) < 0)
+				return r;
+			continue;
+		}
+		if ((r = match_comp(ls, i, pat, rest)) < 0)
+			return r == -ENOMEM ? txbox_fail(ls->err, r, "secrets: out of memory") : r;
+	}
+	return 0;
+}
+
+static int expand_all(lsplit *ls)
+{
+	for (bool more = true; more;) {
+		more = false;
+		for (size_t i = 0; i < ls->n; i++) {
+			if (ls->v[i].pdone == ls->v[i].pats.n && ls->v[i].dents)
+				continue;
+			int r = node_expand(ls, i);
+			if (r < 0)
+				return r;
+			more = true;
+		}
+	}
+	return 0;
+}
+
+/* Bind mounts showing a masked path or a split directory elsewhere: their
+ * mount points are masked too (a rule above them would reach the same
+ * inodes); a mount showing a part of a masked path is masked whole. A
+ * point below another one is left out: the alias of a split directory,
+ * masked whole, shows the same inodes, whose rules are those of the
+ * original (a split made there would put rules on split directories). */
+static int collect_aliases(lsplit *ls, strv_buf *points)
+{
+	size_t nmasked = ls->masked.n;
+	for (size_t k = 0; k < nmasked + ls->n; k++) {
+		bool node = k >= nmasked;
+		const char *p = node ? ls->v[k - nmasked].path : ls->masked.v[k];
+		struct stat st;
+		_cleanup_(strv_buf_free) strv_buf alias = {0};
+		_cleanup_(strv_buf_free) strv_buf inner = {0};
+		if (lstat(*p ? p : "/", &st) < 0)
+			continue;
+		if (devino_add(&ls->ids, &st) < 0)
+			return txbox_fail(ls->err, -ENOMEM, "secrets: out of memory");
+		int r = aliases(ls->m, *p ? p : "/", &st, &alias, &inner);
+		for (size_t a = 0; r == 0 && a < alias.n + (node ? 0 : inner.n); a++)
+			r = push_copy(points, a < alias.n ? alias.v[a] : inner.v[a - alias.n]);
+		if (r < 0)
+			return txbox_fail_errno(ls->err, r, "secrets: where else %s is mounted", p);
+	}
+	return 0;
+}
+
+static bool below_another(const strv_buf *points, size_t i)
+{
+	for (size_t j = 0; j < points->n; j++)
+		if (j != i && strcmp(points->v[i], points->v[j]) != 0 && at_or_below(points->v[i], points->v[j]))
+			return true;
+	return false;
+}
+
+static int mask_aliases(lsplit *ls)
+{
+	int r = mounts_read(ls->m);
+	if (r < 0)
+		return txbox_fail_errno(ls->err, r, "secrets: reading /proc/self/mountinfo");
+	_cleanup_(strv_buf_free) strv_buf points = {0};
+	if ((r = collect_aliases(ls, &points)) < 0)
+		return r;
+	for (size_t i = 0; i < points.n; i++)
+		if (!kept(ls, points.v[i]) && !below_another(&points, i) && (r = ls_add(ls, points.v[i])) < 0)
+			return txbox_fail(ls->err, r, "secrets: out of memory");
+	return expand_all(ls);
+}
+
+/* Does the mount table show a mount on an entry of dir (canonical)? */
+static bool has_mount_below(const masker *m, const char *dir)
+{
+	for (size_t i = 0; i < m->nmounts; i++) {
+		const char *rest = below(m->mounts[i].point, *dir ? dir : "/");
+		if (rest && *rest)
+			return true;
+	}
+	return false;
+}
+
+/* An entry that is a split directory or a masked path under another name
+ * (a bind mount of one) gets no rule: identified by its inode, read from
+ * the listing, or from the entry itself where mounts may cover entries. */
+static bool split_or_masked(const lsplit *ls, dev_t dev, bool mounts, const struct dirent64 *e, int fd)
+{
+	struct stat st = {.st_dev = dev, .st_ino = e->d_ino};
+	if (mounts && fstat(fd, &st) < 0)
+		return true;
+	return devino_has(&ls->ids, &st);
+}
+
+static int grant_entries(lsplit *ls, int rfd, int abi, size_t i)
+{
+	const lnode *d = &ls->v[i];
+	struct stat dst;
+	if (fstat(d->fd, &dst) < 0)
+		return txbox_fail_errno(ls->err, -errno, "secrets: %s/", d->path);
+	bool mounts = has_mount_below(ls->m, d->path);
+	for (size_t k = 0; k < d->nidx; k++) {
+		const struct dirent64 *e = d->idx[k];
+		unsigned char type = entry_type(d->fd, e);
+		if (type == DT_LNK || hit(d, e->d_name))
+			continue;
+		_cleanup_close_ int fd = openat(d->fd, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || split_or_masked(ls, dst.st_dev, mounts, e, fd))
+			continue; /* gone since it was listed: its successor stays unreadable */
+		int r = landlock_grant_read(rfd, fd, type == DT_DIR, abi);
+		if (r < 0 && r != -EBADFD)
+			return txbox_fail_errno(ls->err, r, "secrets: a Landlock rule for %s/%s", d->path, e->d_name);
+	}
+	return 0;
+}
+
+/* Every entry of every split directory but the masked ones, and the
+ * workspace (the overlay's root: its own inode), readable. */
+static int grant_all(lsplit *ls, int rfd, int abi)
+{
+	int r;
+	for (size_t i = 0; i < ls->n; i++)
+		if ((r = grant_entries(ls, rfd, abi, i)) < 0)
+			return r;
+	if (ls->ws) {
+		_cleanup_close_ int w = open(ls->ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (w < 0 || (r = landlock_grant_read(rfd, w, true, abi)) < 0)
+			return txbox_fail_errno(ls->err, w < 0 ? -errno : r, "secrets: a Landlock rule for %s", ls->ws);
+	}
+	return 0;
+}
+
+/* What the policy, the built-in lists and the environment hide, as
+ * patterns from "/". */
+static int ls_patterns(lsplit *ls, const masker *m, const strv_buf *others, const char *const *paths,
+		       const char *const *envp)
+{
+	int r = 0;
+	for (size_t h = 0; r == 0 && h < m->nhomes; h++)
+		for (size_t j = 0; r == 0 && j < ARRAY_SIZE(home_stores); j++)
+			if (!unmasked(m, "~/", home_stores[j]))
+				r = ls_add2(ls, m->homes[h].path, home_stores[j]);
+	for (size_t j = 0; r == 0 && j < ARRAY_SIZE(system_secrets); j++)
+		if (!unmasked(m, "", system_secrets[j]))
+			r = ls_add(ls, system_secrets[j]);
+	for (size_t j = 0; r == 0 && j < others->n; j++)
+		r = ls_add(ls, others->v[j]);
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_vars); i++) {
+		const char *v = env_value(envp, env_store_vars[i]);
+		for (const char *p = v; r == 0 && p && *p; p += strcspn(p, ":"), p += *p == ':') {
+			char one[PATH_MAX];
+			size_t n = strcspn(p, ":");
+			struct stat st;
+			if (p[0] != '/' || n < 2 || n >= sizeof one)
+				continue;
+			snprintf(one, sizeof one, "%.*s", (int)n, p);
+			if (stat(one, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+				continue;
+			r = ls_add(ls, one);
+		}
+	}
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_dirs); i++) {
+		const char *dir = env_value(envp, env_store_dirs[i].var);
+		size_t n = strlen(env_store_dirs[i].home_rel);
+		for (size_t j = 0; r == 0 && dir && dir[0] == '/' && j < ARRAY_SIZE(home_stores); j++)
+			if (!strncmp(home_stores[j], env_store_dirs[i].home_rel, n) && !unmasked(m, "~/", home_stores[j]))
+				r = ls_add2(ls, dir, home_stores[j] + n);
+	}
+	for (const char *const *p = paths; r == 0 && p && *p; p++) {
+		const char *s = *p;
+		if (!*s || s[0] == '!' || (!strncmp(s, "~/", 2) && listed(s + 2, home_stores, ARRAY_SIZE(home_stores))) ||
+		    listed(s, system_secrets, ARRAY_SIZE(system_secrets)))
+			continue;
+		if (s[0] == '~' && (s[1] == '\0' || s[1] == '/')) {
+			for (size_t h = 0; r == 0 && h < m->nhomes; h++)
+				r = ls_add2(ls, m->homes[h].path, s[1] ? s + 2 : ".");
+		} else if (s[0] == '/') {
+			r = ls_add(ls, s);
+		} else {
+			return txbox_fail(ls->err, -EINVAL, "secrets: %s: not an absolute path", s);
+		}
+	}
+	return r < 0 ? txbox_fail(ls->err, r, "secrets: out of memory") : 0;
+}
+
+static int ls_init(lsplit *ls, masker *m, const char *workspace, txbox_error *err)
+{
+	*ls = (lsplit){.m = m, .err = err};
+	struct stat st, root;
+	/* the sandbox's /tmp is a tmpfs of its own (never the root's device) */
+	if (stat("/tmp", &st) == 0 && stat("/", &root) == 0 && st.st_dev != root.st_dev)
+		ls->private_dev = st.st_dev;
+	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "secrets: opening /");
+	if (node_new(ls, "", fd) < 0) {
+		close(fd);
+		return txbox_fail(err, -ENOMEM, "secrets: out of memory");
+	}
+	char *w = workspace ? realpath(workspace, NULL) : NULL;
+	if (w && strv_buf_push(&ls->keep, w) < 0)
+		return txbox_fail(err, -ENOMEM, "secrets: out of memory");
+	ls->ws = w && strcmp(w, "/") ? w : NULL;
+	for (size_t h = 0; h < m->nhomes; h++) {
+		char *c = realpath(m->homes[h].path, NULL);
+		if (c && strv_buf_push(&ls->keep, c) < 0)
+			return txbox_fail(err, -ENOMEM, "secrets: out of memory");
+	}
+	return 0;
+}
+
+/* The helper's work: the read layer's rules (and the masks inside the
+ * workspace, mounts). */
+static int build_read_layer(masker *m, int abi, int rfd, const char *home, const char *workspace,
+			    const char *const *envp)
+{
+	_cleanup_(strv_buf_free) strv_buf others = {0};
+	m->collect = &others;
+	int r = find_homes(m, home, workspace);
+	if (r < 0)
+		return r;
+	_cleanup_(lsplit_done) lsplit ls;
+	if ((r = ls_init(&ls, m, workspace, m->err)) < 0 || (r = ls_patterns(&ls, m, &others, m->paths, envp)) < 0 ||
+	    (r = expand_all(&ls)) < 0 || (r = mask_aliases(&ls)) < 0)
+		return r;
+	return grant_all(&ls, rfd, abi);
+}
+
+/* Landlock: a helper builds the read layer while the command's child
+ * starts (the other CPU is idle then); the child waits for its EOF. */
+static int mask_by_landlock(const char *const *paths, int abi, const char *home, const char *workspace,
+			    const char *const *envp, harden_opts *ho, txbox_error *err)
+{
+	_cleanup_close_ int rfd = landlock_read_ruleset(abi);
+	int p[2];
+	if (rfd < 0)
+		return txbox_fail_errno(err, rfd, "secrets: creating the Landlock ruleset");
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return txbox_fail_errno(err, -errno, "secrets: a pipe for the read layer");
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return txbox_fail_errno(err, e, "secrets: forking the read layer's helper");
+	}
+	if (pid == 0) {
+		close(p[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		txbox_error e = TXBOX_ERROR_INIT;
+		masker m = {.src = -1, .paths = paths, .err = &e};
+		int r = build_read_layer(&m, abi, rfd, home, workspace, envp);
+		const char *why = e.message ? e.message : "the read layer failed";
+		if (r < 0 && write(p[1], why, strlen(why)) < 0)
+			_exit(2);
+		_exit(r < 0);
+	}
+	close(p[1]);
+	/* Above the descriptors the command's child moves into place (0-5),
+	 * so that moving them cannot overwrite these. */
+	int high = fcntl(rfd, F_DUPFD_CLOEXEC, 16), ready = fcntl(p[0], F_DUPFD_CLOEXEC, 16);
+	close(p[0]);
+	if (high < 0 || ready < 0) {
+		int e = -errno;
+		if (high >= 0)
+			close(high);
+		return txbox_fail_errno(err, e, "secrets: the read layer's descriptors");
+	}
+	ho->read_layer = true;
+	ho->read_ruleset = high;
+	ho->read_ready = ready;
+	return 0;
+}
+
 int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
-		       const char *const *envp, txbox_error *err)
+		       const char *const *envp, harden_opts *ho, txbox_error *err)
+{
+	int abi = landlock_probe_abi();
+	if (abi <= 0)
+		return secrets_mask_paths_by_mounts(paths, home, workspace, envp, err);
+	return mask_by_landlock(paths, abi, home, workspace, envp, ho, err);
+}
+
+int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, const char *workspace,
+				 const char *const *envp, txbox_error *err)
 {
 	_cleanup_(masker_done) masker m;
 	int r = masker_init(&m, paths, err);
@@ -1094,10 +1662,40 @@ static bool value_secret(const char *v)
 	return url_has_password(v) || has_secret_param(v) || has_token_prefix(v) || has_jwt(v);
 }
 
+/* fnmatch(glob, up, 0) for the built-in globs (upper case, '*' only at
+ * either end): an affix or substring compare, without fnmatch's cost. */
+static bool affix_match(const char *glob, const char *up, size_t ulen)
+{
+	size_t gl = strlen(glob);
+	bool lead = glob[0] == '*', trail = gl > 1 && glob[gl - 1] == '*';
+	const char *core = glob + lead;
+	size_t cl = gl - lead - trail;
+	if (memchr(core, '*', cl) || memchr(core, '?', cl) || memchr(core, '[', cl))
+		return fnmatch(glob, up, 0) == 0;
+	if (lead && trail)
+		return memmem(up, ulen, core, cl) != NULL;
+	if (lead)
+		return ulen >= cl && !memcmp(up + ulen - cl, core, cl);
+	if (trail)
+		return ulen >= cl && !memcmp(up, core, cl);
+	return ulen == cl && !memcmp(up, core, cl);
+}
+
+/* github_token is GITHUB_TOKEN: matched case-insensitively. */
 static bool name_matches(const char *name, const char *const *globs, size_t n)
 {
+	char up[256];
+	size_t ulen = strlen(name);
+	if (ulen >= sizeof up) {
+		for (size_t i = 0; i < n; i++)
+			if (fnmatch(globs[i], name, FNM_CASEFOLD) == 0)
+				return true;
+		return false;
+	}
+	for (size_t i = 0; i <= ulen; i++)
+		up[i] = (char)toupper((unsigned char)name[i]);
 	for (size_t i = 0; i < n; i++)
-		if (fnmatch(globs[i], name, FNM_CASEFOLD) == 0) /* github_token is GITHUB_TOKEN */
+		if (affix_match(globs[i], up, ulen))
 			return true;
 	return false;
 }

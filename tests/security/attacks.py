@@ -2697,3 +2697,44 @@ import os; os._exit(0)
     check(got, "no result: %s" % res.describe())
     n = int(got[0].split()[1])
     check(n >= 100, "200 sends blocked at once: only %d met the guard's bound (it grew instead)" % n)
+
+
+@attack("secret-store-replaced-while-running")
+def secret_store_replaced_while_running(ctx):
+    """While the command runs, the host rewrites stores by rename (npm, git
+    credential-store, cargo, docker login) and creates absent ones directly
+    in HOME (~/.netrc) and in a store directory (~/.m2/settings.xml,
+    ~/.config/gh/hosts.yml): the command, still running, reads none."""
+    home = os.path.join(ctx.vis_root, "home-live")
+    rmtree_force(home)
+    for d in (".m2", ".cargo", ".config", ".docker"):
+        os.makedirs(os.path.join(home, d))
+    for rel in (".npmrc", ".cargo/credentials.toml", ".docker/config.json"):
+        with open(os.path.join(home, rel), "w") as f:
+            f.write("placeholder\n")
+    ctx.secret_ok_under.append(home)
+    stores = [".npmrc", ".netrc", ".git-credentials", ".pypirc", ".m2/settings.xml",
+              ".cargo/credentials.toml", ".docker/config.json", ".config/gh/hosts.yml"]
+
+    def host_writes():
+        time.sleep(1.5)
+        for rel in stores:
+            p = os.path.join(home, rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p + ".tmp", "w") as f:
+                f.write("token=%s\n" % ctx.secret)
+            os.chmod(p + ".tmp", 0o644)
+            os.rename(p + ".tmp", p)
+        open(os.path.join(home, ".host-done"), "w").close()
+
+    t = threading.Thread(target=host_writes)
+    ws = ctx.workspace("secret-live")
+    body = r"""
+i=0; while [ $i -lt 80 ] && [ ! -e "$HOME/.host-done" ]; do sleep 0.1; i=$((i+1)); done
+for s in %s; do cat "$HOME/$s" 2>&1; done
+cp -r "$HOME" ./loot 2>/dev/null; true
+""" % " ".join(stores)
+    res = ctx.run(ws, body, home=home, on_start=lambda p: t.start())
+    t.join()
+    check(ctx.secret not in res.stdout + res.stderr,
+          "a store written on the host while the command ran was readable inside")

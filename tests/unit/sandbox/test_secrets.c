@@ -313,7 +313,7 @@ static void child_mask(void *arg)
 	const char *paths[] = {"~/.ssh", "~/.netrc", "~/.gnupg", "~/missing", "~/.tool/credentials",
 			       "", NULL};
 	txbox_error err = TXBOX_ERROR_INIT;
-	int r = secrets_mask_paths(paths, g_home, NULL, NULL, &err);
+	int r = secrets_mask_paths_by_mounts(paths, g_home, NULL, NULL, &err);
 	if (r < 0)
 		fprintf(stderr, "mask: %s\n", err.message);
 	CHILD_CHECK(r == 0);
@@ -412,13 +412,13 @@ static void child_mask_symlink_to_root(void *arg)
 	CHILD_CHECK(pipe(pipefd) == 0 && dup2(pipefd[0], 0) == 0);
 	const char *paths[] = {"~/evil", "~/.ssh", "~/magic", NULL};
 	txbox_error err = TXBOX_ERROR_INIT;
-	CHILD_CHECK(secrets_mask_paths(paths, g_home, "/tmp", NULL, &err) == 0);
+	CHILD_CHECK(secrets_mask_paths_by_mounts(paths, g_home, "/tmp", NULL, &err) == 0);
 	CHILD_CHECK(dir_entries("/usr") > 0 && dir_entries("/tmp") > 0);
 	/* no home: "~" entries are skipped, not an error */
-	CHILD_CHECK(secrets_mask_paths(paths, NULL, NULL, NULL, &err) == 0);
+	CHILD_CHECK(secrets_mask_paths_by_mounts(paths, NULL, NULL, NULL, &err) == 0);
 	/* relative paths are refused */
 	const char *rel[] = {"relative/path", NULL};
-	CHILD_CHECK(secrets_mask_paths(rel, NULL, NULL, NULL, &err) < 0);
+	CHILD_CHECK(secrets_mask_paths_by_mounts(rel, NULL, NULL, NULL, &err) < 0);
 	CHILD_CHECK(err.message && strstr(err.message, "relative/path"));
 	txbox_error_clear(&err);
 }
@@ -467,7 +467,7 @@ static void child_mask_builtin(void *arg)
 	/* "!": the policy keeps a built-in store visible */
 	const char *paths[] = {"~/proj-*/secret.txt", "!~/.m2/settings.xml", NULL};
 	txbox_error err = TXBOX_ERROR_INIT;
-	int r = secrets_mask_paths(paths, g_home, ws, NULL, &err);
+	int r = secrets_mask_paths_by_mounts(paths, g_home, ws, NULL, &err);
 	if (r < 0)
 		fprintf(stderr, "mask: %s\n", err.message);
 	CHILD_CHECK(r == 0);
@@ -489,7 +489,7 @@ static void child_mask_builtin(void *arg)
 	snprintf(p, sizeof(p), "%s/.config/ws/.bash_history", g_home);
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 5); /* stores are relative to a home only */
 	/* a second pass stacks nothing new and still succeeds */
-	CHILD_CHECK(secrets_mask_paths(paths, g_home, ws, NULL, &err) == 0);
+	CHILD_CHECK(secrets_mask_paths_by_mounts(paths, g_home, ws, NULL, &err) == 0);
 }
 
 static void mask_builtin(bool userns)
@@ -533,7 +533,7 @@ static void child_mask_env_stores(void *arg)
 	const char *envp[] = {"PATH=/bin", xdg, kube, hist, NULL};
 	const char *none[] = {NULL};
 	txbox_error err = TXBOX_ERROR_INIT;
-	CHILD_CHECK(secrets_mask_paths(none, "/nonexistent-home", NULL, envp, &err) == 0);
+	CHILD_CHECK(secrets_mask_paths_by_mounts(none, "/nonexistent-home", NULL, envp, &err) == 0);
 	snprintf(p, sizeof(p), "%s/cfg/gh/hosts.yml", g_elsewhere);
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) < 0);
 	snprintf(p, sizeof(p), "%s/k1", g_elsewhere);
@@ -582,7 +582,7 @@ static void child_mask_other_homes(void *arg)
 	snprintf(ws, sizeof(ws), "%s/proj", g_owner);
 	txbox_error err = TXBOX_ERROR_INIT;
 	const char *none[] = {NULL};
-	CHILD_CHECK(secrets_mask_paths(none, "/nonexistent-home", ws, NULL, &err) == 0);
+	CHILD_CHECK(secrets_mask_paths_by_mounts(none, "/nonexistent-home", ws, NULL, &err) == 0);
 	CHILD_CHECK(dir_entries(g_other) == 0);
 	snprintf(p, sizeof(p), "%s/notes.txt", g_other);
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) < 0);
