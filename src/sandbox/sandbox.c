@@ -100,6 +100,64 @@ static void close_from(int lowfd)
 		close(fd);
 }
 
+/* The environment travels from the supervisor to init as a u32 byte
+ * count and the NUL-terminated entries; init keeps it for every command. */
+#define ENV_WIRE_MAX (64u << 20)
+
+static int send_env(int fd, char *const *env)
+{
+	size_t total = 0;
+	for (char *const *e = env; *e; e++)
+		total += strlen(*e) + 1;
+	if (total > ENV_WIRE_MAX)
+		return -E2BIG;
+	uint32_t n = (uint32_t)total;
+	send_all(fd, &n, sizeof n);
+	for (char *const *e = env; *e; e++)
+		send_all(fd, *e, strlen(*e) + 1);
+	return 0;
+}
+
+static char **recv_env(int fd)
+{
+	uint32_t n;
+	if (!read_full(fd, &n, sizeof n) || n > ENV_WIRE_MAX)
+		return NULL;
+	char *buf = malloc((size_t)n + 1);
+	if (!buf || (n && !read_full(fd, buf, n)) || (n && buf[n - 1] != '\0')) {
+		free(buf);
+		return NULL;
+	}
+	size_t count = 0;
+	for (uint32_t i = 0; i < n; i++)
+		count += buf[i] == '\0';
+	char **env = calloc(count + 1, sizeof *env);
+	if (!env) {
+		free(buf);
+		return NULL;
+	}
+	for (size_t i = 0, off = 0; i < count; i++) {
+		env[i] = buf + off;
+		off += strlen(buf + off) + 1;
+	}
+	return env; /* init's until it exits, as the spec is */
+}
+
+/* Whether exec'ing a literal command directly does what `/bin/sh -c`
+ * (dash) would with this environment: it has a PATH (without one, sh and
+ * execvp search different defaults) and exports no bash functions. */
+static bool env_execs_like_sh(char *const *envp)
+{
+	bool path = false;
+	for (char *const *e = envp; *e; e++) {
+		if (!strncmp(*e, "PATH=", 5))
+			path = true;
+		if (!strncmp(*e, "BASH_FUNC_", 10))
+			return false;
+	}
+	return path;
+}
+
 /* Message a grandchild sends back through its exec pipe when it fails. */
 typedef struct exec_failure {
 	int err;
@@ -200,7 +258,8 @@ exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_t
 	trace_mark("cmd: hardened, execve");
 	const char *shargv[] = {"/bin/sh", "-c", shell_text, NULL};
 	if (shell_text) { /* a literal command: exec it as sh -c would (shell_literal_argv) */
-		direct_exec(argv, s->envp);
+		if (env_execs_like_sh(s->envp))
+			direct_exec(argv, s->envp);
 		argv = shargv; /* not found, not executable, …: the shell says so as it always does */
 	}
 	execvpe(argv[0], (char *const *)argv, s->envp);
@@ -473,7 +532,12 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 
 	/* The view is built while the supervisor puts us in the cgroup (joining
 	 * a v1 memory cgroup takes milliseconds); wait for it before the
-	 * command exists. EOF means the supervisor died. */
+	 * command exists: the command's environment, then the go-ahead. EOF
+	 * means the supervisor died. */
+	char **env = recv_env(sync_r);
+	if (!env)
+		_exit(1);
+	((sandbox_spec *)s)->envp = env;
 	do
 		n = read(sync_r, &c, 1);
 	while (n < 0 && errno == EINTR);
@@ -705,6 +769,19 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	}
 	if (!cg)
 		o->mechanism = TXBOX_LIMITS_RLIMIT;
+	/* The command's environment, filtered here rather than before the
+	 * clone: init is still masking secrets and needs it only now. */
+	char **env = secrets_filter_env(s->envp, s->env_deny, err);
+	trace_mark("sup: environment filtered");
+	if (!env || (r = send_env(syncp[1], env)) < 0) {
+		if (env)
+			txbox_fail(err, r, "the command's environment is too large (over %u bytes)", ENV_WIRE_MAX);
+		secrets_env_free(env);
+		sandbox_abort(sb);
+		limits_cgroup_destroy(cg);
+		return err->code;
+	}
+	secrets_env_free(env);
 	o->cgroup = cg;
 	send_all(syncp[1], want_cg && !cg ? "m" : "g", 1);
 	uint64_t t0 = clock_now_ns(); /* the timeout counts from here */

@@ -28,7 +28,10 @@ typedef struct sandbox_spec {
 				   * if they cannot be exec'ed, /bin/sh -c runs it instead; or NULL */
 	const char *validate;     /* shell text or NULL */
 	const char *const *validate_argv; /* its words when it is literal (like shell_text), or NULL */
-	char *const *envp;        /* environment for the command (already filtered) */
+	char *const *envp;        /* the caller's environment, unfiltered: the supervisor filters it
+				   * (secrets_filter_env with env_deny) while init builds the view,
+				   * and sends init the result with the go-ahead */
+	const char *const *env_deny; /* the policy's env_deny globs (NULL-terminated or NULL) */
 	double timeout_sec;       /* <= 0: none */
 	size_t output_limit;
 	int passthrough_stdout, passthrough_stderr;
