@@ -370,6 +370,12 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 			write_all(gp[1], "g", 1);
 		close(gp[1]); /* EOF without a byte: the child gives up */
 	}
+	/* The guard is forked while the child hardens itself, off the way to
+	 * its exec; a failure here is retried and reported by unixguard_take. */
+	txbox_error ge = TXBOX_ERROR_INIT;
+	unixguard_spawn(guard, &ge);
+	txbox_error_clear(&ge);
+	trace_mark("init: socket guard forked");
 	int hard = await_exec(ep[0], pid, guard, started, rep);
 	close(ep[0]);
 	/* Without a memory cgroup, init watches the namespace's resident memory
@@ -415,21 +421,20 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 	return hard;
 }
 
-/* The layer-free half of the view, and the socket guard: it notes the
- * allowed sockets and the places the view replaces while the host's paths
- * are still in place, and is forked once the network namespace is the
- * sandbox's, ahead of the command. */
+/* The layer-free half of the view, and the socket guard's notes: the
+ * allowed sockets and the places the view replaces, while the host's paths
+ * are still in place. The guard itself is forked with each command
+ * (run_one). */
 static int view_begin_with_guard(const sandbox_spec *s, mounts_view *view, unixguard **guard, char *msg,
 				 size_t len)
 {
 	txbox_error e = TXBOX_ERROR_INIT;
 	int r = unixguard_new(s->workspace, s->allowed_sockets, s->network, guard, &e);
-	if (r == 0 && (r = mounts_view_begin(s, view, msg, len)) == 0)
-		r = unixguard_spawn(*guard, &e);
+	if (r == 0)
+		r = mounts_view_begin(s, view, msg, len);
 	if (r < 0 && e.message)
 		snprintf(msg, len, "%s", e.message);
 	txbox_error_clear(&e);
-	trace_mark("init: socket guard forked");
 	return r;
 }
 
