@@ -99,24 +99,38 @@ static int refuse(txbox_error *err, const char *where, const char *name, const c
 			  where, where[0] ? "/" : "", esc, why);
 }
 
-/* Open name beneath dirfd (where: that directory's path for messages, ""
- * when name is a whole path) as a trusted object of the given type:
- * O_NOFOLLOW, files non-blocking (a FIFO never hangs), checked before and
- * after opening. flags: 0 for read-only. -ENOENT when missing. */
-static int open_trusted(int dirfd, const char *name, const char *where, mode_t type, int flags, txbox_error *err)
+/* What name beneath dirfd is now, checked: 0, -ENOENT when missing, or
+ * an error refusing it. */
+static int stat_trusted(int dirfd, const char *name, const char *where, mode_t type, struct stat *st,
+			txbox_error *err)
 {
-	struct stat a, b;
 	char why[WHY_MAX];
-	if (fstatat(dirfd, name, &a, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
 			return -ENOENT;
 		snprintf(why, sizeof why, "stat failed: %s", strerror(errno));
 		return refuse(err, where, name, why);
 	}
-	if (untrusted(&a, type, why))
+	if (untrusted(st, type, why))
 		return refuse(err, where, name, why);
-	int base = type == S_IFDIR ? O_RDONLY | O_DIRECTORY : O_RDONLY;
-	int fd = openat(dirfd, name, (flags ? flags : base) | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return 0;
+}
+
+/* Open name beneath dirfd (where: that directory's path for messages, ""
+ * when name is a whole path) as a trusted object of the given type:
+ * O_NOFOLLOW, files non-blocking (a FIFO never hangs; O_DIRECTORY refuses
+ * one before any wait), checked before and after opening. flags: 0 for
+ * read-only. -ENOENT when missing. */
+static int open_trusted(int dirfd, const char *name, const char *where, mode_t type, int flags, txbox_error *err)
+{
+	struct stat a, b;
+	char why[WHY_MAX];
+	int r = stat_trusted(dirfd, name, where, type, &a, err);
+	if (r < 0)
+		return r;
+	bool dir = type == S_IFDIR;
+	int how = (flags ? flags : dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | (dir ? 0 : O_NONBLOCK);
+	int fd = openat(dirfd, name, how | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return -ENOENT;
@@ -131,7 +145,7 @@ static int open_trusted(int dirfd, const char *name, const char *where, mode_t t
 		close(fd);
 		return refuse(err, where, name, why);
 	}
-	if (flags & O_NONBLOCK)
+	if (dir || (flags & O_NONBLOCK))
 		return fd;
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0)
@@ -139,16 +153,13 @@ static int open_trusted(int dirfd, const char *name, const char *where, mode_t t
 	return fd;
 }
 
-/* Check an entry without keeping it open. Missing is fine. */
+/* Check an entry without keeping it open (missing is fine): what it is
+ * now, all that a check without a descriptor can tell. */
 static int check_trusted(int dirfd, const char *name, const char *where, mode_t type, txbox_error *err)
 {
-	int fd = open_trusted(dirfd, name, where, type, 0, err);
-	if (fd == -ENOENT)
-		return 0;
-	if (fd < 0)
-		return fd;
-	close(fd);
-	return 0;
+	struct stat st;
+	int r = stat_trusted(dirfd, name, where, type, &st, err);
+	return r == -ENOENT ? 0 : r;
 }
 
 static int open_state_root(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, int *out,
@@ -389,8 +400,9 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	_cleanup_close_ int lfd = openat(sfd, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (lfd < 0 && errno != EEXIST)
 		return txbox_fail_errno(err, -errno, "creating %s/lock", spath);
-	if (lfd < 0 && (lfd = open_trusted(sfd, "lock", spath, S_IFREG, 0, err)) < 0)
-		return lfd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/lock vanished", spath) : lfd;
+	struct stat lst;
+	if (lfd < 0 && (r = stat_trusted(sfd, "lock", spath, S_IFREG, &lst, err)) < 0)
+		return r == -ENOENT ? txbox_fail(err, -ENOENT, "%s/lock vanished", spath) : r;
 	_cleanup_close_ int tfd = open_trusted(sfd, "tx", spath, S_IFDIR, 0, err);
 	if (tfd < 0)
 		return tfd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/tx vanished", spath) : tfd;
