@@ -368,6 +368,13 @@ static int loopback_up(void)
 	return 0;
 }
 
+int mounts_new_netns(void)
+{
+	if (unshare(CLONE_NEWNET) < 0)
+		return -errno;
+	return loopback_up();
+}
+
 #define SOCKETS_MAX 64
 
 /* Host Unix sockets the policy keeps reachable, opened (O_PATH) before /run
@@ -502,13 +509,10 @@ int mounts_view_begin(const sandbox_spec *s, mounts_view *v, char *msg, size_t l
 	    (r = hide_run(s, shared, sockfds, nsock, msg, len)) < 0 || (r = build_dev(shared, msg, len)) < 0 ||
 	    (r = build_proc(s, msg, len)) < 0)
 		return r;
-	if (!s->network) {
-		if (unshare(CLONE_NEWNET) < 0)
-			return failf(msg, len, errno, "creating the network namespace");
+	if (!s->network && !s->netns_from_supervisor) {
+		if ((r = mounts_new_netns()) < 0)
+			return failf(msg, len, -r, "creating the network namespace (loopback up)");
 		trace_mark("view: network namespace");
-		r = loopback_up();
-		if (r < 0)
-			return failf(msg, len, -r, "bringing up the loopback interface");
 	}
 	if (sethostname("txbox", 5) < 0)
 		return failf(msg, len, errno, "setting the host name");

@@ -143,6 +143,80 @@ static char **recv_env(int fd)
 	return env; /* init's until it exits, as the spec is */
 }
 
+/* The go-ahead byte, with the sandbox's network namespace attached when
+ * the supervisor made it (fd >= 0). */
+static void send_go(int sock, char c, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (fd >= 0) {
+		h.msg_control = u.buf;
+		h.msg_controllen = sizeof u.buf;
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&h);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	}
+	while (sendmsg(sock, &h, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+static bool recv_go(int sock, char *c, int *fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct iovec iov = {.iov_base = c, .iov_len = 1};
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	ssize_t n;
+	do
+		n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	*fd = -1;
+	for (struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&h) : NULL; cm; cm = CMSG_NXTHDR(&h, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(fd, CMSG_DATA(cm), sizeof *fd);
+	return n == 1;
+}
+
+/* As root the supervisor makes the sandbox's network namespace (unshare
+ * and the loopback up: ~0.8 ms) while init builds the view, entering it
+ * only for that; init joins it with the go-ahead. -1 when it cannot (init
+ * makes one then); -2 when the supervisor could not return to its own. */
+static int supervisor_netns(void)
+{
+	_cleanup_close_ int own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (own < 0 || mounts_new_netns() < 0)
+		return own < 0 ? -1 : (setns(own, CLONE_NEWNET) == 0 ? -1 : -2);
+	int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (setns(own, CLONE_NEWNET) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -2;
+	}
+	return fd;
+}
+
+/* Init, with the go-ahead: into the network namespace the supervisor
+ * made, or a new one of its own. */
+static int join_netns(const sandbox_spec *s, int fd)
+{
+	if (s->network || !s->netns_from_supervisor)
+		return 0;
+	int r = fd < 0 ? mounts_new_netns() : setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
 /* Whether exec'ing a literal command directly does what `/bin/sh -c`
  * (dash) would with this environment: it has a PATH (without one, sh and
  * execvp search different defaults) and exports no bash functions. */
@@ -540,14 +614,16 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	 * command exists: the command's environment, then the go-ahead. EOF
 	 * means the supervisor died. */
 	char **env = recv_env(sync_r);
-	if (!env)
+	int netns = -1;
+	if (!env || !recv_go(sync_r, &c, &netns))
 		_exit(1);
 	((sandbox_spec *)s)->envp = env;
-	do
-		n = read(sync_r, &c, 1);
-	while (n < 0 && errno == EINTR);
-	if (n != 1)
+	if ((r = join_netns(s, netns)) < 0) {
+		rep.setup_error = -r;
+		snprintf(rep.msg, sizeof rep.msg, "joining the network namespace");
+		write_all(rep_w, &rep, sizeof rep);
 		_exit(1);
+	}
 	trace_mark("init: go received");
 	close(sync_r);
 	if (s->limits.memory_bytes && s->harden.address_space_bytes)
@@ -650,6 +726,7 @@ int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err)
 	trace_mark("sup: pipes");
 	/* The network namespace (the dearest part: ~1 ms) is made by init
 	 * itself (mounts_view_begin), in parallel with the snapshot. */
+	s->netns_from_supervisor = !s->network && !s->use_userns;
 	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
 	if (s->use_userns)
 		flags |= CLONE_NEWUSER;
@@ -774,21 +851,30 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	}
 	if (!cg)
 		o->mechanism = TXBOX_LIMITS_RLIMIT;
+	int netns = s->netns_from_supervisor ? supervisor_netns() : -1;
+	if (netns >= 0)
+		trace_mark("sup: network namespace made");
 	/* The command's environment, filtered here rather than before the
 	 * clone: init is still masking secrets and needs it only now. */
-	char **env = secrets_filter_env(s->envp, s->env_deny, err);
+	char **env = netns == -2 ? NULL : secrets_filter_env(s->envp, s->env_deny, err);
 	trace_mark("sup: environment filtered");
 	if (!env || (r = send_env(syncp[1], env)) < 0) {
-		if (env)
+		if (netns == -2)
+			txbox_fail(err, -EPERM, "cannot return to txbox's own network namespace");
+		else if (env)
 			txbox_fail(err, r, "the command's environment is too large (over %u bytes)", ENV_WIRE_MAX);
 		secrets_env_free(env);
+		if (netns >= 0)
+			close(netns);
 		sandbox_abort(sb);
 		limits_cgroup_destroy(cg);
 		return err->code;
 	}
 	secrets_env_free(env);
 	o->cgroup = cg;
-	send_all(syncp[1], want_cg && !cg ? "m" : "g", 1);
+	send_go(syncp[1], want_cg && !cg ? 'm' : 'g', netns);
+	if (netns >= 0)
+		close(netns);
 	uint64_t t0 = clock_now_ns(); /* the timeout counts from here */
 	trace_mark("sup: cgroup joined, go sent");
 	close(syncp[1]);
