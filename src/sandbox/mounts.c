@@ -329,12 +329,18 @@ static int mount_overlay(const sandbox_spec *s, const int fds[3], char *msg, siz
 		 * only: the layer recorded which one the commit trusts. */
 		if (ux != (int)s->use_userns)
 			continue;
-		for (size_t k = 0; k < ARRAY_SIZE(variants); k++) {
-			size_t i = ux ? order_userxattr[k] : order_root[k];
+		/* volatile (5.10+) first: without it the overlay's unmount, when
+		 * init exits, syncs the whole upper filesystem — every dirty page
+		 * of the workspace's disk, others' too — while the supervisor
+		 * waits (0.5-2 ms here). A sync inside the sandbox means nothing
+		 * anyway: a crash rolls the transaction back, and the commit
+		 * syncs the layer (syncfs) before it journals. */
+		for (size_t k = 0; k < 2 * ARRAY_SIZE(variants); k++) {
+			size_t i = ux ? order_userxattr[k / 2] : order_root[k / 2];
 			snprintf(opts, sizeof opts,
-				 "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d%s%s%s",
+				 "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d%s%s%s%s",
 				 fds[0], fds[1], fds[2], ux ? ",userxattr" : "",
-				 variants[i][0] ? "," : "", variants[i]);
+				 variants[i][0] ? "," : "", variants[i], k % 2 ? "" : ",volatile");
 			if (mount("overlay", s->workspace, "overlay", MS_NOSUID | MS_NODEV, opts) == 0)
 				return 0;
 			e = errno;

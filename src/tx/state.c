@@ -714,6 +714,11 @@ int tx_set_state(tx *t, tx_status st, txbox_error *err)
 			return txbox_fail_errno(err, -errno, "writing the state of %s", t->id);
 		return 0;
 	}
+	/* A held layer may be committed after a crash: its data is durable
+	 * before it is reported held (the overlay is mounted volatile, so its
+	 * unmount syncs nothing). */
+	if (st == TX_HELD && syncfs(t->fd) < 0)
+		return txbox_fail_errno(err, -errno, "syncing the held layer of %s", t->id);
 	return fs_write_file_atomic(t->fd, "state", buf, (size_t)n, 0600, err);
 }
 
