@@ -100,3 +100,44 @@ def parallel_work(ctx):
         check("sup: network namespace made" in marks and "view: network namespace" not in marks,
               "as root the supervisor makes the network namespace, not init on its way to the "
               "view: %r" % marks)
+
+
+def _traced_files(ctx, ws, command, policy=None):
+    prefix = os.path.join(ctx.mkdtemp("strace"), "st")
+    argv = ["strace", "-ff", "-qq", "-s", "1024", "-o", prefix, ctx.txbox, "run", "-w", ws]
+    argv += (["--policy", policy] if policy else []) + ["--json", "--", command]
+    r = subprocess.run(argv, cwd=ws, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    out = {}
+    for f in glob.glob(prefix + ".*"):
+        with open(f, errors="replace") as fh:
+            out[f] = fh.read().splitlines()
+    return r, out
+
+
+@test("costs/overlay-unmount-syncs-nothing", needs=("strace",))
+def overlay_volatile(ctx):
+    """The overlay is mounted volatile: its unmount at init's exit syncs no
+    filesystem while the supervisor waits."""
+    ws = small_ws(ctx)
+    r, files = _traced_files(ctx, ws, "true")
+    check(r.returncode == 0, "txbox run -- true exited %d: %s" % (r.returncode, r.stderr[-800:]))
+    mounts = [l for ls in files.values() for l in ls
+              if l.startswith('mount("overlay"') and l.endswith("= 0")]
+    check(len(mounts) == 1, "expected one overlay mount, got %r" % mounts)
+    check(",volatile" in mounts[0], "the overlay is not mounted volatile: %s" % mounts[0])
+
+
+@test("costs/held-layer-synced", needs=("strace",))
+def held_synced(ctx):
+    """With a volatile overlay nothing syncs a held layer but txbox: it
+    syncs the filesystem before the state says held (a held transaction
+    may be committed after a crash)."""
+    ws = small_ws(ctx)
+    r, files = _traced_files(ctx, ws, 'echo data > f; eval "$X"', policy=ctx.policy_file)
+    check(b'"held"' in r.stdout, "the command was not held: %r" % r.stdout[-500:])
+    sup = next((ls for ls in files.values() if ls and ls[0].startswith('execve("%s"' % ctx.txbox)), [])
+    sync = next((i for i, l in enumerate(sup) if l.startswith("syncfs(") and l.endswith("= 0")), None)
+    state = next((i for i, l in enumerate(sup) if re.match(r'^renameat2?\(\d+, "\.state\.tmp"', l)), None)
+    check(state is not None, "no state written: %s" % "\n".join(sup[-30:]))
+    check(sync is not None and sync < state, "no syncfs before the held state was written")
