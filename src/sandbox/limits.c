@@ -163,23 +163,26 @@ static ssize_t read_at(const char *dir, const char *file, char *buf, size_t size
 	return read_text(p, buf, size);
 }
 
-/* Value of "key N" in a flat-keyed file (memory.events, pids.events,
- * cpu.stat, memory.oom_control). -1 when absent. */
+/* Value of "key N" in the text of a flat-keyed file (memory.events,
+ * pids.events, cpu.stat, memory.oom_control). -1 when absent. */
+static int64_t key_in(const char *text, const char *key)
+{
+	size_t klen = strlen(key);
+	for (const char *line = text; line && *line;) {
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
+			return strtoll(line + klen + 1, NULL, 10);
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	return -1;
+}
+
 static int64_t keyed_value(const char *dir, const char *file, const char *key)
 {
 	char buf[4096];
 	if (read_at(dir, file, buf, sizeof(buf)) < 0)
 		return -1;
-	size_t klen = strlen(key);
-	for (char *line = buf; line && *line;) {
-		char *nl = strchr(line, '\n');
-		if (nl)
-			*nl = '\0';
-		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
-			return strtoll(line + klen + 1, NULL, 10);
-		line = nl ? nl + 1 : NULL;
-	}
-	return -1;
+	return key_in(buf, key);
 }
 
 static int64_t single_value(const char *dir, const char *file)
@@ -650,9 +653,10 @@ const char *limits_cgroup_exceeded(limits_cgroup *cg)
 	if (!cg)
 		return NULL;
 	if (cg->v2) {
-		int64_t oom = keyed_value(cg->v2, "memory.events", "oom_kill");
+		char ev[4096] = ""; /* one read for both keys */
+		int64_t oom = read_at(cg->v2, "memory.events", ev, sizeof ev) < 0 ? -1 : key_in(ev, "oom_kill");
 		if (oom < 0)
-			oom = keyed_value(cg->v2, "memory.events", "oom");
+			oom = key_in(ev, "oom");
 		if (oom > 0)
 			return "memory";
 		if (keyed_value(cg->v2, "pids.events", "max") > 0)
@@ -664,8 +668,10 @@ const char *limits_cgroup_exceeded(limits_cgroup *cg)
 	}
 	if (cg->v1[V1_MEMORY]) {
 		const char *d = cg->v1[V1_MEMORY];
-		int64_t oom = keyed_value(d, "memory.oom_control", "oom_kill");
-		if (oom > 0 || keyed_value(d, "memory.oom_control", "under_oom") > 0)
+		char ctl[4096]; /* one read for both keys */
+		bool got = read_at(d, "memory.oom_control", ctl, sizeof ctl) >= 0;
+		int64_t oom = got ? key_in(ctl, "oom_kill") : -1;
+		if (oom > 0 || (got && key_in(ctl, "under_oom") > 0))
 			return "memory";
 		/* Kernels before 4.13 have no oom_kill counter: hitting the
 		 * limit at all is the best signal there is. */
@@ -728,13 +734,15 @@ static void kill_and_remove(const char *dir, bool v2)
 {
 	if (v2 && write_at(dir, "cgroup.kill", "1") < 0)
 		v2 = false; /* kernel < 5.14: kill by list */
+	/* An empty cgroup (the usual case: init was its last member and is
+	 * reaped) goes at the first rmdir; only a busy one is listed. */
 	for (int attempt = 0; attempt < 400; attempt++) {
-		if (!v2)
-			(void)kill_listed(dir);
 		if (rmdir(dir) == 0 || errno == ENOENT)
 			return;
 		if (errno != EBUSY)
 			return;
+		if (!v2)
+			(void)kill_listed(dir);
 		sleep_ms(5);
 	}
 }
