@@ -205,6 +205,29 @@ static int supervisor_netns(void)
 	return fd;
 }
 
+/* What init waits for once the view is built, made while it built it:
+ * the command's environment (filtered here rather than before the clone),
+ * then the go-ahead byte, with the network namespace as root. */
+static int send_go_ahead(const sandbox_spec *s, int sock, char go, txbox_error *err)
+{
+	int netns = s->netns_from_supervisor ? supervisor_netns() : -1;
+	if (netns >= 0)
+		trace_mark("sup: network namespace made");
+	if (netns == -2)
+		return txbox_fail(err, -EPERM, "cannot return to txbox's own network namespace");
+	char **env = secrets_filter_env(s->envp, s->env_deny, err);
+	trace_mark("sup: environment filtered");
+	int r = env ? send_env(sock, env) : err->code ? err->code : -ENOMEM;
+	if (r == -E2BIG)
+		txbox_fail(err, r, "the command's environment is too large (over %u bytes)", ENV_WIRE_MAX);
+	secrets_env_free(env);
+	if (r == 0)
+		send_go(sock, go, netns);
+	if (netns >= 0)
+		close(netns);
+	return r;
+}
+
 /* Init, with the go-ahead: into the network namespace the supervisor
  * made, or a new one of its own. */
 static int join_netns(const sandbox_spec *s, int fd)
@@ -851,30 +874,12 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	}
 	if (!cg)
 		o->mechanism = TXBOX_LIMITS_RLIMIT;
-	int netns = s->netns_from_supervisor ? supervisor_netns() : -1;
-	if (netns >= 0)
-		trace_mark("sup: network namespace made");
-	/* The command's environment, filtered here rather than before the
-	 * clone: init is still masking secrets and needs it only now. */
-	char **env = netns == -2 ? NULL : secrets_filter_env(s->envp, s->env_deny, err);
-	trace_mark("sup: environment filtered");
-	if (!env || (r = send_env(syncp[1], env)) < 0) {
-		if (netns == -2)
-			txbox_fail(err, -EPERM, "cannot return to txbox's own network namespace");
-		else if (env)
-			txbox_fail(err, r, "the command's environment is too large (over %u bytes)", ENV_WIRE_MAX);
-		secrets_env_free(env);
-		if (netns >= 0)
-			close(netns);
+	if (send_go_ahead(s, syncp[1], want_cg && !cg ? 'm' : 'g', err) < 0) {
 		sandbox_abort(sb);
 		limits_cgroup_destroy(cg);
 		return err->code;
 	}
-	secrets_env_free(env);
 	o->cgroup = cg;
-	send_go(syncp[1], want_cg && !cg ? 'm' : 'g', netns);
-	if (netns >= 0)
-		close(netns);
 	uint64_t t0 = clock_now_ns(); /* the timeout counts from here */
 	trace_mark("sup: cgroup joined, go sent");
 	close(syncp[1]);
