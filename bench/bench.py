@@ -14,6 +14,7 @@ hits them equally. Reported: median (and p90) of N runs, and ratios.
                      (a copy-based snapshot would pay cp -a per transaction)
 
 Usage: bench/bench.py [--runs N] [--txbox PATH] [--quick] [--only overhead|snapshot|commit]...
+                      [--also NAME=PATH]...   (more txbox binaries, interleaved in section 1)
 """
 import argparse
 import os
@@ -91,6 +92,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller trees, fewer runs (smoke test)")
     ap.add_argument("--only", choices=["overhead", "snapshot", "commit"], action="append",
                     help="run only these sections (repeatable)")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=PATH",
+                    help="another txbox binary for section 1 (default policy), interleaved with the rest")
     args = ap.parse_args()
     tx = args.txbox
     runs = 5 if args.quick else args.runs
@@ -105,7 +108,7 @@ def main():
     with open(nolimits, "w") as f:
         f.write(pol)
     print(f"# txbox bench — {time.strftime('%Y-%m-%d %H:%M')} — {os.uname().release}, {os.cpu_count()} cpus, "
-          f"uid {os.getuid()}, {runs} interleaved runs per case")
+          f"uid {os.getuid()}, {runs} interleaved runs per case, load {os.getloadavg()[0]:.2f}")
     try:
         ws = os.path.join(tmp, "ws")
         os.makedirs(ws)
@@ -120,9 +123,15 @@ def main():
             ("txbox run -- true (no cgroup limits)", [tx, "run", "-w", ws, "--policy", nolimits, "--", "true"]),
             ("txbox check -- true (policy only)", [tx, "check", "-w", ws, "--", "true"]),
         ]
+        for spec in args.also:
+            name, _, path = spec.partition("=")
+            if not name or not os.access(path, os.X_OK):
+                sys.exit(f"bench: --also wants NAME=PATH of an executable, not {spec!r}")
+            variants.append((f"txbox run -- true ({name})", [path, "run", "-w", ws, "--", "true"]))
         res = measure(variants, runs) if "overhead" in only else None
         if res:
             report("1. whole-transaction overhead (no change)", res, "bwrap --unshare-all ... true" if bwrap else None)
+            print(f"# load average after section 1: {os.getloadavg()[0]:.2f}")
 
         # 2. snapshot + rollback vs workspace size
         sizes = ([10, 1000] + ([] if args.quick else [100000])) if "snapshot" in only else []

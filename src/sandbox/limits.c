@@ -163,23 +163,26 @@ static ssize_t read_at(const char *dir, const char *file, char *buf, size_t size
 	return read_text(p, buf, size);
 }
 
-/* Value of "key N" in a flat-keyed file (memory.events, pids.events,
- * cpu.stat, memory.oom_control). -1 when absent. */
+/* Value of "key N" in the text of a flat-keyed file (memory.events,
+ * pids.events, cpu.stat, memory.oom_control). -1 when absent. */
+static int64_t key_in(const char *text, const char *key)
+{
+	size_t klen = strlen(key);
+	for (const char *line = text; line && *line;) {
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
+			return strtoll(line + klen + 1, NULL, 10);
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	return -1;
+}
+
 static int64_t keyed_value(const char *dir, const char *file, const char *key)
 {
 	char buf[4096];
 	if (read_at(dir, file, buf, sizeof(buf)) < 0)
 		return -1;
-	size_t klen = strlen(key);
-	for (char *line = buf; line && *line;) {
-		char *nl = strchr(line, '\n');
-		if (nl)
-			*nl = '\0';
-		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
-			return strtoll(line + klen + 1, NULL, 10);
-		line = nl ? nl + 1 : NULL;
-	}
-	return -1;
+	return key_in(buf, key);
 }
 
 static int64_t single_value(const char *dir, const char *file)
@@ -230,11 +233,75 @@ static void unescape_octal(char *s)
 	*w = '\0';
 }
 
+/* /proc/self/mountinfo and /proc/self/cgroup, each read once however many
+ * hierarchies are looked up (mountinfo is formatted anew, every mount of
+ * the namespace, on each read). */
+typedef struct cg_sources {
+	char *text[2];
+	size_t len[2];
+} cg_sources;
+enum { SRC_MOUNTINFO, SRC_CGROUP };
+
+static void cg_sources_free(cg_sources *src)
+{
+	free(src->text[SRC_MOUNTINFO]);
+	free(src->text[SRC_CGROUP]);
+}
+
+static int slurp(const char *path, char **out, size_t *len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 8192, n = 0;
+	_cleanup_free_ char *buf = malloc(cap);
+	for (;;) {
+		if (!buf)
+			return -ENOMEM;
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n == cap) {
+			char *bigger = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+			if (!bigger)
+				return -ENOMEM;
+			buf = bigger;
+			cap *= 2;
+		}
+	}
+	*len = n;
+	*out = steal_ptr(buf);
+	return 0;
+}
+
+/* A stream over one of the sources, read on first use. */
+static FILE *cg_source_open(cg_sources *src, int which)
+{
+	static const char *const paths[2] = {"/proc/self/mountinfo", "/proc/self/cgroup"};
+	if (!src->text[which]) {
+		int r = slurp(paths[which], &src->text[which], &src->len[which]);
+		if (r < 0) {
+			errno = -r;
+			return NULL;
+		}
+	}
+	if (src->len[which] == 0) {
+		errno = ENOENT;
+		return NULL;
+	}
+	return fmemopen(src->text[which], src->len[which], "r");
+}
+
 /* Mount point and root of the cgroup hierarchy: v2 when controller is NULL,
  * else the v1 hierarchy whose super options name controller. */
-static int find_cgroup_mount(const char *controller, char **mountpoint, char **root)
+static int find_cgroup_mount(cg_sources *srcs, const char *controller, char **mountpoint, char **root)
 {
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	_cleanup_fclose_ FILE *f = cg_source_open(srcs, SRC_MOUNTINFO);
 	if (!f)
 		return -errno;
 	_cleanup_free_ char *line = NULL;
@@ -282,9 +349,9 @@ static int find_cgroup_mount(const char *controller, char **mountpoint, char **r
 }
 
 /* The caller's cgroup path in a hierarchy, from /proc/self/cgroup. */
-static int own_cgroup_path(const char *controller, char **path)
+static int own_cgroup_path(cg_sources *src, const char *controller, char **path)
 {
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+	_cleanup_fclose_ FILE *f = cg_source_open(src, SRC_CGROUP);
 	if (!f)
 		return -errno;
 	_cleanup_free_ char *line = NULL;
@@ -310,13 +377,13 @@ static int own_cgroup_path(const char *controller, char **path)
 }
 
 /* Directory of the caller's own cgroup in a hierarchy. */
-static int own_cgroup_dir(const char *controller, char **dir)
+static int own_cgroup_dir(cg_sources *src, const char *controller, char **dir)
 {
 	_cleanup_free_ char *mnt = NULL, *root = NULL, *path = NULL;
-	int r = find_cgroup_mount(controller, &mnt, &root);
+	int r = find_cgroup_mount(src, controller, &mnt, &root);
 	if (r < 0)
 		return r;
-	if ((r = own_cgroup_path(controller, &path)) < 0)
+	if ((r = own_cgroup_path(src, controller, &path)) < 0)
 		return r;
 	const char *rel = path;
 	size_t rl = strlen(root);
@@ -386,11 +453,11 @@ static int make_tx_cgroup(const char *base, const char *txid, bool v2, char **ou
 	return 0;
 }
 
-static int setup_v2(limits_cgroup *cg, const char *txid, const txbox_limits *lim,
+static int setup_v2(limits_cgroup *cg, cg_sources *src, const char *txid, const txbox_limits *lim,
 		    char *why, size_t whylen)
 {
 	_cleanup_free_ char *own = NULL;
-	int r = own_cgroup_dir(NULL, &own);
+	int r = own_cgroup_dir(src, NULL, &own);
 	if (r < 0) {
 		snprintf(why, whylen, "cgroup v2: no hierarchy or own cgroup found");
 		return r;
@@ -435,10 +502,11 @@ static int setup_v2(limits_cgroup *cg, const char *txid, const txbox_limits *lim
 	return 0;
 }
 
-static int setup_v1_one(limits_cgroup *cg, int which, const char *txid, const txbox_limits *lim)
+static int setup_v1_one(limits_cgroup *cg, cg_sources *src, int which, const char *txid,
+			const txbox_limits *lim)
 {
 	_cleanup_free_ char *own = NULL;
-	int r = own_cgroup_dir(v1_controllers[which], &own);
+	int r = own_cgroup_dir(src, v1_controllers[which], &own);
 	if (r < 0)
 		return r;
 	char *dir = NULL;
@@ -493,7 +561,9 @@ limits_cgroup *limits_cgroup_create(const char *txid, const txbox_limits *lim,
 	cg->cpu_seconds = lim->cpu_seconds;
 
 	char why2[512] = "";
-	if (setup_v2(cg, txid, lim, why2, sizeof(why2)) == 0) {
+	cg_sources src = {0};
+	if (setup_v2(cg, &src, txid, lim, why2, sizeof(why2)) == 0) {
+		cg_sources_free(&src);
 		if (mech)
 			*mech = cg->mech;
 		return cg;
@@ -505,10 +575,11 @@ limits_cgroup *limits_cgroup_create(const char *txid, const txbox_limits *lim,
 	for (int i = 0; i < V1_N; i++) {
 		if (i == V1_CPUACCT && !lim->cpu_seconds)
 			continue;
-		errs[i] = setup_v1_one(cg, i, txid, lim);
+		errs[i] = setup_v1_one(cg, &src, i, txid, lim);
 		if (errs[i] < 0)
 			remove_dir_quiet(&cg->v1[i]);
 	}
+	cg_sources_free(&src);
 	if (cg->v1[V1_MEMORY] || cg->v1[V1_PIDS]) {
 		cg->mech = TXBOX_LIMITS_CGROUP1;
 		if (mech)
@@ -582,9 +653,10 @@ const char *limits_cgroup_exceeded(limits_cgroup *cg)
 	if (!cg)
 		return NULL;
 	if (cg->v2) {
-		int64_t oom = keyed_value(cg->v2, "memory.events", "oom_kill");
+		char ev[4096] = ""; /* one read for both keys */
+		int64_t oom = read_at(cg->v2, "memory.events", ev, sizeof ev) < 0 ? -1 : key_in(ev, "oom_kill");
 		if (oom < 0)
-			oom = keyed_value(cg->v2, "memory.events", "oom");
+			oom = key_in(ev, "oom");
 		if (oom > 0)
 			return "memory";
 		if (keyed_value(cg->v2, "pids.events", "max") > 0)
@@ -596,8 +668,10 @@ const char *limits_cgroup_exceeded(limits_cgroup *cg)
 	}
 	if (cg->v1[V1_MEMORY]) {
 		const char *d = cg->v1[V1_MEMORY];
-		int64_t oom = keyed_value(d, "memory.oom_control", "oom_kill");
-		if (oom > 0 || keyed_value(d, "memory.oom_control", "under_oom") > 0)
+		char ctl[4096]; /* one read for both keys */
+		bool got = read_at(d, "memory.oom_control", ctl, sizeof ctl) >= 0;
+		int64_t oom = got ? key_in(ctl, "oom_kill") : -1;
+		if (oom > 0 || (got && key_in(ctl, "under_oom") > 0))
 			return "memory";
 		/* Kernels before 4.13 have no oom_kill counter: hitting the
 		 * limit at all is the best signal there is. */
@@ -660,13 +734,15 @@ static void kill_and_remove(const char *dir, bool v2)
 {
 	if (v2 && write_at(dir, "cgroup.kill", "1") < 0)
 		v2 = false; /* kernel < 5.14: kill by list */
+	/* An empty cgroup (the usual case: init was its last member and is
+	 * reaped) goes at the first rmdir; only a busy one is listed. */
 	for (int attempt = 0; attempt < 400; attempt++) {
-		if (!v2)
-			(void)kill_listed(dir);
 		if (rmdir(dir) == 0 || errno == ENOENT)
 			return;
 		if (errno != EBUSY)
 			return;
+		if (!v2)
+			(void)kill_listed(dir);
 		sleep_ms(5);
 	}
 }
@@ -733,22 +809,19 @@ static int reap_under(const char *base, time_t min_age, txbox_error *err)
 int limits_cgroup_reap_stale_older_than(time_t min_age_sec, txbox_error *err)
 {
 	int total = 0;
-	_cleanup_free_ char *own2 = NULL;
-	if (own_cgroup_dir(NULL, &own2) == 0) {
-		int r = reap_under(own2, min_age_sec, err);
-		if (r < 0)
-			return r;
-		total += r;
-	}
-	for (int i = 0; i < V1_N; i++) {
+	cg_sources src = {0};
+	for (int i = -1; i < V1_N; i++) { /* -1: v2 */
 		_cleanup_free_ char *own = NULL;
-		if (own_cgroup_dir(v1_controllers[i], &own) < 0)
+		if (own_cgroup_dir(&src, i < 0 ? NULL : v1_controllers[i], &own) < 0)
 			continue;
 		int r = reap_under(own, min_age_sec, err);
-		if (r < 0)
+		if (r < 0) {
+			cg_sources_free(&src);
 			return r;
+		}
 		total += r;
 	}
+	cg_sources_free(&src);
 	return total;
 }
 

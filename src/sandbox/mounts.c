@@ -329,12 +329,18 @@ static int mount_overlay(const sandbox_spec *s, const int fds[3], char *msg, siz
 		 * only: the layer recorded which one the commit trusts. */
 		if (ux != (int)s->use_userns)
 			continue;
-		for (size_t k = 0; k < ARRAY_SIZE(variants); k++) {
-			size_t i = ux ? order_userxattr[k] : order_root[k];
+		/* volatile (5.10+) first: without it the overlay's unmount, when
+		 * init exits, syncs the whole upper filesystem — every dirty page
+		 * of the workspace's disk, others' too — while the supervisor
+		 * waits (0.5-2 ms here). A sync inside the sandbox means nothing
+		 * anyway: a crash rolls the transaction back, and the commit
+		 * syncs the layer (syncfs) before it journals. */
+		for (size_t k = 0; k < 2 * ARRAY_SIZE(variants); k++) {
+			size_t i = ux ? order_userxattr[k / 2] : order_root[k / 2];
 			snprintf(opts, sizeof opts,
-				 "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d%s%s%s",
+				 "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d%s%s%s%s",
 				 fds[0], fds[1], fds[2], ux ? ",userxattr" : "",
-				 variants[i][0] ? "," : "", variants[i]);
+				 variants[i][0] ? "," : "", variants[i], k % 2 ? "" : ",volatile");
 			if (mount("overlay", s->workspace, "overlay", MS_NOSUID | MS_NODEV, opts) == 0)
 				return 0;
 			e = errno;
@@ -366,6 +372,13 @@ static int loopback_up(void)
 	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
 		return -errno;
 	return 0;
+}
+
+int mounts_new_netns(void)
+{
+	if (unshare(CLONE_NEWNET) < 0)
+		return -errno;
+	return loopback_up();
 }
 
 #define SOCKETS_MAX 64
@@ -502,13 +515,10 @@ int mounts_view_begin(const sandbox_spec *s, mounts_view *v, char *msg, size_t l
 	    (r = hide_run(s, shared, sockfds, nsock, msg, len)) < 0 || (r = build_dev(shared, msg, len)) < 0 ||
 	    (r = build_proc(s, msg, len)) < 0)
 		return r;
-	if (!s->network) {
-		if (unshare(CLONE_NEWNET) < 0)
-			return failf(msg, len, errno, "creating the network namespace");
+	if (!s->network && !s->netns_from_supervisor) {
+		if ((r = mounts_new_netns()) < 0)
+			return failf(msg, len, -r, "creating the network namespace (loopback up)");
 		trace_mark("view: network namespace");
-		r = loopback_up();
-		if (r < 0)
-			return failf(msg, len, -r, "bringing up the loopback interface");
 	}
 	if (sethostname("txbox", 5) < 0)
 		return failf(msg, len, errno, "setting the host name");

@@ -100,6 +100,161 @@ static void close_from(int lowfd)
 		close(fd);
 }
 
+/* The environment travels from the supervisor to init as a u32 byte
+ * count and the NUL-terminated entries; init keeps it for every command. */
+#define ENV_WIRE_MAX (64u << 20)
+
+static int send_env(int fd, char *const *env)
+{
+	size_t total = 0;
+	for (char *const *e = env; *e; e++)
+		total += strlen(*e) + 1;
+	if (total > ENV_WIRE_MAX)
+		return -E2BIG;
+	uint32_t n = (uint32_t)total;
+	send_all(fd, &n, sizeof n);
+	for (char *const *e = env; *e; e++)
+		send_all(fd, *e, strlen(*e) + 1);
+	return 0;
+}
+
+static char **recv_env(int fd)
+{
+	uint32_t n;
+	if (!read_full(fd, &n, sizeof n) || n > ENV_WIRE_MAX)
+		return NULL;
+	char *buf = malloc((size_t)n + 1);
+	if (!buf || (n && !read_full(fd, buf, n)) || (n && buf[n - 1] != '\0')) {
+		free(buf);
+		return NULL;
+	}
+	size_t count = 0;
+	for (uint32_t i = 0; i < n; i++)
+		count += buf[i] == '\0';
+	char **env = calloc(count + 1, sizeof *env);
+	if (!env) {
+		free(buf);
+		return NULL;
+	}
+	for (size_t i = 0, off = 0; i < count; i++) {
+		env[i] = buf + off;
+		off += strlen(buf + off) + 1;
+	}
+	return env; /* init's until it exits, as the spec is */
+}
+
+/* The go-ahead byte, with the sandbox's network namespace attached when
+ * the supervisor made it (fd >= 0). */
+static void send_go(int sock, char c, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (fd >= 0) {
+		h.msg_control = u.buf;
+		h.msg_controllen = sizeof u.buf;
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&h);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	}
+	while (sendmsg(sock, &h, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+static bool recv_go(int sock, char *c, int *fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof u);
+	struct iovec iov = {.iov_base = c, .iov_len = 1};
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+	ssize_t n;
+	do
+		n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	*fd = -1;
+	for (struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&h) : NULL; cm; cm = CMSG_NXTHDR(&h, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(fd, CMSG_DATA(cm), sizeof *fd);
+	return n == 1;
+}
+
+/* As root the supervisor makes the sandbox's network namespace (unshare
+ * and the loopback up: ~0.8 ms) while init builds the view, entering it
+ * only for that; init joins it with the go-ahead. -1 when it cannot (init
+ * makes one then); -2 when the supervisor could not return to its own. */
+static int supervisor_netns(void)
+{
+	_cleanup_close_ int own = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (own < 0 || mounts_new_netns() < 0)
+		return own < 0 ? -1 : (setns(own, CLONE_NEWNET) == 0 ? -1 : -2);
+	int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (setns(own, CLONE_NEWNET) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -2;
+	}
+	return fd;
+}
+
+/* What init waits for once the view is built, made while it built it:
+ * the command's environment (filtered here rather than before the clone),
+ * then the go-ahead byte, with the network namespace as root. */
+static int send_go_ahead(const sandbox_spec *s, int sock, char go, txbox_error *err)
+{
+	int netns = s->netns_from_supervisor ? supervisor_netns() : -1;
+	if (netns >= 0)
+		trace_mark("sup: network namespace made");
+	if (netns == -2)
+		return txbox_fail(err, -EPERM, "cannot return to txbox's own network namespace");
+	char **env = secrets_filter_env(s->envp, s->env_deny, err);
+	trace_mark("sup: environment filtered");
+	int r = env ? send_env(sock, env) : err->code ? err->code : -ENOMEM;
+	if (r == -E2BIG)
+		txbox_fail(err, r, "the command's environment is too large (over %u bytes)", ENV_WIRE_MAX);
+	secrets_env_free(env);
+	if (r == 0)
+		send_go(sock, go, netns);
+	if (netns >= 0)
+		close(netns);
+	return r;
+}
+
+/* Init, with the go-ahead: into the network namespace the supervisor
+ * made, or a new one of its own. */
+static int join_netns(const sandbox_spec *s, int fd)
+{
+	if (s->network || !s->netns_from_supervisor)
+		return 0;
+	int r = fd < 0 ? mounts_new_netns() : setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/* Whether exec'ing a literal command directly does what `/bin/sh -c`
+ * (dash) would with this environment: it has a PATH (without one, sh and
+ * execvp search different defaults) and exports no bash functions. */
+static bool env_execs_like_sh(char *const *envp)
+{
+	bool path = false;
+	for (char *const *e = envp; *e; e++) {
+		if (!strncmp(*e, "PATH=", 5))
+			path = true;
+		if (!strncmp(*e, "BASH_FUNC_", 10))
+			return false;
+	}
+	return path;
+}
+
 /* Message a grandchild sends back through its exec pipe when it fails. */
 typedef struct exec_failure {
 	int err;
@@ -200,7 +355,8 @@ exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_t
 	trace_mark("cmd: hardened, execve");
 	const char *shargv[] = {"/bin/sh", "-c", shell_text, NULL};
 	if (shell_text) { /* a literal command: exec it as sh -c would (shell_literal_argv) */
-		direct_exec(argv, s->envp);
+		if (env_execs_like_sh(s->envp))
+			direct_exec(argv, s->envp);
 		argv = shargv; /* not found, not executable, …: the shell says so as it always does */
 	}
 	execvpe(argv[0], (char *const *)argv, s->envp);
@@ -311,6 +467,12 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 			write_all(gp[1], "g", 1);
 		close(gp[1]); /* EOF without a byte: the child gives up */
 	}
+	/* The guard is forked while the child hardens itself, off the way to
+	 * its exec; a failure here is retried and reported by unixguard_take. */
+	txbox_error ge = TXBOX_ERROR_INIT;
+	unixguard_spawn(guard, &ge);
+	txbox_error_clear(&ge);
+	trace_mark("init: socket guard forked");
 	int hard = await_exec(ep[0], pid, guard, started, rep);
 	close(ep[0]);
 	/* Without a memory cgroup, init watches the namespace's resident memory
@@ -356,21 +518,20 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 	return hard;
 }
 
-/* The layer-free half of the view, and the socket guard: it notes the
- * allowed sockets and the places the view replaces while the host's paths
- * are still in place, and is forked once the network namespace is the
- * sandbox's, ahead of the command. */
+/* The layer-free half of the view, and the socket guard's notes: the
+ * allowed sockets and the places the view replaces, while the host's paths
+ * are still in place. The guard itself is forked with each command
+ * (run_one). */
 static int view_begin_with_guard(const sandbox_spec *s, mounts_view *view, unixguard **guard, char *msg,
 				 size_t len)
 {
 	txbox_error e = TXBOX_ERROR_INIT;
 	int r = unixguard_new(s->workspace, s->allowed_sockets, s->network, guard, &e);
-	if (r == 0 && (r = mounts_view_begin(s, view, msg, len)) == 0)
-		r = unixguard_spawn(*guard, &e);
+	if (r == 0)
+		r = mounts_view_begin(s, view, msg, len);
 	if (r < 0 && e.message)
 		snprintf(msg, len, "%s", e.message);
 	txbox_error_clear(&e);
-	trace_mark("init: socket guard forked");
 	return r;
 }
 
@@ -473,12 +634,19 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 
 	/* The view is built while the supervisor puts us in the cgroup (joining
 	 * a v1 memory cgroup takes milliseconds); wait for it before the
-	 * command exists. EOF means the supervisor died. */
-	do
-		n = read(sync_r, &c, 1);
-	while (n < 0 && errno == EINTR);
-	if (n != 1)
+	 * command exists: the command's environment, then the go-ahead. EOF
+	 * means the supervisor died. */
+	char **env = recv_env(sync_r);
+	int netns = -1;
+	if (!env || !recv_go(sync_r, &c, &netns))
 		_exit(1);
+	((sandbox_spec *)s)->envp = env;
+	if ((r = join_netns(s, netns)) < 0) {
+		rep.setup_error = -r;
+		snprintf(rep.msg, sizeof rep.msg, "joining the network namespace");
+		write_all(rep_w, &rep, sizeof rep);
+		_exit(1);
+	}
 	trace_mark("init: go received");
 	close(sync_r);
 	if (s->limits.memory_bytes && s->harden.address_space_bytes)
@@ -581,6 +749,7 @@ int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err)
 	trace_mark("sup: pipes");
 	/* The network namespace (the dearest part: ~1 ms) is made by init
 	 * itself (mounts_view_begin), in parallel with the snapshot. */
+	s->netns_from_supervisor = !s->network && !s->use_userns;
 	unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
 	if (s->use_userns)
 		flags |= CLONE_NEWUSER;
@@ -705,8 +874,12 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	}
 	if (!cg)
 		o->mechanism = TXBOX_LIMITS_RLIMIT;
+	if (send_go_ahead(s, syncp[1], want_cg && !cg ? 'm' : 'g', err) < 0) {
+		sandbox_abort(sb);
+		limits_cgroup_destroy(cg);
+		return err->code;
+	}
 	o->cgroup = cg;
-	send_all(syncp[1], want_cg && !cg ? "m" : "g", 1);
 	uint64_t t0 = clock_now_ns(); /* the timeout counts from here */
 	trace_mark("sup: cgroup joined, go sent");
 	close(syncp[1]);

@@ -28,11 +28,16 @@ typedef struct sandbox_spec {
 				   * if they cannot be exec'ed, /bin/sh -c runs it instead; or NULL */
 	const char *validate;     /* shell text or NULL */
 	const char *const *validate_argv; /* its words when it is literal (like shell_text), or NULL */
-	char *const *envp;        /* environment for the command (already filtered) */
+	char *const *envp;        /* the caller's environment, unfiltered: the supervisor filters it
+				   * (secrets_filter_env with env_deny) while init builds the view,
+				   * and sends init the result with the go-ahead */
+	const char *const *env_deny; /* the policy's env_deny globs (NULL-terminated or NULL) */
 	double timeout_sec;       /* <= 0: none */
 	size_t output_limit;
 	int passthrough_stdout, passthrough_stderr;
 	bool network;             /* share the host network namespace */
+	bool netns_from_supervisor; /* set by sandbox_start: the supervisor makes the network namespace
+				     * (root: it can; init joins it with the go-ahead) */
 	bool use_userns;          /* new user namespace (rootless, or hardening) */
 	const char *const *masked_paths; /* NULL-terminated or NULL */
 	const char *const *allowed_sockets; /* host Unix sockets kept reachable, by inode (unixguard.c;
@@ -106,6 +111,8 @@ int mounts_view_finish(const sandbox_spec *spec, mounts_view *v, const char *lay
 		       char *msg, size_t msglen);
 /* Last: the host read-only, the writable places writable again, chdir. */
 int mounts_view_seal(const sandbox_spec *spec, mounts_view *v, char *msg, size_t msglen);
+/* unshare(CLONE_NEWNET) and bring its loopback up: 0 or -errno. */
+int mounts_new_netns(void);
 
 /* userns.c: write uid/gid maps for child pid (identity map of the caller). */
 int userns_write_maps(pid_t pid, uid_t uid, gid_t gid, txbox_error *err);

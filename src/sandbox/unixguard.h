@@ -32,8 +32,9 @@ int unixguard_new(const char *workspace, const char *const *allowed_sockets, boo
 		  txbox_error *err);
 void unixguard_free(unixguard *g);
 
-/* Fork the guard process now (ahead of the command, off its critical path);
- * unixguard_take forks one when there is none. */
+/* Fork the guard process now (init does while the command child hardens
+ * itself, off the way to its exec); unixguard_take forks one when there is
+ * none. */
 int unixguard_spawn(unixguard *g, txbox_error *err);
 
 /* The command child's listener (its fd number child_fd in pid child): the

@@ -97,11 +97,11 @@ char *run_start_dir(const char *ws)
 	return strdup(ws);
 }
 
-/* Whether exec'ing a literal command directly does what `/bin/sh -c` would:
- * /bin/sh is dash (bash as sh would also import exported functions and set
- * SHLVL and _), the command's environment has a PATH (without one, sh and
- * execvp search different defaults) and exports no bash functions. */
-static bool direct_exec_like_sh(char *const *envp)
+/* Whether /bin/sh is dash: then a literal command may be exec'ed directly
+ * as `sh -c` would (bash as sh would also import exported functions and
+ * set SHLVL and _). The command's environment decides the rest, in the
+ * sandbox (it is filtered there). */
+static bool sh_is_dash(void)
 {
 	static int dash = -1;
 	if (dash < 0) {
@@ -110,16 +110,7 @@ static bool direct_exec_like_sh(char *const *envp)
 		const char *base = real ? strrchr(real, '/') : NULL;
 		dash = base && !strcmp(base, "/dash");
 	}
-	if (!dash)
-		return false;
-	bool path = false;
-	for (char *const *e = envp; e && *e; e++) {
-		if (!strncmp(*e, "PATH=", 5))
-			path = true;
-		if (!strncmp(*e, "BASH_FUNC_", 10))
-			return false;
-	}
-	return path;
+	return dash;
 }
 
 /* The --policy file relative to the workspace when it is inside it (its
@@ -191,7 +182,6 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	tx_state_dir sd = {.ws_fd = -1, .state_fd = -1, .txs_fd = -1};
 	tx t = {.fd = -1, .top = {.upper_fd = -1, .work_fd = -1}};
 	_cleanup_free_ const char **masked = NULL;
-	char **envp = NULL;
 	_cleanup_free_ char *cwd_in = NULL;
 	_cleanup_free_ char *state_abs = NULL;
 	_cleanup_free_ char *policy_rel = NULL;
@@ -251,18 +241,16 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		if (state_abs)
 			masked[nmask] = state_abs;
 	}
-	envp = secrets_filter_env(environ, (const char *const *)ps->env_deny, &e);
-	if (!masked || !envp) {
-		if (!e.code)
-			txbox_fail(&e, -ENOMEM, "out of memory");
+	if (!masked) {
+		txbox_fail(&e, -ENOMEM, "out of memory");
 		goto fail;
 	}
 	const char *shargv[] = {"/bin/sh", "-c", opts->argv[0], NULL};
 	/* One plain command (no quoting, expansion, operator, builtin) is
 	 * exec'ed as the shell would, without starting one. */
-	if (opts->argc == 1 && direct_exec_like_sh(envp))
+	if (opts->argc == 1 && sh_is_dash())
 		literal = shell_literal_argv(opts->argv[0]);
-	if (opts->validate && direct_exec_like_sh(envp))
+	if (opts->validate && sh_is_dash())
 		vliteral = shell_literal_argv(opts->validate);
 	if (opts->argc > 1) {
 		argv = calloc(opts->argc + 1, sizeof *argv);
@@ -284,7 +272,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 		.shell_text = literal ? opts->argv[0] : NULL,
 		.validate = opts->validate,
 		.validate_argv = (const char *const *)vliteral,
-		.envp = envp,
+		.envp = environ,
+		.env_deny = (const char *const *)ps->env_deny,
 		.timeout_sec = timeout,
 		.output_limit = opts->output_limit ? opts->output_limit : 1024 * 1024,
 		.passthrough_stdout = opts->passthrough_stdout,
@@ -501,7 +490,6 @@ done:
 	sandbox_outcome_free(&so);
 	tx_close(&t);
 	state_dir_close(&sd);
-	secrets_env_free(envp);
 	if (have_verdict)
 		policy_verdict_free(&verdict);
 	policy_free(pol);

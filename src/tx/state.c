@@ -99,24 +99,38 @@ static int refuse(txbox_error *err, const char *where, const char *name, const c
 			  where, where[0] ? "/" : "", esc, why);
 }
 
-/* Open name beneath dirfd (where: that directory's path for messages, ""
- * when name is a whole path) as a trusted object of the given type:
- * O_NOFOLLOW, files non-blocking (a FIFO never hangs), checked before and
- * after opening. flags: 0 for read-only. -ENOENT when missing. */
-static int open_trusted(int dirfd, const char *name, const char *where, mode_t type, int flags, txbox_error *err)
+/* What name beneath dirfd is now, checked: 0, -ENOENT when missing, or
+ * an error refusing it. */
+static int stat_trusted(int dirfd, const char *name, const char *where, mode_t type, struct stat *st,
+			txbox_error *err)
 {
-	struct stat a, b;
 	char why[WHY_MAX];
-	if (fstatat(dirfd, name, &a, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
 			return -ENOENT;
 		snprintf(why, sizeof why, "stat failed: %s", strerror(errno));
 		return refuse(err, where, name, why);
 	}
-	if (untrusted(&a, type, why))
+	if (untrusted(st, type, why))
 		return refuse(err, where, name, why);
-	int base = type == S_IFDIR ? O_RDONLY | O_DIRECTORY : O_RDONLY;
-	int fd = openat(dirfd, name, (flags ? flags : base) | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return 0;
+}
+
+/* Open name beneath dirfd (where: that directory's path for messages, ""
+ * when name is a whole path) as a trusted object of the given type:
+ * O_NOFOLLOW, files non-blocking (a FIFO never hangs; O_DIRECTORY refuses
+ * one before any wait), checked before and after opening. flags: 0 for
+ * read-only. -ENOENT when missing. */
+static int open_trusted(int dirfd, const char *name, const char *where, mode_t type, int flags, txbox_error *err)
+{
+	struct stat a, b;
+	char why[WHY_MAX];
+	int r = stat_trusted(dirfd, name, where, type, &a, err);
+	if (r < 0)
+		return r;
+	bool dir = type == S_IFDIR;
+	int how = (flags ? flags : dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | (dir ? 0 : O_NONBLOCK);
+	int fd = openat(dirfd, name, how | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return -ENOENT;
@@ -131,7 +145,7 @@ static int open_trusted(int dirfd, const char *name, const char *where, mode_t t
 		close(fd);
 		return refuse(err, where, name, why);
 	}
-	if (flags & O_NONBLOCK)
+	if (dir || (flags & O_NONBLOCK))
 		return fd;
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0)
@@ -139,16 +153,13 @@ static int open_trusted(int dirfd, const char *name, const char *where, mode_t t
 	return fd;
 }
 
-/* Check an entry without keeping it open. Missing is fine. */
+/* Check an entry without keeping it open (missing is fine): what it is
+ * now, all that a check without a descriptor can tell. */
 static int check_trusted(int dirfd, const char *name, const char *where, mode_t type, txbox_error *err)
 {
-	int fd = open_trusted(dirfd, name, where, type, 0, err);
-	if (fd == -ENOENT)
-		return 0;
-	if (fd < 0)
-		return fd;
-	close(fd);
-	return 0;
+	struct stat st;
+	int r = stat_trusted(dirfd, name, where, type, &st, err);
+	return r == -ENOENT ? 0 : r;
 }
 
 static int open_state_root(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, int *out,
@@ -389,8 +400,9 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	_cleanup_close_ int lfd = openat(sfd, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (lfd < 0 && errno != EEXIST)
 		return txbox_fail_errno(err, -errno, "creating %s/lock", spath);
-	if (lfd < 0 && (lfd = open_trusted(sfd, "lock", spath, S_IFREG, 0, err)) < 0)
-		return lfd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/lock vanished", spath) : lfd;
+	struct stat lst;
+	if (lfd < 0 && (r = stat_trusted(sfd, "lock", spath, S_IFREG, &lst, err)) < 0)
+		return r == -ENOENT ? txbox_fail(err, -ENOENT, "%s/lock vanished", spath) : r;
 	_cleanup_close_ int tfd = open_trusted(sfd, "tx", spath, S_IFDIR, 0, err);
 	if (tfd < 0)
 		return tfd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/tx vanished", spath) : tfd;
@@ -483,6 +495,38 @@ static bool keep_listed(int dirfd, const char *name, void *arg)
 	return false;
 }
 
+/* Move every entry of a spare but its skeleton (displaced/, stale/) into
+ * stale/, which the transaction deletes while its command runs: unlinking
+ * a file here waits for its inode's eviction (~0.3 ms each on ext4) on
+ * the way to the command. What cannot be moved is removed. */
+static const keep_names spare_skeleton = {"displaced", TX_STALE_NAME, NULL};
+
+static int set_aside(int fd, txbox_error *err)
+{
+	if (mkdirat(fd, TX_STALE_NAME, 0700) < 0 && errno != EEXIST)
+		return fs_empty_dir(fd, keep_listed, (void *)&spare_skeleton, err);
+	_cleanup_close_ int sfd = openat(fd, TX_STALE_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int dupfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dupfd < 0)
+		return txbox_fail_errno(err, -errno, "reading a spare transaction");
+	_cleanup_closedir_ DIR *d = fdopendir(dupfd);
+	if (!d) {
+		close(dupfd);
+		return txbox_fail_errno(err, -errno, "reading a spare transaction");
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *name = de->d_name;
+		if (!strcmp(name, ".") || !strcmp(name, "..") || keep_listed(fd, name, (void *)&spare_skeleton))
+			continue;
+		int r = 0;
+		if ((sfd < 0 || renameat2(fd, name, sfd, name, RENAME_NOREPLACE) < 0) &&
+		    (r = fs_remove_tree_at(fd, name, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Call fn for each spare in tx/ until it returns true; returns how many
  * were seen. */
 static int each_spare(tx_state_dir *s, bool (*fn)(tx_state_dir *s, const char *name, void *arg), void *arg)
@@ -530,8 +574,7 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	/* Before it gets a name recovery reads: its old journal and state and
 	 * anything else but the skeleton go (layer_create makes a new layer;
 	 * the old one, stale/, is deleted while the command runs). */
-	static const keep_names skeleton = {"displaced", TX_STALE_NAME, NULL};
-	if (fs_empty_dir(fd, keep_listed, (void *)&skeleton, &e) < 0 ||
+	if (set_aside(fd, &e) < 0 ||
 	    fs_empty_dir_at(fd, "displaced", NULL, NULL, &e) < 0 || publish(s, name, out, &e) < 0) {
 		txbox_error_clear(&e);
 		close(fd);
@@ -671,6 +714,11 @@ int tx_set_state(tx *t, tx_status st, txbox_error *err)
 			return txbox_fail_errno(err, -errno, "writing the state of %s", t->id);
 		return 0;
 	}
+	/* A held layer may be committed after a crash: its data is durable
+	 * before it is reported held (the overlay is mounted volatile, so its
+	 * unmount syncs nothing). */
+	if (st == TX_HELD && syncfs(t->fd) < 0)
+		return txbox_fail_errno(err, -errno, "syncing the held layer of %s", t->id);
 	return fs_write_file_atomic(t->fd, "state", buf, (size_t)n, 0600, err);
 }
 
@@ -773,8 +821,11 @@ static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 		if (!fs_xattr_is_overlay_private(names + i) && strncmp(names + i, "security.", 9) != 0 &&
 		    fremovexattr(t->top.upper_fd, names + i) < 0 && errno != ENODATA)
 			return txbox_fail_errno(err, -errno, "removing the xattr %s from the upper root", names + i);
-	/* a spare belongs to no workspace until taken */
-	if (unlinkat(t->fd, IDENTITY_NAME, 0) < 0 && errno != ENOENT)
+	/* A spare belongs to no workspace until taken: the record goes with
+	 * the layer (deleted while the next command runs, see set_aside). */
+	_cleanup_close_ int lfd = openat(t->fd, "layers", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if ((lfd < 0 || renameat2(t->fd, IDENTITY_NAME, lfd, IDENTITY_NAME, RENAME_NOREPLACE) < 0) &&
+	    unlinkat(t->fd, IDENTITY_NAME, 0) < 0 && errno != ENOENT)
 		return txbox_fail_errno(err, -errno, "removing the workspace record of %s", t->id);
 	trace_mark("recycle: emptied");
 	int spares = each_spare(s, NULL, NULL);

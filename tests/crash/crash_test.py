@@ -48,7 +48,7 @@ def tx_leftovers(ws):
     emptied layer under stale/ (deleted by its next user): an upper with
     nothing but the .txbox whiteout, an empty overlay index. journal and
     state may stay until the spare is taken (never read under a spare's
-    name)."""
+    name); the old workspace record goes into stale/ with the layer."""
     txd = os.path.join(ws, ".txbox", "tx")
     bad = []
     for e in os.listdir(txd):
@@ -67,7 +67,7 @@ def tx_leftovers(ws):
         idx = os.path.join(p, "stale/0/work/index")
         index_ok = not os.path.lexists(idx) or ls("stale/0/work/index") == []
         if (not {"displaced", "stale"} <= set(ls("")) <= {"displaced", "stale", "journal", "state"}
-                or ls("displaced") or ls("stale") != ["0"]
+                or ls("displaced") or ls("stale") not in (["0"], ["0", "workspace"])
                 or not set(ls("stale/0")) <= {"upper", "work", "root"} or not upper_ok
                 or not set(ls("stale/0/work")) <= {"work", "index"} or not index_ok):
             bad.append(e + " (not an empty skeleton)")

@@ -25,10 +25,12 @@ def _skeleton_problems(sp):
         rel = os.path.relpath(root, sp)
         for n in dirs + files:
             r = os.path.normpath(os.path.join(rel, n))
-            # stale/: the emptied layer, deleted by the spare's next user;
-            # journal and state go when the spare is taken
+            # stale/: the emptied layer and the old workspace record, deleted
+            # by the spare's next user; journal and state go when the spare is
+            # taken (into stale/)
             if r in ("displaced", "stale", "stale/0", "stale/0/upper", "stale/0/work",
-                     "stale/0/work/work", "stale/0/work/index", "stale/0/root", "journal", "state"):
+                     "stale/0/work/work", "stale/0/work/index", "stale/0/root", "stale/workspace",
+                     "journal", "state"):
                 continue
             if r.startswith("stale/0/work/work/"):
                 continue  # the kernel's scratch dir
