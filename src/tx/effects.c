@@ -14,6 +14,7 @@
 #include "util/cleanup.h"
 #include "util/fsutil.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -64,13 +65,29 @@ static int scan_add(scan *s, char *path, txbox_change_kind kind, bool dir)
 	return 0;
 }
 
+/* lstat of path beneath fd, never through a symlink: 0 or -errno. */
+static int stat_beneath(int fd, const char *path, struct stat *st)
+{
+	_cleanup_close_ int f = fs_open_beneath(fd, path, O_PATH, 0);
+	if (f < 0)
+		return f;
+	return fstat(f, st) < 0 ? -errno : 0;
+}
+
 static bool exists_beneath(int fd, const char *path)
 {
-	int f = fs_open_beneath(fd, path, O_PATH, 0);
-	if (f < 0)
-		return f != -ENOENT && f != -ENOTDIR; /* unreadable: assume it is there */
-	close(f);
-	return true;
+	struct stat st;
+	int r = stat_beneath(fd, path, &st);
+	return r != -ENOENT && r != -ENOTDIR; /* unreadable: assume it is there */
+}
+
+/* A regular file whose content is gone though a name stays: emptied, cut
+ * to under a tenth of its size, or replaced by another type. */
+static bool content_destroyed(const struct stat *old, const struct stat *now)
+{
+	if (!S_ISREG(old->st_mode) || old->st_size <= 0)
+		return false;
+	return !S_ISREG(now->st_mode) || (uint64_t)now->st_size * 10 < (uint64_t)old->st_size;
 }
 
 /* List everything beneath the directory s->v[first] (in root_fd), as kind.
@@ -103,16 +120,23 @@ static int expand_dir(scan *s, int root_fd, size_t first, txbox_change_kind kind
 			if (asprintf(&path, "%s/%s", s->v[i].path, de->d_name) < 0)
 				path = NULL;
 			txbox_change_kind k = kind;
-			if (path && other_fd >= 0 && exists_beneath(other_fd, path)) {
+			struct stat other, now;
+			int o = path && other_fd >= 0 ? stat_beneath(other_fd, path, &other) : -ENOENT;
+			if (o != -ENOENT && o != -ENOTDIR) { /* also there (unreadable: assumed so) */
 				if (kind == TXBOX_CHANGE_DELETED) {
 					free(path);
 					continue;
 				}
 				k = TXBOX_CHANGE_MODIFIED;
 			}
+			bool destroyed = k == TXBOX_CHANGE_MODIFIED && o == 0 &&
+					 fstatat(dirfd(d), de->d_name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+					 content_destroyed(&other, &now);
 			int r = scan_add(s, path, k, S_ISDIR(st.st_mode));
 			if (r < 0)
 				return r;
+			if (s->n && !s->incomplete)
+				s->v[s->n - 1].destroyed = destroyed;
 		}
 	}
 	return 0;
@@ -127,6 +151,8 @@ static int scan_op(scan *s, const plan_op *o)
 	int r = scan_add(s, strdup(o->path), o->change, o->kind == PLAN_DELETE ? old_dir : S_ISDIR(o->new_st.st_mode));
 	if (r < 0 || s->incomplete)
 		return r;
+	if (o->existed && (o->change == TXBOX_CHANGE_MODIFIED || o->change == TXBOX_CHANGE_TYPE_CHANGED))
+		s->v[at].destroyed = content_destroyed(&o->old_st, &o->new_st);
 	if (new_dir) /* the whole new tree; over an old directory, names it had are modified */
 		r = expand_dir(s, s->upper_fd, at, TXBOX_CHANGE_ADDED, old_dir ? s->ws_fd : -1);
 	if (r == 0 && old_dir) { /* the old tree, less what the new one has again */
@@ -190,14 +216,15 @@ static int read_small(int fd, const char *path, size_t max, char **out, size_t *
 	return 0;
 }
 
-/* Is the old file a prefix of the new one (an append-only change)? */
-static bool appended_only(int old_fd, int new_fd, const char *path)
+/* Is the old file a prefix of the new one (an append-only change)? With
+ * whole, are they equal? Unreadable: no. */
+static bool old_is_prefix(int old_fd, int new_fd, const char *path, bool whole)
 {
 	_cleanup_close_ int a = fs_open_beneath(old_fd, path, O_RDONLY | O_NONBLOCK, 0);
 	_cleanup_close_ int b = fs_open_beneath(new_fd, path, O_RDONLY | O_NONBLOCK, 0);
 	struct stat sa, sb;
 	if (a < 0 || b < 0 || fstat(a, &sa) < 0 || fstat(b, &sb) < 0 || !S_ISREG(sa.st_mode) ||
-	    !S_ISREG(sb.st_mode) || sb.st_size < sa.st_size)
+	    !S_ISREG(sb.st_mode) || sb.st_size < sa.st_size || (whole && sb.st_size != sa.st_size))
 		return false;
 	enum { CHUNK = 65536 };
 	_cleanup_free_ char *ba = malloc(2 * CHUNK);
@@ -301,13 +328,37 @@ typedef struct gitscan {
 	unsigned bits;
 } gitscan;
 
-/* Is path (a file) there after the commit? */
+/* Is there an entry at path after the commit? */
 static bool exists_after(const gitscan *g, const char *path)
 {
 	const effect_change *c = find_change(g->s, g->sorted, path);
 	if (c)
 		return c->kind != TXBOX_CHANGE_DELETED;
 	return exists_beneath(g->s->ws_fd, path);
+}
+
+/* What git's files backend reads as a ref: an object id (40 or 64 hex
+ * digits) ending the line, or a symbolic ref. */
+static bool ref_text(const char *t)
+{
+	if (!strncmp(t, "ref:", 4))
+		return true;
+	size_t n = strspn(t, "0123456789abcdef");
+	return (n == 40 || n == 64) && (!t[n] || isspace((unsigned char)t[n]));
+}
+
+#define REF_MAX 4096
+
+/* Is path a ref after the commit: a regular file holding one? */
+static bool ref_after(const gitscan *g, const char *path)
+{
+	const effect_change *c = find_change(g->s, g->sorted, path);
+	if (c && c->kind == TXBOX_CHANGE_DELETED)
+		return false;
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	return read_small(c ? g->s->upper_fd : g->s->ws_fd, path, REF_MAX, &text, &len) == 0 &&
+	       strlen(text) == len && ref_text(text);
 }
 
 /* Read packed-refs of one git dir from the workspace (old) or the
@@ -349,7 +400,7 @@ static int packed_refs_lost(const gitscan *g, const char *path, size_t dirlen, b
 		_cleanup_free_ char *loose = NULL;
 		if (asprintf(&loose, "%.*s/%s", (int)dirlen, path, on[i]) < 0)
 			return -ENOMEM;
-		*lost = !exists_after(g, loose);
+		*lost = !ref_after(g, loose);
 	}
 	return 0;
 }
@@ -378,34 +429,63 @@ static bool suffix_of(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix);
 }
 
+/* A loose object (objects/XX/…) or a pack or its index: immutable once
+ * written (git only ever adds them, or deletes them when unreachable or
+ * repacked; freshening one changes its times only). */
+static bool object_file(const char *rest)
+{
+	if (prefix_of(rest, "objects/pack/"))
+		return suffix_of(rest, ".pack") || suffix_of(rest, ".idx");
+	return prefix_of(rest, "objects/") && !prefix_of(rest, "objects/info/");
+}
+
+/* The kind a git file's change has: a directory standing where a regular
+ * file was is that file replaced; other directories are no effect (what
+ * is in them is listed). -1: none. */
+static int git_file_kind(const gitscan *g, const effect_change *c)
+{
+	if (!c->dir)
+		return (int)c->kind;
+	struct stat st;
+	if (c->kind == TXBOX_CHANGE_ADDED || c->kind == TXBOX_CHANGE_DELETED ||
+	    stat_beneath(g->s->ws_fd, c->path, &st) < 0 || !S_ISREG(st.st_mode))
+		return -1;
+	return TXBOX_CHANGE_TYPE_CHANGED;
+}
+
 /* The history effects of one changed file. Stash entries are scratch
  * state (`git stash pop` drops one): not history. */
 static int git_change(gitscan *g, const effect_change *c)
 {
 	size_t dirlen;
 	const char *rest;
-	bool deleted = c->kind == TXBOX_CHANGE_DELETED;
-	if (c->dir || !git_split(c->path, &dirlen, &rest))
+	int kind = git_file_kind(g, c);
+	if (kind < 0 || kind == TXBOX_CHANGE_ADDED || !git_split(c->path, &dirlen, &rest))
 		return 0;
-	if (prefix_of(rest, "refs/") && deleted && strcmp(rest, "refs/stash") &&
-	    !loose_ref_kept(g, c->path, dirlen, rest))
-		g->bits |= EFFECT_GIT_REFS_DELETED;
-	else if (!strcmp(rest, "packed-refs") && c->kind != TXBOX_CHANGE_ADDED) {
+	bool deleted = kind == TXBOX_CHANGE_DELETED;
+	if (prefix_of(rest, "refs/")) {
+		/* gone, or no longer a file git reads as a ref (a directory, a
+		 * symlink, junk), and not kept in a rewritten packed-refs */
+		if (strcmp(rest, "refs/stash") && kind != TXBOX_CHANGE_METADATA && !ref_after(g, c->path) &&
+		    !loose_ref_kept(g, c->path, dirlen, rest))
+			g->bits |= EFFECT_GIT_REFS_DELETED;
+	} else if (!strcmp(rest, "packed-refs")) {
 		bool lost;
 		if (packed_refs_lost(g, c->path, dirlen, &lost) < 0)
 			return -ENOMEM;
 		if (lost)
 			g->bits |= EFFECT_GIT_REFS_DELETED;
-	} else if (prefix_of(rest, "logs/") && c->kind != TXBOX_CHANGE_ADDED && strcmp(rest, "logs/refs/stash") &&
-		   c->kind != TXBOX_CHANGE_METADATA &&
-		   (c->kind != TXBOX_CHANGE_MODIFIED || !appended_only(g->s->ws_fd, g->s->upper_fd, c->path)))
-		g->bits |= EFFECT_GIT_REFLOG_DELETED;
-	else if (prefix_of(rest, "objects/pack/") && suffix_of(rest, ".pack") && deleted)
-		g->bits |= EFFECT_GIT_PACKS_DELETED;
-	else if (prefix_of(rest, "objects/") && !prefix_of(rest, "objects/pack/") &&
-		 !prefix_of(rest, "objects/info/") && deleted)
-		g->bits |= EFFECT_GIT_OBJECTS_DELETED;
-	else if (!strcmp(rest, "shallow"))
+	} else if (prefix_of(rest, "logs/")) {
+		if (strcmp(rest, "logs/refs/stash") && kind != TXBOX_CHANGE_METADATA &&
+		    (kind != TXBOX_CHANGE_MODIFIED || !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, false)))
+			g->bits |= EFFECT_GIT_REFLOG_DELETED;
+	} else if (object_file(rest)) {
+		if (deleted)
+			g->bits |= prefix_of(rest, "objects/pack/") ? EFFECT_GIT_PACKS_DELETED : EFFECT_GIT_OBJECTS_DELETED;
+		else if (kind == TXBOX_CHANGE_TYPE_CHANGED ||
+			 (kind == TXBOX_CHANGE_MODIFIED && !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, true)))
+			g->bits |= EFFECT_GIT_OBJECTS_REWRITTEN;
+	} else if (!strcmp(rest, "shallow"))
 		g->bits |= EFFECT_GIT_SHALLOW_CHANGED;
 	return 0;
 }
@@ -439,12 +519,42 @@ static int config_version(int fd, const char *path, bool present, gitconfig_entr
 	return r < 0 ? r : gitconfig_parse(text, len, e, n);
 }
 
-/* One changed git config file: the keys whose values differ. */
-static int config_change(const scan *s, const effect_change *c, keyset *k)
+/* Does dir (with its '/', or "") hold name after the commit? */
+static bool sibling_after(const gitscan *g, const char *dir, size_t dirlen, const char *name)
+{
+	_cleanup_free_ char *path = NULL;
+	if (asprintf(&path, "%.*s%s", (int)dirlen, dir, name) < 0)
+		return true; /* out of memory: the stricter answer */
+	return exists_after(g, path);
+}
+
+/* Does git read path as a config? Inside a `.git`, or in any directory
+ * git takes for a git dir or a common dir (`objects` and `refs` in it, or
+ * a `commondir` file): a gitfile, a `commondir`, a bare repository or
+ * GIT_DIR can point git at any directory of the workspace, and git then
+ * reads that directory's config. And a user's (`.gitconfig`,
+ * `.config/git/config`): a home may lie in the workspace (HOME=$WS/…). */
+static bool git_config_file(const gitscan *g, const char *path)
 {
 	size_t dirlen;
 	const char *rest;
-	if (c->dir || !git_split(c->path, &dirlen, &rest) || (strcmp(rest, "config") && strcmp(rest, "config.worktree")))
+	if (git_split(path, &dirlen, &rest) && (!strcmp(rest, "config") || !strcmp(rest, "config.worktree")))
+		return true;
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	if (!strcmp(base, ".gitconfig") || !strcmp(path, ".config/git/config") || suffix_of(path, "/.config/git/config"))
+		return true;
+	if (strcmp(base, "config") && strcmp(base, "config.worktree"))
+		return false;
+	size_t n = (size_t)(base - path);
+	return (sibling_after(g, path, n, "objects") && sibling_after(g, path, n, "refs")) ||
+	       sibling_after(g, path, n, "commondir");
+}
+
+/* One changed git config file: the keys whose values differ. */
+static int config_change(const gitscan *g, const effect_change *c, keyset *k)
+{
+	const scan *s = g->s;
+	if (c->dir || !git_config_file(g, c->path))
 		return 0;
 	gitconfig_entry *a = NULL, *b = NULL;
 	size_t na = 0, nb = 0;
@@ -515,7 +625,7 @@ static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k)
 	for (size_t i = 0; i < s->n; i++) {
 		int r = (need & EFFECT_NEED_GIT) ? git_change(&g, &s->v[i]) : 0;
 		if (r == 0 && (need & EFFECT_NEED_CONFIG))
-			r = config_change(s, &s->v[i], k);
+			r = config_change(&g, &s->v[i], k);
 		if (r < 0)
 			return txbox_fail(s->err, r, "out of memory");
 	}
@@ -546,7 +656,7 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 		f.incomplete = s.incomplete;
 		bool deletes = false;
 		for (size_t i = 0; i < s.n && !deletes; i++)
-			deletes = s.v[i].kind == TXBOX_CHANGE_DELETED;
+			deletes = s.v[i].kind == TXBOX_CHANGE_DELETED || s.v[i].destroyed;
 		if ((need & EFFECT_NEED_TRACKED) && deletes)
 			f.tracked = git_tracked(ws_fd);
 		if (policy_effects_check(pol, &f, out) < 0)
