@@ -24,6 +24,9 @@ enum effect_git {
 	/* a loose object, pack or pack index whose content changed or that is
 	 * no longer a regular file: objects are immutable, so it is loss */
 	EFFECT_GIT_OBJECTS_REWRITTEN = 1u << 5,
+	/* two or more stash entries gone at once (`git stash clear`); one is
+	 * `git stash pop` */
+	EFFECT_GIT_STASH_DROPPED = 1u << 6,
 };
 
 /* One changed entry at file granularity (a directory moved whole by the

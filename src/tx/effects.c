@@ -61,7 +61,7 @@ static int scan_add(scan *s, char *path, txbox_change_kind kind, bool dir)
 		s->v = v;
 		s->cap = cap;
 	}
-	s->v[s->n++] = (effect_change){path, kind, dir};
+	s->v[s->n++] = (effect_change){path, kind, dir, false};
 	return 0;
 }
 
@@ -453,8 +453,41 @@ static int git_file_kind(const gitscan *g, const effect_change *c)
 	return TXBOX_CHANGE_TYPE_CHANGED;
 }
 
-/* The history effects of one changed file. Stash entries are scratch
- * state (`git stash pop` drops one): not history. */
+#define REFLOG_MAX (64u * 1024 * 1024)
+
+/* Lines of the stash reflog beneath fd (one per entry); absent: 0;
+ * unreadable: SIZE_MAX on the old side reads as everything lost. */
+static size_t stash_entries(int fd, const char *log, size_t unreadable)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len, n = 0;
+	int r = read_small(fd, log, REFLOG_MAX, &text, &len);
+	if (r < 0)
+		return r == -ENOENT ? 0 : unreadable;
+	for (size_t i = 0; i < len; i++)
+		n += text[i] == '\n';
+	return n + (len && text[len - 1] != '\n');
+}
+
+/* The stash (refs/stash and its reflog, one entry a line) is the user's
+ * uncommitted work: `git stash pop`/`drop` takes one entry, more going at
+ * once (`git stash clear`) is a loss. */
+static int stash_change(gitscan *g, const char *path, size_t dirlen)
+{
+	_cleanup_free_ char *ref = NULL, *log = NULL;
+	if (asprintf(&ref, "%.*s/refs/stash", (int)dirlen, path) < 0 ||
+	    asprintf(&log, "%.*s/logs/refs/stash", (int)dirlen, path) < 0)
+		return -ENOMEM;
+	size_t before = stash_entries(g->s->ws_fd, log, SIZE_MAX), after = 0;
+	const effect_change *c = find_change(g->s, g->sorted, log);
+	if (ref_after(g, ref) && !(c && c->kind == TXBOX_CHANGE_DELETED))
+		after = stash_entries(c ? g->s->upper_fd : g->s->ws_fd, log, 0);
+	if (before > after && before - after >= 2)
+		g->bits |= EFFECT_GIT_STASH_DROPPED;
+	return 0;
+}
+
+/* The history effects of one changed file. */
 static int git_change(gitscan *g, const effect_change *c)
 {
 	size_t dirlen;
@@ -463,10 +496,12 @@ static int git_change(gitscan *g, const effect_change *c)
 	if (kind < 0 || kind == TXBOX_CHANGE_ADDED || !git_split(c->path, &dirlen, &rest))
 		return 0;
 	bool deleted = kind == TXBOX_CHANGE_DELETED;
+	if (!strcmp(rest, "refs/stash") || !strcmp(rest, "logs/refs/stash"))
+		return kind == TXBOX_CHANGE_METADATA ? 0 : stash_change(g, c->path, dirlen);
 	if (prefix_of(rest, "refs/")) {
 		/* gone, or no longer a file git reads as a ref (a directory, a
 		 * symlink, junk), and not kept in a rewritten packed-refs */
-		if (strcmp(rest, "refs/stash") && kind != TXBOX_CHANGE_METADATA && !ref_after(g, c->path) &&
+		if (kind != TXBOX_CHANGE_METADATA && !ref_after(g, c->path) &&
 		    !loose_ref_kept(g, c->path, dirlen, rest))
 			g->bits |= EFFECT_GIT_REFS_DELETED;
 	} else if (!strcmp(rest, "packed-refs")) {
@@ -476,7 +511,7 @@ static int git_change(gitscan *g, const effect_change *c)
 		if (lost)
 			g->bits |= EFFECT_GIT_REFS_DELETED;
 	} else if (prefix_of(rest, "logs/")) {
-		if (strcmp(rest, "logs/refs/stash") && kind != TXBOX_CHANGE_METADATA &&
+		if (kind != TXBOX_CHANGE_METADATA &&
 		    (kind != TXBOX_CHANGE_MODIFIED || !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, false)))
 			g->bits |= EFFECT_GIT_REFLOG_DELETED;
 	} else if (object_file(rest)) {

@@ -454,3 +454,19 @@ def reason_printable(ctx):
     tx = [w for w in p.stderr.decode("utf-8", "replace").split() if w[:2] == "20" and "-" in w]
     if tx:
         ctx.run_txbox(["rollback", "-w", ws, tx[0]], cwd=ws)
+
+
+@test("effects/stash-clear-held-pop-passes")
+def stash(ctx):
+    """The stash is the user's uncommitted work: one entry popped or
+    dropped is work, several gone at once is a loss (rt3/01o)."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    sh("echo w1 >> known.txt && %s stash -q && echo w2 >> known.txt && %s stash -q && "
+       "echo w3 >> known.txt && %s stash -q" % (GIT, GIT, GIT), cwd=ws)
+    _held(ctx, ws, "%s stash clear" % GIT, pol, "git-objects")
+    _held(ctx, ws, "rm -f .git/refs/stash", pol, "git-objects")
+    _committed(ctx, ws, "%s stash pop -q" % GIT, pol)
+    _committed(ctx, ws, "%s stash drop -q" % GIT, pol)
+    _committed(ctx, ws, "%s stash drop -q" % GIT, pol)  # the last one: ref and reflog go
+    check(not sh("%s stash list" % GIT, cwd=ws).stdout, "entries left in the stash")

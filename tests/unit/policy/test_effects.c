@@ -238,6 +238,8 @@ static const tcase default_cases[] = {
 	{"alternates", {{"sub/.git/objects/info/alternates", A, false, false}}, 0, 0, {NULL}, false,
 	 "hold:git-redirect"},
 	{"commondir deleted", {{".git/worktrees/w/commondir", D, false, false}}, 0, 0, {NULL}, false, "allow"},
+	{"stash cleared", {{".git/logs/refs/stash", D, false, false}}, 0, EFFECT_GIT_STASH_DROPPED, {NULL}, false,
+	 "hold:git-objects"},
 	{"objects rewritten", {{".git/objects/ab/cd", M, false, false}}, 0, EFFECT_GIT_OBJECTS_REWRITTEN, {NULL}, false,
 	 "deny:git-history"},
 	{"lfs program", {{".git/config", M, false, false}}, 0, 0, {"lfs.customtransfer.x.path"}, false,
