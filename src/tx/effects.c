@@ -493,7 +493,11 @@ static int git_change(gitscan *g, const effect_change *c)
 	size_t dirlen;
 	const char *rest;
 	int kind = git_file_kind(g, c);
-	if (kind < 0 || kind == TXBOX_CHANGE_ADDED || !git_split(c->path, &dirlen, &rest))
+	if (kind < 0 || !git_split(c->path, &dirlen, &rest))
+		return 0;
+	if (!strcmp(rest, "shallow"))
+		g->bits |= EFFECT_GIT_SHALLOW_CHANGED;
+	if (kind == TXBOX_CHANGE_ADDED) /* nothing was there to lose */
 		return 0;
 	bool deleted = kind == TXBOX_CHANGE_DELETED;
 	if (!strcmp(rest, "refs/stash") || !strcmp(rest, "logs/refs/stash"))
@@ -520,8 +524,7 @@ static int git_change(gitscan *g, const effect_change *c)
 		else if (kind == TXBOX_CHANGE_TYPE_CHANGED ||
 			 (kind == TXBOX_CHANGE_MODIFIED && !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, true)))
 			g->bits |= EFFECT_GIT_OBJECTS_REWRITTEN;
-	} else if (!strcmp(rest, "shallow"))
-		g->bits |= EFFECT_GIT_SHALLOW_CHANGED;
+	}
 	return 0;
 }
 
