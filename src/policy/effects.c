@@ -232,9 +232,13 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 		if (!hit)
 			goto no;
 		size_t bit = (size_t)__builtin_ctz(hit);
+		const char *where = bit < EFFECT_GIT_KINDS ? f->git_path[bit] : NULL;
 		free(*detail);
-		if (!(*detail = strdup(git_effect_names[bit])))
+		if (where ? asprintf(detail, "%s: %s", git_effect_names[bit], where) < 0
+			  : !(*detail = strdup(git_effect_names[bit]))) {
+			*detail = NULL;
 			return -ENOMEM;
+		}
 	}
 	if (e->git_config.n) {
 		const char *key = f->config_unreadable ? "a git config that cannot be read" : NULL;

@@ -28,6 +28,7 @@ enum effect_git {
 	 * `git stash pop` */
 	EFFECT_GIT_STASH_DROPPED = 1u << 6,
 };
+#define EFFECT_GIT_KINDS 7
 
 /* One changed entry at file granularity (a directory moved whole by the
  * commit is listed with everything beneath it). */
@@ -47,6 +48,7 @@ typedef struct effect_facts {
 	bool incomplete;       /* the change list was cut at its limit: path rules cannot be trusted */
 	uint64_t tracked;      /* files in the git index; 0: unknown (no git) */
 	unsigned git;          /* enum effect_git seen */
+	const char *git_path[EFFECT_GIT_KINDS]; /* for each bit of git: the first file that showed it, or NULL */
 	const char *const *config_keys; /* git config keys added, changed or removed */
 	size_t nconfig_keys;
 	bool config_unreadable; /* a changed git config could not be read or parsed */

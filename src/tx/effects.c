@@ -326,7 +326,17 @@ typedef struct gitscan {
 	scan *s;
 	const effect_change **sorted; /* the changes by path */
 	unsigned bits;
+	char **where; /* [EFFECT_GIT_KINDS]: the first path of each bit (owned by the caller) */
 } gitscan;
+
+/* The transaction did `bit` (enum effect_git) to path. */
+static void git_hit(gitscan *g, unsigned bit, const char *path)
+{
+	g->bits |= bit;
+	size_t i = (size_t)__builtin_ctz(bit);
+	if (!g->where[i])
+		g->where[i] = strdup(path); /* out of memory: the reason names no path */
+}
 
 /* Is there an entry at path after the commit? */
 static bool exists_after(const gitscan *g, const char *path)
@@ -483,7 +493,7 @@ static int stash_change(gitscan *g, const char *path, size_t dirlen)
 	if (ref_after(g, ref) && !(c && c->kind == TXBOX_CHANGE_DELETED))
 		after = stash_entries(c ? g->s->upper_fd : g->s->ws_fd, log, 0);
 	if (before > after && before - after >= 2)
-		g->bits |= EFFECT_GIT_STASH_DROPPED;
+		git_hit(g, EFFECT_GIT_STASH_DROPPED, log);
 	return 0;
 }
 
@@ -496,7 +506,7 @@ static int git_change(gitscan *g, const effect_change *c)
 	if (kind < 0 || !git_split(c->path, &dirlen, &rest))
 		return 0;
 	if (!strcmp(rest, "shallow"))
-		g->bits |= EFFECT_GIT_SHALLOW_CHANGED;
+		git_hit(g, EFFECT_GIT_SHALLOW_CHANGED, c->path);
 	if (kind == TXBOX_CHANGE_ADDED) /* nothing was there to lose */
 		return 0;
 	bool deleted = kind == TXBOX_CHANGE_DELETED;
@@ -507,23 +517,24 @@ static int git_change(gitscan *g, const effect_change *c)
 		 * symlink, junk), and not kept in a rewritten packed-refs */
 		if (kind != TXBOX_CHANGE_METADATA && !ref_after(g, c->path) &&
 		    !loose_ref_kept(g, c->path, dirlen, rest))
-			g->bits |= EFFECT_GIT_REFS_DELETED;
+			git_hit(g, EFFECT_GIT_REFS_DELETED, c->path);
 	} else if (!strcmp(rest, "packed-refs")) {
 		bool lost;
 		if (packed_refs_lost(g, c->path, dirlen, &lost) < 0)
 			return -ENOMEM;
 		if (lost)
-			g->bits |= EFFECT_GIT_REFS_DELETED;
+			git_hit(g, EFFECT_GIT_REFS_DELETED, c->path);
 	} else if (prefix_of(rest, "logs/")) {
 		if (kind != TXBOX_CHANGE_METADATA &&
 		    (kind != TXBOX_CHANGE_MODIFIED || !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, false)))
-			g->bits |= EFFECT_GIT_REFLOG_DELETED;
+			git_hit(g, EFFECT_GIT_REFLOG_DELETED, c->path);
 	} else if (object_file(rest)) {
 		if (deleted)
-			g->bits |= prefix_of(rest, "objects/pack/") ? EFFECT_GIT_PACKS_DELETED : EFFECT_GIT_OBJECTS_DELETED;
+			git_hit(g, prefix_of(rest, "objects/pack/") ? EFFECT_GIT_PACKS_DELETED : EFFECT_GIT_OBJECTS_DELETED,
+				c->path);
 		else if (kind == TXBOX_CHANGE_TYPE_CHANGED ||
 			 (kind == TXBOX_CHANGE_MODIFIED && !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, true)))
-			g->bits |= EFFECT_GIT_OBJECTS_REWRITTEN;
+			git_hit(g, EFFECT_GIT_OBJECTS_REWRITTEN, c->path);
 	}
 	return 0;
 }
@@ -651,7 +662,7 @@ static uint64_t git_tracked(int ws_fd)
 	return (uint64_t)h[8] << 24 | (uint64_t)h[9] << 16 | (uint64_t)h[10] << 8 | h[11];
 }
 
-static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k)
+static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k, char **where)
 {
 	_cleanup_free_ const effect_change **sorted = calloc(s->n + 1, sizeof *sorted);
 	if (!sorted)
@@ -659,7 +670,7 @@ static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k)
 	for (size_t i = 0; i < s->n; i++)
 		sorted[i] = &s->v[i];
 	qsort(sorted, s->n, sizeof *sorted, change_ptr_cmp);
-	gitscan g = {s, sorted, 0};
+	gitscan g = {s, sorted, 0, where};
 	for (size_t i = 0; i < s->n; i++) {
 		int r = (need & EFFECT_NEED_GIT) ? git_change(&g, &s->v[i]) : 0;
 		if (r == 0 && (need & EFFECT_NEED_CONFIG))
@@ -668,6 +679,8 @@ static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k)
 			return txbox_fail(s->err, r, "out of memory");
 	}
 	f->git = g.bits;
+	for (size_t i = 0; i < EFFECT_GIT_KINDS; i++)
+		f->git_path[i] = where[i];
 	f->config_keys = (const char *const *)k->v;
 	f->nconfig_keys = k->n;
 	f->config_unreadable = k->unreadable;
@@ -684,10 +697,11 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 		return 0; /* nothing to judge, nothing read */
 	scan s = {.ws_fd = ws_fd, .upper_fd = upper_fd, .err = err};
 	keyset k = {0};
+	char *where[EFFECT_GIT_KINDS] = {0};
 	effect_facts f = {.policy_rel = policy_rel};
 	int r = scan_plan(&s, p);
 	if (r == 0 && (need & (EFFECT_NEED_GIT | EFFECT_NEED_CONFIG)))
-		r = gather_git(&s, need, &f, &k);
+		r = gather_git(&s, need, &f, &k, where);
 	if (r == 0) {
 		f.changes = s.v;
 		f.nchanges = s.n;
@@ -701,6 +715,8 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 			r = txbox_fail(err, -ENOMEM, "out of memory");
 	}
 	keyset_free(&k);
+	for (size_t i = 0; i < EFFECT_GIT_KINDS; i++)
+		free(where[i]);
 	scan_free(&s);
 	if (r < 0)
 		return txbox_error_prefix(err, "checking the transaction's effects");

@@ -362,7 +362,8 @@ def ref_kind(ctx):
     into junk, is a ref deleted (rt3/01e)."""
     pol = _effects_policy(ctx)
     ws = _repo(ctx)
-    _denied(ctx, ws, "rm -f .git/refs/heads/topic && mkdir .git/refs/heads/topic", pol, "git-history")
+    r = _denied(ctx, ws, "rm -f .git/refs/heads/topic && mkdir .git/refs/heads/topic", pol, "git-history")
+    check(".git/refs/heads/topic" in _reason(r), "the reason does not name the ref: %r" % _reason(r))
     _denied(ctx, ws, "echo junk > .git/refs/heads/topic", pol, "git-history")
     _denied(ctx, ws, "rm -f .git/refs/heads/topic && ln -s main .git/refs/heads/topic", pol, "git-history")
     sh("%s pack-refs --all" % GIT, cwd=ws)
