@@ -395,22 +395,27 @@ static int packed_refs(const gitscan *g, const char *path, bool after, char **te
 }
 
 /* packed-refs changed: a name it loses that no loose ref keeps is deleted. */
-static int packed_refs_lost(const gitscan *g, const char *path, size_t dirlen, bool *lost)
+static int packed_refs_lost(gitscan *g, const char *path, size_t dirlen)
 {
 	_cleanup_free_ char *ot = NULL, *nt = NULL;
 	_cleanup_free_ char **on = NULL, **nn = NULL;
 	size_t no, nnew;
-	*lost = true;
-	if (packed_refs(g, path, false, &ot, &on, &no) < 0 || packed_refs(g, path, true, &nt, &nn, &nnew) < 0)
-		return 0; /* unreadable: taken as lost */
-	*lost = false;
-	for (size_t i = 0; i < no && !*lost; i++) {
+	if (packed_refs(g, path, false, &ot, &on, &no) < 0 || packed_refs(g, path, true, &nt, &nn, &nnew) < 0) {
+		git_hit(g, EFFECT_GIT_REFS_DELETED, path); /* unreadable: taken as lost */
+		return 0;
+	}
+	for (size_t i = 0; i < no; i++) {
 		if ((nnew && bsearch(&on[i], nn, nnew, sizeof *nn, strcmp_p)) || !strcmp(on[i], "refs/stash"))
 			continue;
-		_cleanup_free_ char *loose = NULL;
+		_cleanup_free_ char *loose = NULL, *what = NULL;
 		if (asprintf(&loose, "%.*s/%s", (int)dirlen, path, on[i]) < 0)
 			return -ENOMEM;
-		*lost = !ref_after(g, loose);
+		if (ref_after(g, loose))
+			continue;
+		if (asprintf(&what, "%s (%s)", path, on[i]) < 0)
+			return -ENOMEM;
+		git_hit(g, EFFECT_GIT_REFS_DELETED, what);
+		return 0;
 	}
 	return 0;
 }
@@ -519,11 +524,8 @@ static int git_change(gitscan *g, const effect_change *c)
 		    !loose_ref_kept(g, c->path, dirlen, rest))
 			git_hit(g, EFFECT_GIT_REFS_DELETED, c->path);
 	} else if (!strcmp(rest, "packed-refs")) {
-		bool lost;
-		if (packed_refs_lost(g, c->path, dirlen, &lost) < 0)
+		if (packed_refs_lost(g, c->path, dirlen) < 0)
 			return -ENOMEM;
-		if (lost)
-			git_hit(g, EFFECT_GIT_REFS_DELETED, c->path);
 	} else if (prefix_of(rest, "logs/")) {
 		if (kind != TXBOX_CHANGE_METADATA &&
 		    (kind != TXBOX_CHANGE_MODIFIED || !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, false)))

@@ -367,8 +367,9 @@ def ref_kind(ctx):
     _denied(ctx, ws, "echo junk > .git/refs/heads/topic", pol, "git-history")
     _denied(ctx, ws, "rm -f .git/refs/heads/topic && ln -s main .git/refs/heads/topic", pol, "git-history")
     sh("%s pack-refs --all" % GIT, cwd=ws)
-    _denied(ctx, ws, "mkdir .git/refs/heads/topic && sed -i '/refs\\/heads\\/topic/d' .git/packed-refs", pol,
-            "git-history")
+    r = _denied(ctx, ws, "mkdir .git/refs/heads/topic && sed -i '/refs\\/heads\\/topic/d' .git/packed-refs", pol,
+                "git-history")
+    check(".git/packed-refs (refs/heads/topic)" in _reason(r), "the reason does not name the ref: %r" % _reason(r))
     # a ref moved, a branch made, a symbolic ref: refs all the same
     _committed(ctx, ws, "%s checkout -qb side && echo s > s && %s add s && %s commit -qm s && "
                "%s symbolic-ref refs/heads/alias refs/heads/side" % (GIT, GIT, GIT, GIT), pol)
