@@ -144,7 +144,7 @@ unsigned policy_effects_needs(const policy *p)
 
 static bool change_selected(const effect_rule *e, const effect_facts *f, const effect_change *c)
 {
-	if (c->dir) /* a directory is no effect by itself; what is in it is listed */
+	if (c->dir && !c->destroyed) /* a directory is no effect by itself; what is in it is listed */
 		return false;
 	if (e->kinds && !(e->kinds & (1u << c->kind)))
 		return false;
@@ -155,8 +155,47 @@ static bool change_selected(const effect_rule *e, const effect_facts *f, const e
 	return true;
 }
 
-static const char *const git_effect_names[] = {"refs deleted", "reflog deleted or rewritten", "pack files deleted",
-					       "loose objects deleted", ".git/shallow changed"};
+static const char *const git_effect_names[] = {
+	"refs deleted", "reflog deleted or rewritten", "pack files deleted", "loose objects deleted",
+	".git/shallow changed", "git objects or pack files rewritten (objects never change)",
+	"stash entries dropped"};
+
+/* Selected by git_config globs: some glob matches and no "!glob" does
+ * (the same as paths; "*" with exclusions is an allow-list of keys). */
+static bool config_key_selected(const strlist *globs, const char *key)
+{
+	bool in = false;
+	for (size_t i = 0; i < globs->n; i++) {
+		const char *g = globs->v[i];
+		if (g[0] == '!') {
+			if (fnmatch(g + 1, key, FNM_CASEFOLD) == 0)
+				return false;
+		} else if (!in)
+			in = fnmatch(g, key, FNM_CASEFOLD) == 0;
+	}
+	return in;
+}
+
+/* A deletion for deleted_min/deleted_share: the file is gone, or its
+ * content is (emptied, cut down, replaced by another type). */
+static bool counts_as_deleted(const effect_change *c)
+{
+	return c->kind == TXBOX_CHANGE_DELETED || c->destroyed;
+}
+
+static int count_detail(char **detail, size_t count, size_t destroyed, uint64_t tracked, const char *first)
+{
+	char of[64] = "";
+	if (tracked)
+		snprintf(of, sizeof of, " of %llu tracked by git", (unsigned long long)tracked);
+	int r = destroyed ? asprintf(detail, "%zu files deleted or emptied (%zu emptied, cut down or replaced)%s; "
+					     "first %s",
+				     count, destroyed, of, first)
+			  : asprintf(detail, "%zu files deleted%s; first %s", count, of, first);
+	if (r < 0)
+		*detail = NULL;
+	return r < 0 ? -ENOMEM : 0;
+}
 
 /* Does rule e match? *detail (malloc'd) says what matched. */
 static int rule_matches(const effect_rule *e, const effect_facts *f, char **detail)
@@ -165,13 +204,14 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 	bool counting = e->deleted_min || e->deleted_share > 0;
 	bool selecting = e->paths.n || e->kinds || e->policy_file;
 	if (counting || selecting) {
-		size_t count = 0;
+		size_t count = 0, destroyed = 0;
 		const char *first = NULL;
 		for (size_t i = 0; i < f->nchanges; i++) {
 			const effect_change *c = &f->changes[i];
-			if ((counting && c->kind != TXBOX_CHANGE_DELETED) || !change_selected(e, f, c))
+			if ((counting && !counts_as_deleted(c)) || !change_selected(e, f, c))
 				continue;
 			count++;
+			destroyed += c->kind != TXBOX_CHANGE_DELETED;
 			if (!first)
 				first = c->path;
 			if (!counting)
@@ -183,11 +223,8 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 			return 0;
 		if (e->deleted_share > 0 && (!f->tracked || (double)count < e->deleted_share * (double)f->tracked))
 			return 0;
-		int r = !counting  ? asprintf(detail, "%s", first)
-			: f->tracked ? asprintf(detail, "%zu files deleted of %llu tracked by git", count,
-						(unsigned long long)f->tracked)
-				     : asprintf(detail, "%zu files deleted", count);
-		if (r < 0)
+		if (!counting ? !(*detail = strdup(first))
+			      : count_detail(detail, count, destroyed, f->tracked, first) < 0)
 			return -ENOMEM;
 	}
 	if (e->git) {
@@ -195,16 +232,19 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 		if (!hit)
 			goto no;
 		size_t bit = (size_t)__builtin_ctz(hit);
+		const char *where = bit < EFFECT_GIT_KINDS ? f->git_path[bit] : NULL;
 		free(*detail);
-		if (!(*detail = strdup(git_effect_names[bit])))
+		if (where ? asprintf(detail, "%s: %s", git_effect_names[bit], where) < 0
+			  : !(*detail = strdup(git_effect_names[bit]))) {
+			*detail = NULL;
 			return -ENOMEM;
+		}
 	}
 	if (e->git_config.n) {
 		const char *key = f->config_unreadable ? "a git config that cannot be read" : NULL;
 		for (size_t i = 0; !key && i < f->nconfig_keys; i++)
-			for (size_t j = 0; !key && j < e->git_config.n; j++)
-				if (fnmatch(e->git_config.v[j], f->config_keys[i], FNM_CASEFOLD) == 0)
-					key = f->config_keys[i];
+			if (config_key_selected(&e->git_config, f->config_keys[i]))
+				key = f->config_keys[i];
 		if (!key)
 			goto no;
 		free(*detail);
@@ -220,13 +260,53 @@ no:
 	return 0;
 }
 
+/* Length of the valid UTF-8 sequence at s (1..4) that is not a C1
+ * control, or 0. */
+static size_t utf8_printable(const unsigned char *s)
+{
+	size_t n = s[0] >= 0xf0 ? (s[0] <= 0xf4 ? 4 : 0) : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+	/* a continuation byte stops the check at the terminating NUL */
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0) /* U+0080..U+009F: C1 controls (CSI, OSC, ...) */
+		return 0;
+	if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
+		return 0; /* overlong, surrogates */
+	if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
+		return 0;
+	return n;
+}
+
+/* The detail names what the command made (paths, config keys): its
+ * control characters are written \xNN, so a reason shown on a terminal
+ * cannot carry escape sequences. */
+static char *printable(const char *in)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	char *out = malloc(4 * strlen(in) + 1), *o = out;
+	if (!out)
+		return NULL;
+	while (*s) {
+		size_t n = *s >= 0x20 && *s < 0x7f ? 1 : *s >= 0x80 ? utf8_printable(s) : 0;
+		if (n) {
+			memcpy(o, s, n);
+			o += n, s += n;
+		} else
+			o += sprintf(o, "\\x%02x", *s++);
+	}
+	*o = '\0';
+	return out;
+}
+
 static int verdict_set(effect_verdict *out, policy_decision d, const char *id, const char *reason,
 		       const char *detail, const char *suggestion)
 {
 	effect_verdict_free(out);
 	out->decision = d;
 	out->rule = strdup(id);
-	if (detail ? asprintf(&out->reason, "%s (%s)", reason, detail) < 0 : !(out->reason = strdup(reason)))
+	_cleanup_free_ char *shown = detail ? printable(detail) : NULL;
+	if (detail ? !shown || asprintf(&out->reason, "%s (%s)", reason, shown) < 0 : !(out->reason = strdup(reason)))
 		out->reason = NULL;
 	out->suggestion = suggestion ? strdup(suggestion) : NULL;
 	if (!out->rule || !out->reason || (suggestion && !out->suggestion))

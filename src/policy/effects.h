@@ -14,12 +14,21 @@
 
 /* What a transaction did to git history (match.git of an effect rule). */
 enum effect_git {
-	EFFECT_GIT_REFS_DELETED = 1u << 0,   /* a ref gone (loose file deleted, packed-refs line lost) */
+	/* a ref gone: loose file deleted or no longer a regular file holding a
+	 * ref, packed-refs line lost */
+	EFFECT_GIT_REFS_DELETED = 1u << 0,
 	EFFECT_GIT_REFLOG_DELETED = 1u << 1, /* a reflog deleted, truncated or rewritten */
-	EFFECT_GIT_PACKS_DELETED = 1u << 2,  /* a pack file (objects/pack/NAME.pack) deleted */
+	EFFECT_GIT_PACKS_DELETED = 1u << 2,  /* a pack or its index (objects/pack/NAME.{pack,idx}) deleted */
 	EFFECT_GIT_OBJECTS_DELETED = 1u << 3, /* loose objects deleted */
 	EFFECT_GIT_SHALLOW_CHANGED = 1u << 4, /* .git/shallow added, changed or deleted */
+	/* a loose object, pack or pack index whose content changed or that is
+	 * no longer a regular file: objects are immutable, so it is loss */
+	EFFECT_GIT_OBJECTS_REWRITTEN = 1u << 5,
+	/* two or more stash entries gone at once (`git stash clear`); one is
+	 * `git stash pop` */
+	EFFECT_GIT_STASH_DROPPED = 1u << 6,
 };
+#define EFFECT_GIT_KINDS 7
 
 /* One changed entry at file granularity (a directory moved whole by the
  * commit is listed with everything beneath it). */
@@ -27,6 +36,10 @@ typedef struct effect_change {
 	const char *path; /* workspace-relative */
 	txbox_change_kind kind;
 	bool dir;
+	/* A regular file whose content is gone though its name stays: replaced
+	 * by another type, or emptied / cut to under a tenth of its old size.
+	 * Counted with the deletions (deleted_min, deleted_share). */
+	bool destroyed;
 } effect_change;
 
 typedef struct effect_facts {
@@ -35,6 +48,7 @@ typedef struct effect_facts {
 	bool incomplete;       /* the change list was cut at its limit: path rules cannot be trusted */
 	uint64_t tracked;      /* files in the git index; 0: unknown (no git) */
 	unsigned git;          /* enum effect_git seen */
+	const char *git_path[EFFECT_GIT_KINDS]; /* for each bit of git: the first file that showed it, or NULL */
 	const char *const *config_keys; /* git config keys added, changed or removed */
 	size_t nconfig_keys;
 	bool config_unreadable; /* a changed git config could not be read or parsed */

@@ -14,6 +14,7 @@
 #include "util/cleanup.h"
 #include "util/fsutil.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -60,17 +61,33 @@ static int scan_add(scan *s, char *path, txbox_change_kind kind, bool dir)
 		s->v = v;
 		s->cap = cap;
 	}
-	s->v[s->n++] = (effect_change){path, kind, dir};
+	s->v[s->n++] = (effect_change){path, kind, dir, false};
 	return 0;
+}
+
+/* lstat of path beneath fd, never through a symlink: 0 or -errno. */
+static int stat_beneath(int fd, const char *path, struct stat *st)
+{
+	_cleanup_close_ int f = fs_open_beneath(fd, path, O_PATH, 0);
+	if (f < 0)
+		return f;
+	return fstat(f, st) < 0 ? -errno : 0;
 }
 
 static bool exists_beneath(int fd, const char *path)
 {
-	int f = fs_open_beneath(fd, path, O_PATH, 0);
-	if (f < 0)
-		return f != -ENOENT && f != -ENOTDIR; /* unreadable: assume it is there */
-	close(f);
-	return true;
+	struct stat st;
+	int r = stat_beneath(fd, path, &st);
+	return r != -ENOENT && r != -ENOTDIR; /* unreadable: assume it is there */
+}
+
+/* A regular file whose content is gone though a name stays: emptied, cut
+ * to under a tenth of its size, or replaced by another type. */
+static bool content_destroyed(const struct stat *old, const struct stat *now)
+{
+	if (!S_ISREG(old->st_mode) || old->st_size <= 0)
+		return false;
+	return !S_ISREG(now->st_mode) || (uint64_t)now->st_size * 10 < (uint64_t)old->st_size;
 }
 
 /* List everything beneath the directory s->v[first] (in root_fd), as kind.
@@ -103,16 +120,23 @@ static int expand_dir(scan *s, int root_fd, size_t first, txbox_change_kind kind
 			if (asprintf(&path, "%s/%s", s->v[i].path, de->d_name) < 0)
 				path = NULL;
 			txbox_change_kind k = kind;
-			if (path && other_fd >= 0 && exists_beneath(other_fd, path)) {
+			struct stat other, now;
+			int o = path && other_fd >= 0 ? stat_beneath(other_fd, path, &other) : -ENOENT;
+			if (o != -ENOENT && o != -ENOTDIR) { /* also there (unreadable: assumed so) */
 				if (kind == TXBOX_CHANGE_DELETED) {
 					free(path);
 					continue;
 				}
 				k = TXBOX_CHANGE_MODIFIED;
 			}
+			bool destroyed = k == TXBOX_CHANGE_MODIFIED && o == 0 &&
+					 fstatat(dirfd(d), de->d_name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+					 content_destroyed(&other, &now);
 			int r = scan_add(s, path, k, S_ISDIR(st.st_mode));
 			if (r < 0)
 				return r;
+			if (s->n && !s->incomplete)
+				s->v[s->n - 1].destroyed = destroyed;
 		}
 	}
 	return 0;
@@ -127,6 +151,8 @@ static int scan_op(scan *s, const plan_op *o)
 	int r = scan_add(s, strdup(o->path), o->change, o->kind == PLAN_DELETE ? old_dir : S_ISDIR(o->new_st.st_mode));
 	if (r < 0 || s->incomplete)
 		return r;
+	if (o->existed && (o->change == TXBOX_CHANGE_MODIFIED || o->change == TXBOX_CHANGE_TYPE_CHANGED))
+		s->v[at].destroyed = content_destroyed(&o->old_st, &o->new_st);
 	if (new_dir) /* the whole new tree; over an old directory, names it had are modified */
 		r = expand_dir(s, s->upper_fd, at, TXBOX_CHANGE_ADDED, old_dir ? s->ws_fd : -1);
 	if (r == 0 && old_dir) { /* the old tree, less what the new one has again */
@@ -190,14 +216,15 @@ static int read_small(int fd, const char *path, size_t max, char **out, size_t *
 	return 0;
 }
 
-/* Is the old file a prefix of the new one (an append-only change)? */
-static bool appended_only(int old_fd, int new_fd, const char *path)
+/* Is the old file a prefix of the new one (an append-only change)? With
+ * whole, are they equal? Unreadable: no. */
+static bool old_is_prefix(int old_fd, int new_fd, const char *path, bool whole)
 {
 	_cleanup_close_ int a = fs_open_beneath(old_fd, path, O_RDONLY | O_NONBLOCK, 0);
 	_cleanup_close_ int b = fs_open_beneath(new_fd, path, O_RDONLY | O_NONBLOCK, 0);
 	struct stat sa, sb;
 	if (a < 0 || b < 0 || fstat(a, &sa) < 0 || fstat(b, &sb) < 0 || !S_ISREG(sa.st_mode) ||
-	    !S_ISREG(sb.st_mode) || sb.st_size < sa.st_size)
+	    !S_ISREG(sb.st_mode) || sb.st_size < sa.st_size || (whole && sb.st_size != sa.st_size))
 		return false;
 	enum { CHUNK = 65536 };
 	_cleanup_free_ char *ba = malloc(2 * CHUNK);
@@ -299,15 +326,49 @@ typedef struct gitscan {
 	scan *s;
 	const effect_change **sorted; /* the changes by path */
 	unsigned bits;
+	char **where; /* [EFFECT_GIT_KINDS]: the first path of each bit (owned by the caller) */
 } gitscan;
 
-/* Is path (a file) there after the commit? */
+/* The transaction did `bit` (enum effect_git) to path. */
+static void git_hit(gitscan *g, unsigned bit, const char *path)
+{
+	g->bits |= bit;
+	size_t i = (size_t)__builtin_ctz(bit);
+	if (!g->where[i])
+		g->where[i] = strdup(path); /* out of memory: the reason names no path */
+}
+
+/* Is there an entry at path after the commit? */
 static bool exists_after(const gitscan *g, const char *path)
 {
 	const effect_change *c = find_change(g->s, g->sorted, path);
 	if (c)
 		return c->kind != TXBOX_CHANGE_DELETED;
 	return exists_beneath(g->s->ws_fd, path);
+}
+
+/* What git's files backend reads as a ref: an object id (40 or 64 hex
+ * digits) ending the line, or a symbolic ref. */
+static bool ref_text(const char *t)
+{
+	if (!strncmp(t, "ref:", 4))
+		return true;
+	size_t n = strspn(t, "0123456789abcdef");
+	return (n == 40 || n == 64) && (!t[n] || isspace((unsigned char)t[n]));
+}
+
+#define REF_MAX 4096
+
+/* Is path a ref after the commit: a regular file holding one? */
+static bool ref_after(const gitscan *g, const char *path)
+{
+	const effect_change *c = find_change(g->s, g->sorted, path);
+	if (c && c->kind == TXBOX_CHANGE_DELETED)
+		return false;
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	return read_small(c ? g->s->upper_fd : g->s->ws_fd, path, REF_MAX, &text, &len) == 0 &&
+	       strlen(text) == len && ref_text(text);
 }
 
 /* Read packed-refs of one git dir from the workspace (old) or the
@@ -334,22 +395,27 @@ static int packed_refs(const gitscan *g, const char *path, bool after, char **te
 }
 
 /* packed-refs changed: a name it loses that no loose ref keeps is deleted. */
-static int packed_refs_lost(const gitscan *g, const char *path, size_t dirlen, bool *lost)
+static int packed_refs_lost(gitscan *g, const char *path, size_t dirlen)
 {
 	_cleanup_free_ char *ot = NULL, *nt = NULL;
 	_cleanup_free_ char **on = NULL, **nn = NULL;
 	size_t no, nnew;
-	*lost = true;
-	if (packed_refs(g, path, false, &ot, &on, &no) < 0 || packed_refs(g, path, true, &nt, &nn, &nnew) < 0)
-		return 0; /* unreadable: taken as lost */
-	*lost = false;
-	for (size_t i = 0; i < no && !*lost; i++) {
+	if (packed_refs(g, path, false, &ot, &on, &no) < 0 || packed_refs(g, path, true, &nt, &nn, &nnew) < 0) {
+		git_hit(g, EFFECT_GIT_REFS_DELETED, path); /* unreadable: taken as lost */
+		return 0;
+	}
+	for (size_t i = 0; i < no; i++) {
 		if ((nnew && bsearch(&on[i], nn, nnew, sizeof *nn, strcmp_p)) || !strcmp(on[i], "refs/stash"))
 			continue;
-		_cleanup_free_ char *loose = NULL;
+		_cleanup_free_ char *loose = NULL, *what = NULL;
 		if (asprintf(&loose, "%.*s/%s", (int)dirlen, path, on[i]) < 0)
 			return -ENOMEM;
-		*lost = !exists_after(g, loose);
+		if (ref_after(g, loose))
+			continue;
+		if (asprintf(&what, "%s (%s)", path, on[i]) < 0)
+			return -ENOMEM;
+		git_hit(g, EFFECT_GIT_REFS_DELETED, what);
+		return 0;
 	}
 	return 0;
 }
@@ -378,35 +444,100 @@ static bool suffix_of(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix);
 }
 
-/* The history effects of one changed file. Stash entries are scratch
- * state (`git stash pop` drops one): not history. */
+/* A loose object (objects/XX/…) or a pack or its index: immutable once
+ * written (git only ever adds them, or deletes them when unreachable or
+ * repacked; freshening one changes its times only). */
+static bool object_file(const char *rest)
+{
+	if (prefix_of(rest, "objects/pack/"))
+		return suffix_of(rest, ".pack") || suffix_of(rest, ".idx");
+	return prefix_of(rest, "objects/") && !prefix_of(rest, "objects/info/");
+}
+
+/* The kind a git file's change has: a directory standing where a regular
+ * file was is that file replaced; other directories are no effect (what
+ * is in them is listed). -1: none. */
+static int git_file_kind(const gitscan *g, const effect_change *c)
+{
+	if (!c->dir)
+		return (int)c->kind;
+	struct stat st;
+	if (c->kind == TXBOX_CHANGE_ADDED || c->kind == TXBOX_CHANGE_DELETED ||
+	    stat_beneath(g->s->ws_fd, c->path, &st) < 0 || !S_ISREG(st.st_mode))
+		return -1;
+	return TXBOX_CHANGE_TYPE_CHANGED;
+}
+
+#define REFLOG_MAX (64u * 1024 * 1024)
+
+/* Lines of the stash reflog beneath fd (one per entry); absent: 0;
+ * unreadable: SIZE_MAX on the old side reads as everything lost. */
+static size_t stash_entries(int fd, const char *log, size_t unreadable)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len, n = 0;
+	int r = read_small(fd, log, REFLOG_MAX, &text, &len);
+	if (r < 0)
+		return r == -ENOENT ? 0 : unreadable;
+	for (size_t i = 0; i < len; i++)
+		n += text[i] == '\n';
+	return n + (len && text[len - 1] != '\n');
+}
+
+/* The stash (refs/stash and its reflog, one entry a line) is the user's
+ * uncommitted work: `git stash pop`/`drop` takes one entry, more going at
+ * once (`git stash clear`) is a loss. */
+static int stash_change(gitscan *g, const char *path, size_t dirlen)
+{
+	_cleanup_free_ char *ref = NULL, *log = NULL;
+	if (asprintf(&ref, "%.*s/refs/stash", (int)dirlen, path) < 0 ||
+	    asprintf(&log, "%.*s/logs/refs/stash", (int)dirlen, path) < 0)
+		return -ENOMEM;
+	size_t before = stash_entries(g->s->ws_fd, log, SIZE_MAX), after = 0;
+	const effect_change *c = find_change(g->s, g->sorted, log);
+	if (ref_after(g, ref) && !(c && c->kind == TXBOX_CHANGE_DELETED))
+		after = stash_entries(c ? g->s->upper_fd : g->s->ws_fd, log, 0);
+	if (before > after && before - after >= 2)
+		git_hit(g, EFFECT_GIT_STASH_DROPPED, log);
+	return 0;
+}
+
+/* The history effects of one changed file. */
 static int git_change(gitscan *g, const effect_change *c)
 {
 	size_t dirlen;
 	const char *rest;
-	bool deleted = c->kind == TXBOX_CHANGE_DELETED;
-	if (c->dir || !git_split(c->path, &dirlen, &rest))
+	int kind = git_file_kind(g, c);
+	if (kind < 0 || !git_split(c->path, &dirlen, &rest))
 		return 0;
-	if (prefix_of(rest, "refs/") && deleted && strcmp(rest, "refs/stash") &&
-	    !loose_ref_kept(g, c->path, dirlen, rest))
-		g->bits |= EFFECT_GIT_REFS_DELETED;
-	else if (!strcmp(rest, "packed-refs") && c->kind != TXBOX_CHANGE_ADDED) {
-		bool lost;
-		if (packed_refs_lost(g, c->path, dirlen, &lost) < 0)
+	if (!strcmp(rest, "shallow"))
+		git_hit(g, EFFECT_GIT_SHALLOW_CHANGED, c->path);
+	if (kind == TXBOX_CHANGE_ADDED) /* nothing was there to lose */
+		return 0;
+	bool deleted = kind == TXBOX_CHANGE_DELETED;
+	if (!strcmp(rest, "refs/stash") || !strcmp(rest, "logs/refs/stash"))
+		return kind == TXBOX_CHANGE_METADATA ? 0 : stash_change(g, c->path, dirlen);
+	if (prefix_of(rest, "refs/")) {
+		/* gone, or no longer a file git reads as a ref (a directory, a
+		 * symlink, junk), and not kept in a rewritten packed-refs */
+		if (kind != TXBOX_CHANGE_METADATA && !ref_after(g, c->path) &&
+		    !loose_ref_kept(g, c->path, dirlen, rest))
+			git_hit(g, EFFECT_GIT_REFS_DELETED, c->path);
+	} else if (!strcmp(rest, "packed-refs")) {
+		if (packed_refs_lost(g, c->path, dirlen) < 0)
 			return -ENOMEM;
-		if (lost)
-			g->bits |= EFFECT_GIT_REFS_DELETED;
-	} else if (prefix_of(rest, "logs/") && c->kind != TXBOX_CHANGE_ADDED && strcmp(rest, "logs/refs/stash") &&
-		   c->kind != TXBOX_CHANGE_METADATA &&
-		   (c->kind != TXBOX_CHANGE_MODIFIED || !appended_only(g->s->ws_fd, g->s->upper_fd, c->path)))
-		g->bits |= EFFECT_GIT_REFLOG_DELETED;
-	else if (prefix_of(rest, "objects/pack/") && suffix_of(rest, ".pack") && deleted)
-		g->bits |= EFFECT_GIT_PACKS_DELETED;
-	else if (prefix_of(rest, "objects/") && !prefix_of(rest, "objects/pack/") &&
-		 !prefix_of(rest, "objects/info/") && deleted)
-		g->bits |= EFFECT_GIT_OBJECTS_DELETED;
-	else if (!strcmp(rest, "shallow"))
-		g->bits |= EFFECT_GIT_SHALLOW_CHANGED;
+	} else if (prefix_of(rest, "logs/")) {
+		if (kind != TXBOX_CHANGE_METADATA &&
+		    (kind != TXBOX_CHANGE_MODIFIED || !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, false)))
+			git_hit(g, EFFECT_GIT_REFLOG_DELETED, c->path);
+	} else if (object_file(rest)) {
+		if (deleted)
+			git_hit(g, prefix_of(rest, "objects/pack/") ? EFFECT_GIT_PACKS_DELETED : EFFECT_GIT_OBJECTS_DELETED,
+				c->path);
+		else if (kind == TXBOX_CHANGE_TYPE_CHANGED ||
+			 (kind == TXBOX_CHANGE_MODIFIED && !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, true)))
+			git_hit(g, EFFECT_GIT_OBJECTS_REWRITTEN, c->path);
+	}
 	return 0;
 }
 
@@ -439,12 +570,42 @@ static int config_version(int fd, const char *path, bool present, gitconfig_entr
 	return r < 0 ? r : gitconfig_parse(text, len, e, n);
 }
 
-/* One changed git config file: the keys whose values differ. */
-static int config_change(const scan *s, const effect_change *c, keyset *k)
+/* Does dir (with its '/', or "") hold name after the commit? */
+static bool sibling_after(const gitscan *g, const char *dir, size_t dirlen, const char *name)
+{
+	_cleanup_free_ char *path = NULL;
+	if (asprintf(&path, "%.*s%s", (int)dirlen, dir, name) < 0)
+		return true; /* out of memory: the stricter answer */
+	return exists_after(g, path);
+}
+
+/* Does git read path as a config? Inside a `.git`, or in any directory
+ * git takes for a git dir or a common dir (`objects` and `refs` in it, or
+ * a `commondir` file): a gitfile, a `commondir`, a bare repository or
+ * GIT_DIR can point git at any directory of the workspace, and git then
+ * reads that directory's config. And a user's (`.gitconfig`,
+ * `.config/git/config`): a home may lie in the workspace (HOME=$WS/…). */
+static bool git_config_file(const gitscan *g, const char *path)
 {
 	size_t dirlen;
 	const char *rest;
-	if (c->dir || !git_split(c->path, &dirlen, &rest) || (strcmp(rest, "config") && strcmp(rest, "config.worktree")))
+	if (git_split(path, &dirlen, &rest) && (!strcmp(rest, "config") || !strcmp(rest, "config.worktree")))
+		return true;
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	if (!strcmp(base, ".gitconfig") || !strcmp(path, ".config/git/config") || suffix_of(path, "/.config/git/config"))
+		return true;
+	if (strcmp(base, "config") && strcmp(base, "config.worktree"))
+		return false;
+	size_t n = (size_t)(base - path);
+	return (sibling_after(g, path, n, "objects") && sibling_after(g, path, n, "refs")) ||
+	       sibling_after(g, path, n, "commondir");
+}
+
+/* One changed git config file: the keys whose values differ. */
+static int config_change(const gitscan *g, const effect_change *c, keyset *k)
+{
+	const scan *s = g->s;
+	if (c->dir || !git_config_file(g, c->path))
 		return 0;
 	gitconfig_entry *a = NULL, *b = NULL;
 	size_t na = 0, nb = 0;
@@ -503,7 +664,7 @@ static uint64_t git_tracked(int ws_fd)
 	return (uint64_t)h[8] << 24 | (uint64_t)h[9] << 16 | (uint64_t)h[10] << 8 | h[11];
 }
 
-static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k)
+static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k, char **where)
 {
 	_cleanup_free_ const effect_change **sorted = calloc(s->n + 1, sizeof *sorted);
 	if (!sorted)
@@ -511,15 +672,17 @@ static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k)
 	for (size_t i = 0; i < s->n; i++)
 		sorted[i] = &s->v[i];
 	qsort(sorted, s->n, sizeof *sorted, change_ptr_cmp);
-	gitscan g = {s, sorted, 0};
+	gitscan g = {s, sorted, 0, where};
 	for (size_t i = 0; i < s->n; i++) {
 		int r = (need & EFFECT_NEED_GIT) ? git_change(&g, &s->v[i]) : 0;
 		if (r == 0 && (need & EFFECT_NEED_CONFIG))
-			r = config_change(s, &s->v[i], k);
+			r = config_change(&g, &s->v[i], k);
 		if (r < 0)
 			return txbox_fail(s->err, r, "out of memory");
 	}
 	f->git = g.bits;
+	for (size_t i = 0; i < EFFECT_GIT_KINDS; i++)
+		f->git_path[i] = where[i];
 	f->config_keys = (const char *const *)k->v;
 	f->nconfig_keys = k->n;
 	f->config_unreadable = k->unreadable;
@@ -536,23 +699,26 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 		return 0; /* nothing to judge, nothing read */
 	scan s = {.ws_fd = ws_fd, .upper_fd = upper_fd, .err = err};
 	keyset k = {0};
+	char *where[EFFECT_GIT_KINDS] = {0};
 	effect_facts f = {.policy_rel = policy_rel};
 	int r = scan_plan(&s, p);
 	if (r == 0 && (need & (EFFECT_NEED_GIT | EFFECT_NEED_CONFIG)))
-		r = gather_git(&s, need, &f, &k);
+		r = gather_git(&s, need, &f, &k, where);
 	if (r == 0) {
 		f.changes = s.v;
 		f.nchanges = s.n;
 		f.incomplete = s.incomplete;
 		bool deletes = false;
 		for (size_t i = 0; i < s.n && !deletes; i++)
-			deletes = s.v[i].kind == TXBOX_CHANGE_DELETED;
+			deletes = s.v[i].kind == TXBOX_CHANGE_DELETED || s.v[i].destroyed;
 		if ((need & EFFECT_NEED_TRACKED) && deletes)
 			f.tracked = git_tracked(ws_fd);
 		if (policy_effects_check(pol, &f, out) < 0)
 			r = txbox_fail(err, -ENOMEM, "out of memory");
 	}
 	keyset_free(&k);
+	for (size_t i = 0; i < EFFECT_GIT_KINDS; i++)
+		free(where[i]);
 	scan_free(&s);
 	if (r < 0)
 		return txbox_error_prefix(err, "checking the transaction's effects");

@@ -302,3 +302,173 @@ def plans_once(ctx):
           % (results[0], results[1]))
     check("f2" not in [p for p, _, _ in results[0]],
           "chmod u+s of an unchanged file is reported though the bit is stripped: %r" % results[0])
+
+
+def _reason(r):
+    return _effects(r).get("reason") or ""
+
+
+@test("effects/git-redirect-held")
+def git_redirect(ctx):
+    """A file that sends git to another directory (commondir, alternates)
+    is held, and the config of any directory git takes for a git dir (a
+    redirect target, a bare repository) is judged like .git/config."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    fsm = "printf '[core]\\n\\tfsmonitor = \"touch pwned; false\"\\n' >> evil/config"
+    # the rt3/01a attack whole: a copy of the git dir with a code-running key, then commondir
+    _held(ctx, ws, "cp -r .git evil && rm -rf evil/hooks && %s && echo ../evil > .git/commondir" % fsm, pol,
+          "git-redirect")
+    sh("cp -r .git evil && rm -rf evil/hooks", cwd=ws)  # a directory git may be sent to, already there
+    r = _held(ctx, ws, "echo ../evil > .git/commondir", pol, "git-redirect")
+    check(".git/commondir" in _reason(r), "the reason does not name .git/commondir: %r" % _reason(r))
+    r = _held(ctx, ws, fsm, pol, "git-config-exec")  # its config, no redirect made now
+    check("core.fsmonitor" in _reason(r), "the reason does not name the key: %r" % _reason(r))
+    _held(ctx, ws, "echo /elsewhere/objects > .git/objects/info/alternates", pol, "git-redirect")
+    _held(ctx, ws, "mkdir -p .git/worktrees/w && echo ../.. > .git/worktrees/w/commondir", pol, "git-redirect")
+    # a bare repository planted anywhere: `git log` there would run its pager
+    _held(ctx, ws, "%s init -q --bare lib/b.git && git config -f lib/b.git/config core.pager 'sh -c id'" % GIT,
+          pol, "git-config-exec")
+    _committed(ctx, ws, "%s init -q --bare lib/c.git" % GIT, pol)
+    sh("%s status" % GIT, cwd=ws)
+    check(not os.path.exists(os.path.join(ws, "pwned")), "git ran the planted fsmonitor")
+
+
+@test("effects/git-objects-rewritten-denied")
+def objects_rewritten(ctx):
+    """Objects never change: a pack truncated or loose objects overwritten
+    is history loss (rt3/01c/01d); their times changing (git freshens an
+    object it would write again) is not."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    _denied(ctx, ws, "for o in .git/objects/[0-9a-f][0-9a-f]/*; do chmod u+w $o; echo junk > $o; done", pol,
+            "git-history")
+    # same size, other bytes
+    _denied(ctx, ws, "for o in .git/objects/[0-9a-f][0-9a-f]/*; do chmod u+w $o; "
+            "head -c $(stat -c %s $o) /dev/zero > $o.new && mv -f $o.new $o; done", pol, "git-history")
+    _denied(ctx, ws, "o=$(ls .git/objects/[0-9a-f][0-9a-f]/* | head -1) && rm -f $o && mkdir $o", pol,
+            "git-history")
+    _committed(ctx, ws, "touch .git/objects/[0-9a-f][0-9a-f]/*", pol)
+    sh("%s gc -q" % GIT, cwd=ws)
+    _denied(ctx, ws, "for p in .git/objects/pack/*.pack; do chmod u+w $p; : > $p; done", pol, "git-history")
+    _denied(ctx, ws, "rm -f .git/objects/pack/*.idx", pol, "git-history")
+    _committed(ctx, ws, "touch .git/objects/pack/*", pol)
+    sh("%s fsck --no-progress && %s log --oneline topic" % (GIT, GIT), cwd=ws)
+
+
+@test("effects/ref-no-longer-a-ref-denied")
+def ref_kind(ctx):
+    """A ref turned into a directory (and dropped from packed-refs), or
+    into junk, is a ref deleted (rt3/01e)."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    r = _denied(ctx, ws, "rm -f .git/refs/heads/topic && mkdir .git/refs/heads/topic", pol, "git-history")
+    check(".git/refs/heads/topic" in _reason(r), "the reason does not name the ref: %r" % _reason(r))
+    _denied(ctx, ws, "echo junk > .git/refs/heads/topic", pol, "git-history")
+    _denied(ctx, ws, "rm -f .git/refs/heads/topic && ln -s main .git/refs/heads/topic", pol, "git-history")
+    sh("%s pack-refs --all" % GIT, cwd=ws)
+    r = _denied(ctx, ws, "mkdir .git/refs/heads/topic && sed -i '/refs\\/heads\\/topic/d' .git/packed-refs", pol,
+                "git-history")
+    check(".git/packed-refs (refs/heads/topic)" in _reason(r), "the reason does not name the ref: %r" % _reason(r))
+    # a ref moved, a branch made, a symbolic ref: refs all the same
+    _committed(ctx, ws, "%s checkout -qb side && echo s > s && %s add s && %s commit -qm s && "
+               "%s symbolic-ref refs/heads/alias refs/heads/side" % (GIT, GIT, GIT, GIT), pol)
+    sh("%s rev-parse --verify -q topic" % GIT, cwd=ws)
+
+
+@test("effects/git-config-allow-list")
+def config_allow_list(ctx):
+    """Keys not known to be data are held, with the key named (rt3/01g/h);
+    what agents do to git config commits."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    for key in ("lfs.customtransfer.x.path", "lfs.extension.y.smudge", "imap.tunnel", "instaweb.httpd",
+                "help.browser", "diff.guitool", "http.cookiefile"):
+        r = _held(ctx, ws, "git config %s 'sh -c id'" % key, pol, "git-config-exec")
+        check(key in _reason(r), "the reason does not name %s: %r" % (key, _reason(r)))
+    _committed(ctx, ws, "git config user.name someone && git config user.email s@example.com && "
+               "git config pull.rebase false && git config init.defaultBranch main && "
+               "git remote add origin https://example.com/r.git && git config branch.main.remote origin && "
+               "git config branch.main.merge refs/heads/main && git config advice.detachedHead false", pol)
+    src = small_ws(ctx, prefix="upstream")
+    sh("%s init -q && %s add -A && %s commit -qm up" % (GIT, GIT, GIT), cwd=src)
+    _committed(ctx, ws, "%s clone -q %s clone && %s clone -q --bare %s bare.git && "
+               "cd clone && %s checkout -qb feat && %s branch -q --set-upstream-to=origin/main && "
+               "%s remote rename origin up" % (GIT, src, GIT, src, GIT, GIT, GIT), pol)
+    _committed(ctx, ws, "mkdir n && cd n && %s init -q && echo x > x && %s add x && %s commit -qm x" % (GIT, GIT, GIT),
+               pol)
+    # a user's git config in the workspace (HOME=$WS/…) is judged the same way
+    _held(ctx, ws, "mkdir -p home && printf '[core]\\n\\tfsmonitor = id\\n' > home/.gitconfig", pol,
+          "git-config-exec")
+    _committed(ctx, ws, "mkdir -p home && printf '[user]\\n\\tname = x\\n' > home/.gitconfig", pol)
+
+
+@test("effects/ci-and-autorun-files-held")
+def ci_autorun(ctx):
+    """Files CI services or local tools run by themselves (rt3/01i/j/m)."""
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    for path in (".github/actions/build/action.yml", ".github/dependabot.yml", ".github/CODEOWNERS",
+                 ".circleci/config.yml", "azure-pipelines.yml", ".travis.yml", "Jenkinsfile", ".gitlab-ci.yml",
+                 ".vscode/tasks.json", "app/.vscode/settings.json", ".devcontainer/devcontainer.json",
+                 ".pre-commit-config.yaml", "lefthook.yml", ".husky/pre-commit", ".envrc", "sub/.envrc",
+                 "home/.bashrc", "home/.ssh/authorized_keys"):
+        r = _held(ctx, ws, "mkdir -p \"$(dirname %s)\" && echo x > %s" % (path, path), pol, "protected-files")
+        check(path in _reason(r), "the reason does not name %s: %r" % (path, _reason(r)))
+    _committed(ctx, ws, "mkdir -p docs/.github-notes node_modules/p/.github && echo x > docs/.github-notes/a && "
+               "echo x > node_modules/p/.github/ci.yml && echo x > .vscode.md && echo x > Jenkins.md", pol)
+
+
+@test("effects/mass-emptying-held")
+def mass_emptying(ctx):
+    """Emptying files destroys them like deleting does (rt3/01l)."""
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    os.makedirs(os.path.join(ws, "lib"))
+    for i in range(250):
+        with open(os.path.join(ws, "lib", "m%d.py" % i), "w") as f:
+            f.write("value = %d  # a line of code\n" % i)
+    r = _held(ctx, ws, "for f in lib/*.py; do : > $f; done", pol, "mass-delete")
+    check("250" in _reason(r), "the reason does not count the files: %r" % _reason(r))
+    _held(ctx, ws, "for f in lib/*.py; do echo > $f; done", pol, "mass-delete")  # cut to a byte
+    _held(ctx, ws, "for f in lib/*.py; do rm $f && mkdir $f; done", pol, "mass-delete")  # replaced
+    # rewriting them all (a formatter, a rename) is work, not loss
+    _committed(ctx, ws, "for f in lib/*.py; do sed -i 's/  # a line of code/  # code/' $f; done", pol)
+    # a share of what git tracks
+    rw = _repo(ctx, files=50)
+    _held(ctx, rw, "for f in src/f1*.c src/f2*.c; do : > $f; done", pol, "mass-delete-share")
+
+
+@test("effects/reason-shows-no-control-characters")
+def reason_printable(ctx):
+    """A reason names what the command made: a name carrying an escape
+    sequence is shown with \\xNN, not written to the terminal (rt3/02a)."""
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    r = _held(ctx, ws, "printf x > \"$(printf '.env.\\033]52;c;SGk=\\007')\"", pol, "protected-files")
+    reason = _reason(r)
+    check("\x1b" not in reason and "\x07" not in reason and "\\x1b]52;c;SGk=\\x07" in reason,
+          "the reason carries control characters: %r" % reason)
+    d = "\"$(printf 'a\\033]0;t\\007')\""
+    p = subprocess.run([ctx.txbox, "run", "-w", ws, "--policy", pol, "--", "mkdir %s && printf x > %s/.env" % (d, d)],
+                       cwd=ws, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check(p.returncode == 3 and b"\x1b" not in p.stderr, "the summary carries an escape: %r" % p.stderr[-400:])
+    tx = [w for w in p.stderr.decode("utf-8", "replace").split() if w[:2] == "20" and "-" in w]
+    if tx:
+        ctx.run_txbox(["rollback", "-w", ws, tx[0]], cwd=ws)
+
+
+@test("effects/stash-clear-held-pop-passes")
+def stash(ctx):
+    """The stash is the user's uncommitted work: one entry popped or
+    dropped is work, several gone at once is a loss (rt3/01o)."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    sh("echo w1 >> known.txt && %s stash -q && echo w2 >> known.txt && %s stash -q && "
+       "echo w3 >> known.txt && %s stash -q" % (GIT, GIT, GIT), cwd=ws)
+    _held(ctx, ws, "%s stash clear" % GIT, pol, "git-objects")
+    _held(ctx, ws, "rm -f .git/refs/stash", pol, "git-objects")
+    _committed(ctx, ws, "%s stash pop -q" % GIT, pol)
+    _committed(ctx, ws, "%s stash drop -q" % GIT, pol)
+    _committed(ctx, ws, "%s stash drop -q" % GIT, pol)  # the last one: ref and reflog go
+    check(not sh("%s stash list" % GIT, cwd=ws).stdout, "entries left in the stash")

@@ -194,40 +194,71 @@ static void run_case(const policy *p, const tcase *c, const effect_change *many,
 #define T TXBOX_CHANGE_METADATA
 
 static const tcase default_cases[] = {
-	{"plain edit", {{"src/a.c", M, false}}, 0, 0, {NULL}, false, "allow"},
-	{"commit", {{".git/refs/heads/main", M, false}, {".git/logs/HEAD", M, false}, {".git/index", M, false},
-		    {".git/objects/ab/cdef", A, false}}, 10, 0, {NULL}, false, "allow"},
-	{"git init samples", {{".git", A, true}, {".git/hooks", A, true}, {".git/hooks/pre-commit.sample", A, false},
-			      {".git/config", A, false}}, 0, 0, {"core.bare", "core.filemode"}, false, "allow"},
-	{"hook added", {{".git/hooks/pre-commit", A, false}}, 0, 0, {NULL}, false, "hold:git-hooks"},
-	{"hook chmod", {{"sub/.git/hooks/post-checkout", T, false}}, 0, 0, {NULL}, false, "hold:git-hooks"},
-	{"hook deleted", {{".git/hooks/pre-commit", D, false}}, 0, 0, {NULL}, false, "allow"},
-	{"submodule hook", {{".git/modules/lib/hooks/pre-push", A, false}}, 0, 0, {NULL}, false, "hold:git-hooks"},
-	{"refs deleted", {{".git/refs/heads/x", D, false}}, 0, EFFECT_GIT_REFS_DELETED, {NULL}, false,
+	{"plain edit", {{"src/a.c", M, false, false}}, 0, 0, {NULL}, false, "allow"},
+	{"commit", {{".git/refs/heads/main", M, false, false}, {".git/logs/HEAD", M, false, false}, {".git/index", M, false, false},
+		    {".git/objects/ab/cdef", A, false, false}}, 10, 0, {NULL}, false, "allow"},
+	{"git init samples", {{".git", A, true, false}, {".git/hooks", A, true, false}, {".git/hooks/pre-commit.sample", A, false, false},
+			      {".git/config", A, false, false}}, 0, 0, {"core.bare", "core.filemode"}, false, "allow"},
+	{"hook added", {{".git/hooks/pre-commit", A, false, false}}, 0, 0, {NULL}, false, "hold:git-hooks"},
+	{"hook chmod", {{"sub/.git/hooks/post-checkout", T, false, false}}, 0, 0, {NULL}, false, "hold:git-hooks"},
+	{"hook deleted", {{".git/hooks/pre-commit", D, false, false}}, 0, 0, {NULL}, false, "allow"},
+	{"submodule hook", {{".git/modules/lib/hooks/pre-push", A, false, false}}, 0, 0, {NULL}, false, "hold:git-hooks"},
+	{"refs deleted", {{".git/refs/heads/x", D, false, false}}, 0, EFFECT_GIT_REFS_DELETED, {NULL}, false,
 	 "deny:git-history"},
-	{"reflog", {{".git/logs/HEAD", M, false}}, 0, EFFECT_GIT_REFLOG_DELETED, {NULL}, false, "deny:git-history"},
-	{"packs", {{".git/objects/pack/p.pack", D, false}}, 0, EFFECT_GIT_PACKS_DELETED, {NULL}, false,
+	{"reflog", {{".git/logs/HEAD", M, false, false}}, 0, EFFECT_GIT_REFLOG_DELETED, {NULL}, false, "deny:git-history"},
+	{"packs", {{".git/objects/pack/p.pack", D, false, false}}, 0, EFFECT_GIT_PACKS_DELETED, {NULL}, false,
 	 "deny:git-history"},
-	{"prune", {{".git/objects/ab/cd", D, false}}, 0, EFFECT_GIT_OBJECTS_DELETED, {NULL}, false, "hold:git-objects"},
-	{"hooksPath", {{".git/config", M, false}}, 0, 0, {"core.hookspath"}, false, "hold:git-config-exec"},
-	{"alias", {{".git/config", M, false}}, 0, 0, {"user.name", "alias.co"}, false, "hold:git-config-exec"},
-	{"textconv", {{".git/config", M, false}}, 0, 0, {"diff.pdf.textconv"}, false, "hold:git-config-exec"},
-	{"includeIf", {{".git/config", M, false}}, 0, 0, {"includeIf.gitdir:~/.path"}, false,
+	{"prune", {{".git/objects/ab/cd", D, false, false}}, 0, EFFECT_GIT_OBJECTS_DELETED, {NULL}, false, "hold:git-objects"},
+	{"hooksPath", {{".git/config", M, false, false}}, 0, 0, {"core.hookspath"}, false, "hold:git-config-exec"},
+	{"alias", {{".git/config", M, false, false}}, 0, 0, {"user.name", "alias.co"}, false, "hold:git-config-exec"},
+	{"textconv", {{".git/config", M, false, false}}, 0, 0, {"diff.pdf.textconv"}, false, "hold:git-config-exec"},
+	{"includeIf", {{".git/config", M, false, false}}, 0, 0, {"includeIf.gitdir:~/.path"}, false,
 	 "hold:git-config-exec"},
-	{"harmless config", {{".git/config", M, false}}, 0, 0, {"user.email", "branch.main.remote"}, false, "allow"},
-	{"unreadable config", {{".git/config", M, false}}, 0, 0, {NULL}, true, "hold:git-config-exec"},
-	{".env", {{"app/.env", A, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
-	{".env.local", {{".env.local", D, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
-	{"workflow", {{".github/workflows/ci.yml", M, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
-	{"gitlab", {{".gitlab-ci.yml", A, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
-	{"envrc", {{".envrc", A, false}}, 0, 0, {NULL}, false, "allow"},
-	{"policy file", {{"conf/policy.yaml", M, false}}, 0, 0, {NULL}, false, "hold:policy-file"},
-	{"other yaml", {{"conf/other.yaml", M, false}}, 0, 0, {NULL}, false, "allow"},
-	{"deny beats hold", {{".env", A, false}, {".git/refs/tags/v1", D, false}}, 0, EFFECT_GIT_REFS_DELETED,
+	{"harmless config", {{".git/config", M, false, false}}, 0, 0, {"user.email", "branch.main.remote"}, false, "allow"},
+	{"unreadable config", {{".git/config", M, false, false}}, 0, 0, {NULL}, true, "hold:git-config-exec"},
+	{".env", {{"app/.env", A, false, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
+	{".env.local", {{".env.local", D, false, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
+	{"workflow", {{".github/workflows/ci.yml", M, false, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
+	{"gitlab", {{".gitlab-ci.yml", A, false, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
+	{"envrc", {{".envrc", A, false, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
+	{"envrc.md", {{"docs/.envrc.md", A, false, false}}, 0, 0, {NULL}, false, "allow"},
+	{"composite action", {{".github/actions/a/action.yml", A, false, false}}, 0, 0, {NULL}, false,
+	 "hold:protected-files"},
+	{"circleci", {{".circleci/config.yml", M, false, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
+	{"jenkins", {{"Jenkinsfile", A, false, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
+	{"vscode task", {{"app/.vscode/tasks.json", A, false, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
+	{"devcontainer", {{".devcontainer/devcontainer.json", A, false, false}}, 0, 0, {NULL}, false,
+	 "hold:protected-files"},
+	{"husky", {{".husky/pre-commit", M, false, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
+	{"vendored .github", {{"node_modules/p/.github/ci.yml", A, false, false}}, 0, 0, {NULL}, false, "allow"},
+	{".env made a directory", {{".env", TXBOX_CHANGE_TYPE_CHANGED, true, true}}, 0, 0, {NULL}, false,
+	 "hold:protected-files"},
+	{"policy cache in the workspace", {{".cache/txbox/policy-00ff", M, false, false}}, 0, 0, {NULL}, false,
+	 "hold:protected-files"},
+	{"rc file of a home inside", {{"home/.bashrc", M, false, false}}, 0, 0, {NULL}, false, "hold:protected-files"},
+	{"commondir", {{".git/commondir", A, false, false}}, 0, 0, {NULL}, false, "hold:git-redirect"},
+	{"worktree gitdir", {{".git/worktrees/w/gitdir", M, false, false}}, 0, 0, {NULL}, false, "hold:git-redirect"},
+	{"alternates", {{"sub/.git/objects/info/alternates", A, false, false}}, 0, 0, {NULL}, false,
+	 "hold:git-redirect"},
+	{"commondir deleted", {{".git/worktrees/w/commondir", D, false, false}}, 0, 0, {NULL}, false, "allow"},
+	{"stash cleared", {{".git/logs/refs/stash", D, false, false}}, 0, EFFECT_GIT_STASH_DROPPED, {NULL}, false,
+	 "hold:git-objects"},
+	{"objects rewritten", {{".git/objects/ab/cd", M, false, false}}, 0, EFFECT_GIT_OBJECTS_REWRITTEN, {NULL}, false,
+	 "deny:git-history"},
+	{"lfs program", {{".git/config", M, false, false}}, 0, 0, {"lfs.customtransfer.x.path"}, false,
+	 "hold:git-config-exec"},
+	{"imap tunnel", {{".git/config", M, false, false}}, 0, 0, {"user.name", "imap.tunnel"}, false,
+	 "hold:git-config-exec"},
+	{"clone keys", {{"c/.git/config", A, false, false}}, 0, 0,
+	 {"core.bare", "remote.origin.url", "remote.origin.fetch", "branch.main.merge"}, false, "allow"},
+	{"remote helper", {{".git/config", M, false, false}}, 0, 0, {"remote.origin.vcs"}, false, "hold:git-config-exec"},
+	{"policy file", {{"conf/policy.yaml", M, false, false}}, 0, 0, {NULL}, false, "hold:policy-file"},
+	{"other yaml", {{"conf/other.yaml", M, false, false}}, 0, 0, {NULL}, false, "allow"},
+	{"deny beats hold", {{".env", A, false, false}, {".git/refs/tags/v1", D, false, false}}, 0, EFFECT_GIT_REFS_DELETED,
 	 {NULL}, false, "deny:git-history"},
-	{"dir itself", {{".github/workflows", A, true}}, 0, 0, {NULL}, false, "allow"},
-	{".git file", {{"lib/.git", A, false}}, 0, 0, {NULL}, false, "hold:git-dir-redirect"},
-	{".git symlink", {{".git", TXBOX_CHANGE_TYPE_CHANGED, false}}, 0, 0, {NULL}, false, "hold:git-dir-redirect"},
+	{"dir itself", {{".github/workflows", A, true, false}}, 0, 0, {NULL}, false, "allow"},
+	{".git file", {{"lib/.git", A, false, false}}, 0, 0, {NULL}, false, "hold:git-dir-redirect"},
+	{".git symlink", {{".git", TXBOX_CHANGE_TYPE_CHANGED, false, false}}, 0, 0, {NULL}, false, "hold:git-dir-redirect"},
 };
 
 static void test_default_rules(void **state)
@@ -248,7 +279,7 @@ static effect_change *deletions(const char *dir, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		char *s = NULL;
 		assert_true(asprintf(&s, "%s/f%zu", dir, i) > 0);
-		v[i] = (effect_change){s, D, false};
+		v[i] = (effect_change){s, D, false, false};
 	}
 	return v;
 }
@@ -283,6 +314,17 @@ static void test_mass_delete(void **state)
 	run_case(p, &c, src, 40);
 	c = (tcase){.name = "40, no git", .expect = "allow"};
 	run_case(p, &c, src, 40);
+	/* emptied files count as deleted; merely modified ones do not */
+	for (size_t i = 0; i < 250; i++)
+		src[i].kind = M;
+	c = (tcase){.name = "250 modified", .expect = "allow"};
+	run_case(p, &c, src, 250);
+	for (size_t i = 0; i < 250; i++)
+		src[i].destroyed = true;
+	c = (tcase){.name = "250 emptied", .expect = "hold:mass-delete"};
+	run_case(p, &c, src, 250);
+	c = (tcase){.name = "40 of 100 tracked emptied", .tracked = 100, .expect = "hold:mass-delete-share"};
+	run_case(p, &c, src, 40);
 	free_changes(src, 250);
 	free_changes(bld, 5000);
 	free_changes(nm, 900);
@@ -297,12 +339,12 @@ static const char custom[] = "version: 1\n"
 			     "  - {id: note, decision: allow, reason: noted, match: {paths: [NOTES]}}\n";
 
 static const tcase custom_cases[] = {
-	{"lock modified", {{"a/Cargo.lock", M, false}}, 0, 0, {NULL}, false, "deny:lock"},
-	{"lock added", {{"a/Cargo.lock", A, false}}, 0, 0, {NULL}, false, "allow"},
-	{"vendored lock", {{"vendor/x/y.lock", D, false}}, 0, 0, {NULL}, false, "allow"},
-	{"refs", {{"x", M, false}}, 0, EFFECT_GIT_REFS_DELETED, {NULL}, false, "hold:tags"},
-	{"reflog only", {{"x", M, false}}, 0, EFFECT_GIT_REFLOG_DELETED, {NULL}, false, "allow"},
-	{"allow rule", {{"NOTES", M, false}}, 0, 0, {NULL}, false, "allow:note"},
+	{"lock modified", {{"a/Cargo.lock", M, false, false}}, 0, 0, {NULL}, false, "deny:lock"},
+	{"lock added", {{"a/Cargo.lock", A, false, false}}, 0, 0, {NULL}, false, "allow"},
+	{"vendored lock", {{"vendor/x/y.lock", D, false, false}}, 0, 0, {NULL}, false, "allow"},
+	{"refs", {{"x", M, false, false}}, 0, EFFECT_GIT_REFS_DELETED, {NULL}, false, "hold:tags"},
+	{"reflog only", {{"x", M, false, false}}, 0, EFFECT_GIT_REFLOG_DELETED, {NULL}, false, "allow"},
+	{"allow rule", {{"NOTES", M, false, false}}, 0, 0, {NULL}, false, "allow:note"},
 };
 
 static void test_custom_rules(void **state)
@@ -322,6 +364,48 @@ static void test_custom_rules(void **state)
 		run_case(q, &custom_cases[i], NULL, 0);
 	free(blob);
 	policy_free(q);
+	policy_free(p);
+}
+
+/* A reason names what the command made, with control characters escaped. */
+static void test_reason_printable(void **state)
+{
+	(void)state;
+	policy *p = load("version: 1\neffects:\n  - {id: x, decision: hold, reason: r, match: {paths: [\"*\"]}}\n"
+			 "  - {id: k, decision: hold, reason: r, match: {git_config: [\"*\", \"!user.*\"]}}\n");
+	static const struct {
+		const char *path, *shown;
+	} t[] = {
+		{"a\x1b]52;c;SGk=\x07", "r (a\\x1b]52;c;SGk=\\x07)"},
+		{"caf\xc3\xa9\r", "r (caf\xc3\xa9\\x0d)"},                 /* UTF-8 kept, CR escaped */
+		{"c1\xc2\x9b" "1m", "r (c1\\xc2\\x9b1m)"},                    /* U+009B (CSI) escaped */
+		{"bad\xff\xe2\x82", "r (bad\\xff\\xe2\\x82)"},            /* invalid UTF-8 escaped */
+	};
+	for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+		effect_change ch = {t[i].path, A, false, false};
+		effect_facts f = {.changes = &ch, .nchanges = 1};
+		effect_verdict v;
+		assert_int_equal(policy_effects_check(p, &f, &v), 0);
+		assert_string_equal(v.reason, t[i].shown);
+		effect_verdict_free(&v);
+	}
+	/* git_config with exclusions: an allow-list */
+	const char *ok[] = {"user.name", "USER.email"}, *bad[] = {"user.name", "imap.tunnel"};
+	effect_change ch = {".git/config", M, false, false};
+	effect_facts f = {.changes = &ch, .nchanges = 1, .config_keys = ok, .nconfig_keys = 2};
+	effect_verdict v;
+	assert_int_equal(policy_effects_check(p, &f, &v), 0);
+	assert_string_equal(v.rule, "x"); /* the path rule only */
+	effect_verdict_free(&v);
+	policy_free(p);
+	p = load("version: 1\neffects:\n  - {id: k, decision: hold, reason: r, match: {git_config: [\"*\", \"!user.*\"]}}\n");
+	assert_int_equal(policy_effects_check(p, &f, &v), 0);
+	assert_null(v.rule);
+	effect_verdict_free(&v);
+	f.config_keys = bad;
+	assert_int_equal(policy_effects_check(p, &f, &v), 0);
+	assert_string_equal(v.reason, "r (git config imap.tunnel)");
+	effect_verdict_free(&v);
 	policy_free(p);
 }
 
@@ -348,7 +432,7 @@ int main(void)
 		cmocka_unit_test(test_load_errors),   cmocka_unit_test(test_globs),
 		cmocka_unit_test(test_gitconfig),     cmocka_unit_test(test_default_rules),
 		cmocka_unit_test(test_mass_delete),   cmocka_unit_test(test_custom_rules),
-		cmocka_unit_test(test_limit),
+		cmocka_unit_test(test_limit),         cmocka_unit_test(test_reason_printable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
