@@ -112,20 +112,25 @@ static int read_policy_file(const char *path, char **buf, size_t *len, txbox_err
 }
 
 /* The cache dir for a run in ws_fd: XDG's choice, else the usual one, else
- * the password database's home (HOME may point into the workspace). */
+ * the password database's home (HOME may point into the workspace; it is
+ * looked up last: NSS costs more than the rest of a cache hit). */
 static int cache_dir_for(int ws_fd)
 {
 	if (ws_fd < 0)
 		return -1;
-	char home_cache[PATH_MAX], pw_cache[PATH_MAX];
+	char path[PATH_MAX];
 	const char *home = getenv("HOME");
+	const char *bases[2] = {getenv("XDG_CACHE_HOME"), NULL};
+	if (home && snprintf(path, sizeof path, "%s/.cache", home) < (int)sizeof path)
+		bases[1] = path;
+	int fd = policy_cache_open(ws_fd, bases, ARRAY_SIZE(bases));
+	if (fd >= 0)
+		return fd;
 	const struct passwd *pw = getpwuid(geteuid());
-	const char *bases[3] = {getenv("XDG_CACHE_HOME"), NULL, NULL};
-	if (home && snprintf(home_cache, sizeof home_cache, "%s/.cache", home) < (int)sizeof home_cache)
-		bases[1] = home_cache;
-	if (pw && pw->pw_dir && snprintf(pw_cache, sizeof pw_cache, "%s/.cache", pw->pw_dir) < (int)sizeof pw_cache)
-		bases[2] = pw_cache;
-	return policy_cache_open(ws_fd, bases, ARRAY_SIZE(bases));
+	if (!pw || !pw->pw_dir || snprintf(path, sizeof path, "%s/.cache", pw->pw_dir) >= (int)sizeof path)
+		return -1;
+	bases[0] = path;
+	return policy_cache_open(ws_fd, bases, 1);
 }
 
 int policy_load_file_in(const char *path, int ws_fd, policy **out, txbox_error *err)
