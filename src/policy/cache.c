@@ -1,15 +1,30 @@
 /* cache: a loaded policy file, kept compiled in the user's own cache
- * directory ($XDG_CACHE_HOME/txbox or ~/.cache/txbox, owned by the user and
- * writable by nobody else; never in the workspace, whose content may come
- * from anywhere) so the next run does not parse its YAML again (libyaml
- * takes ~2 ms for a policy the size of the default).
+ * directory ($XDG_CACHE_HOME/txbox, else ~/.cache/txbox, else the password
+ * database home's .cache/txbox; owned by the user and writable by nobody
+ * else) so the next run does not parse its YAML again (libyaml takes ~2 ms
+ * for a policy the size of the default).
  *
  * An entry holds the policy file's whole text and the policy serialized as
  * a stream of typed fields. It is used only when the text is byte for byte
  * the file's current text and it was written by this very build of the
  * loader (its defaults included), and it is read with every length and
  * count checked against what is left and against the loader's own limits:
- * a damaged or foreign entry is ignored (the file is parsed). */
+ * a damaged or foreign entry is ignored (the file is parsed).
+ *
+ * Why an entry can be trusted at all: the text check says nothing about the
+ * compiled part, so whoever can write the entry decides the policy. The
+ * user's own processes outside every sandbox are trusted (they can edit the
+ * policy file itself). A sandboxed command writes the host only through the
+ * workspace it is committed to (everything else is read-only or a private
+ * tmpfs), so a cache dir is used only when no physical ancestor of it (".."
+ * walked from the opened directory: no symlink or path string can hide one)
+ * is the run's workspace or holds a `.txbox` (some other workspace, which
+ * commands may have written; commit refuses `.txbox` at any depth, so a
+ * command cannot remove the mark). This is decided from the filesystem
+ * alone, never from a cached policy (a forged entry would simply leave out
+ * whatever would refuse it), and nothing is written into a workspace
+ * outside a transaction. A cache dir that fails is skipped for the next
+ * candidate; with none left, the file is parsed every run. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
