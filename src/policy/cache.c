@@ -19,8 +19,8 @@
  * tmpfs), so a cache dir is used only when no physical ancestor of it (".."
  * walked from the opened directory: no symlink or path string can hide one)
  * is the run's workspace or holds a `.txbox` (some other workspace, which
- * commands may have written; commit refuses `.txbox` at any depth, so a
- * command cannot remove the mark). This is decided from the filesystem
+ * commands may have written; no command can touch its workspace's own
+ * `.txbox`, and commit refuses the name at any depth, so the mark stays). This is decided from the filesystem
  * alone, never from a cached policy (a forged entry would simply leave out
  * whatever would refuse it), and nothing is written into a workspace
  * outside a transaction. A cache dir that fails is skipped for the next
