@@ -20,11 +20,12 @@
  * walked from the opened directory: no symlink or path string can hide one)
  * is the run's workspace or holds a `.txbox` (some other workspace, which
  * commands may have written; no command can touch its workspace's own
- * `.txbox`, and commit refuses the name at any depth, so the mark stays). This is decided from the filesystem
- * alone, never from a cached policy (a forged entry would simply leave out
- * whatever would refuse it), and nothing is written into a workspace
- * outside a transaction. A cache dir that fails is skipped for the next
- * candidate; with none left, the file is parsed every run. */
+ * `.txbox`, and commit refuses the name at any depth, so the mark stays).
+ * This is decided from the filesystem alone, never from a cached policy (a
+ * forged entry would simply leave out whatever would refuse it), and
+ * nothing is written into a workspace outside a transaction. A cache dir
+ * that fails is skipped for the next candidate; with none left, the file
+ * is parsed every run. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
