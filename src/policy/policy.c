@@ -59,7 +59,7 @@ static const char *file_type_name(mode_t m)
 	for (size_t i = 0; i < ARRAY_SIZE(types); i++)
 		if ((m & S_IFMT) == types[i].type)
 			return types[i].name;
-	return "not a regular file";
+	return "of an unknown type";
 }
 
 /* Opened without blocking (a FIFO or a device would hang open(2) before
