@@ -1,15 +1,31 @@
 /* cache: a loaded policy file, kept compiled in the user's own cache
- * directory ($XDG_CACHE_HOME/txbox or ~/.cache/txbox, owned by the user and
- * writable by nobody else; never in the workspace, whose content may come
- * from anywhere) so the next run does not parse its YAML again (libyaml
- * takes ~2 ms for a policy the size of the default).
+ * directory ($XDG_CACHE_HOME/txbox, else ~/.cache/txbox, else the password
+ * database home's .cache/txbox; owned by the user and writable by nobody
+ * else) so the next run does not parse its YAML again (libyaml takes ~2 ms
+ * for a policy the size of the default).
  *
  * An entry holds the policy file's whole text and the policy serialized as
  * a stream of typed fields. It is used only when the text is byte for byte
  * the file's current text and it was written by this very build of the
  * loader (its defaults included), and it is read with every length and
  * count checked against what is left and against the loader's own limits:
- * a damaged or foreign entry is ignored (the file is parsed). */
+ * a damaged or foreign entry is ignored (the file is parsed).
+ *
+ * Why an entry can be trusted at all: the text check says nothing about the
+ * compiled part, so whoever can write the entry decides the policy. The
+ * user's own processes outside every sandbox are trusted (they can edit the
+ * policy file itself). A sandboxed command writes the host only through the
+ * workspace it is committed to (everything else is read-only or a private
+ * tmpfs), so a cache dir is used only when no physical ancestor of it (".."
+ * walked from the opened directory: no symlink or path string can hide one)
+ * is the run's workspace or holds a `.txbox` (some other workspace, which
+ * commands may have written; no command can touch its workspace's own
+ * `.txbox`, and commit refuses the name at any depth, so the mark stays).
+ * This is decided from the filesystem alone, never from a cached policy (a
+ * forged entry would simply leave out whatever would refuse it), and
+ * nothing is written into a workspace outside a transaction. A cache dir
+ * that fails is skipped for the next candidate; with none left, the file
+ * is parsed every run. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
@@ -209,31 +225,79 @@ static void put_build(wbuf *w)
 	put_str(w, key);
 }
 
-int policy_cache_dir(void)
+/* Whether the directory dir_fd is, or lies below, the workspace ws (dev/ino)
+ * or any directory holding a `.txbox` (some txbox workspace, or its state):
+ * walked physically with "..", so a symlink or a path string cannot hide
+ * it. Too deep a tree, or an unreadable ancestor, counts as inside. */
+static bool inside_workspace(int dir_fd, const struct stat *ws)
 {
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char path[PATH_MAX];
-	if (xdg && xdg[0] == '/')
-		snprintf(path, sizeof path, "%s", xdg);
-	else if (home && home[0] == '/')
-		snprintf(path, sizeof path, "%s/.cache", home);
-	else
+	_cleanup_close_ int cur = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+	struct stat st, dot;
+	for (int depth = 0; cur >= 0 && depth < 256; depth++) {
+		if (fstat(cur, &st) < 0)
+			return true;
+		if (ws && st.st_dev == ws->st_dev && st.st_ino == ws->st_ino)
+			return true;
+		if (fstatat(cur, ".txbox", &dot, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+			return true;
+		int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		struct stat ust;
+		if (up < 0 || fstat(up, &ust) < 0) {
+			if (up >= 0)
+				close(up);
+			return true;
+		}
+		close(cur);
+		cur = up;
+		if (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)
+			return false; /* the root */
+	}
+	return true;
+}
+
+/* base (an absolute path, created if missing and its parent is safe), if
+ * it lies outside every workspace: its txbox subdirectory, ours alone. */
+static int open_cache_in(const char *base, const struct stat *ws)
+{
+	if (!base || base[0] != '/' || strlen(base) >= PATH_MAX)
 		return -1;
-	_cleanup_close_ int base = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (base < 0 && errno == ENOENT && mkdir(path, 0700) == 0)
-		base = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (base < 0)
+	_cleanup_close_ int fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		char parent[PATH_MAX];
+		snprintf(parent, sizeof parent, "%s", base);
+		char *slash = strrchr(parent, '/');
+		const char *leaf = base + (slash - parent) + 1;
+		*(slash == parent ? slash + 1 : slash) = '\0';
+		_cleanup_close_ int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (pfd < 0 || !*leaf || inside_workspace(pfd, ws) || mkdirat(pfd, leaf, 0700) < 0)
+			return -1;
+		fd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0 || inside_workspace(fd, ws))
 		return -1;
-	if (mkdirat(base, "txbox", 0700) < 0 && errno != EEXIST)
+	if (mkdirat(fd, "txbox", 0700) < 0 && errno != EEXIST)
 		return -1;
-	int fd = openat(base, "txbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int dir = openat(fd, "txbox", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	/* ours alone: nobody else may plant an entry */
-	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022))) {
-		close(fd);
+	if (dir >= 0 && (fstat(dir, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022))) {
+		close(dir);
 		return -1;
 	}
-	return fd;
+	return dir;
+}
+
+int policy_cache_open(int ws_fd, const char *const *bases, size_t n)
+{
+	struct stat ws;
+	if (ws_fd < 0 || fstat(ws_fd, &ws) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int fd = open_cache_in(bases[i], &ws);
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
 }
 
 void policy_cache_store(int dir_fd, const char *text, size_t len, const policy *p)

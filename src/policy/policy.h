@@ -63,10 +63,12 @@ typedef struct policy_verdict {
 
 /* Load and validate; errors name file:line:col. */
 int policy_load_file(const char *path, policy **out, txbox_error *err);
-/* The same, keeping the compiled policy in the user's cache dir
- * ($XDG_CACHE_HOME/txbox or ~/.cache/txbox): the next load of the very
- * same text by the same build skips YAML parsing. */
-int policy_load_file_cached(const char *path, bool use_cache, policy **out, txbox_error *err);
+/* The same for a run in the workspace ws_fd, keeping the compiled policy in
+ * the user's cache dir ($XDG_CACHE_HOME/txbox, ~/.cache/txbox, or the
+ * password database home's; never one inside any workspace, which a
+ * sandboxed command could forge): the next load of the very same text by
+ * the same build skips YAML parsing. */
+int policy_load_file_in(const char *path, int ws_fd, policy **out, txbox_error *err);
 int policy_load_buffer(const char *name, const char *buf, size_t len, policy **out, txbox_error *err);
 /* The built-in default policy (compiled into the binary). */
 int policy_load_default(policy **out, txbox_error *err);

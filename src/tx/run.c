@@ -199,7 +199,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	trace_mark("run: workspace opened");
 	/* The policy (its sandbox settings are needed to start the sandbox). */
 	uint64_t tp = clock_now_ns();
-	if ((opts->policy_file ? policy_load_file_cached(opts->policy_file, true, &pol, &e)
+	if ((opts->policy_file ? policy_load_file_in(opts->policy_file, ws_fd, &pol, &e)
 			       : policy_load_default(&pol, &e)) < 0)
 		goto fail;
 	const policy_sandbox *ps = policy_get_sandbox(pol);

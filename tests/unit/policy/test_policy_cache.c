@@ -4,9 +4,13 @@
 #include "corpus.h"
 #include "policy/internal.h"
 #include "policy/policy.h"
+#include "util/cleanup.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -128,6 +133,109 @@ static void test_damaged(void **state)
 	policy_free(parsed);
 }
 
+/* ---- where the cache may live ------------------------------------------- */
+
+static bool exists(const char *root, const char *rel)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	return lstat(path, &st) == 0;
+}
+
+static void mkdir_in(const char *root, const char *rel)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	assert_int_equal(mkdir(path, 0700), 0);
+}
+
+static int open_one(int ws_fd, const char *root, const char *rel)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	const char *bases[] = {path};
+	return policy_cache_open(ws_fd, bases, 1);
+}
+
+/* A cache dir inside the workspace (directly, below it, through a symlink,
+ * or not yet existing) or inside any directory holding a .txbox (another
+ * workspace) is refused and nothing is created there; one outside is used. */
+static void test_cache_location(void **state)
+{
+	(void)state;
+	char root[64];
+	_cleanup_close_ int root_fd = tmp_dir(root, sizeof root);
+	mkdir_in(root, "ws");
+	mkdir_in(root, "ws/deep");
+	mkdir_in(root, "other");
+	mkdir_in(root, "other/.txbox");
+	mkdir_in(root, "out");
+	assert_int_equal(symlinkat("ws/deep", root_fd, "link"), 0);
+	char ws[PATH_MAX];
+	snprintf(ws, sizeof ws, "%s/ws", root);
+	_cleanup_close_ int ws_fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(ws_fd >= 0);
+
+	static const char *const refused[] = {"ws", "ws/deep", "link", "ws/missing", "link/missing", "other"};
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++)
+		assert_int_equal(open_one(ws_fd, root, refused[i]), -1);
+	assert_false(exists(root, "ws/txbox"));
+	assert_false(exists(root, "ws/deep/txbox"));
+	assert_false(exists(root, "ws/missing"));
+	assert_false(exists(root, "ws/deep/missing"));
+	assert_false(exists(root, "other/txbox"));
+	assert_int_equal(open_one(-1, root, "out"), -1); /* no workspace: no cache */
+
+	int fd = open_one(ws_fd, root, "out/made");
+	assert_true(fd >= 0);
+	close(fd);
+	assert_true(exists(root, "out/made/txbox"));
+
+	/* the first candidate outside every workspace wins */
+	char in[PATH_MAX], out[PATH_MAX];
+	snprintf(in, sizeof in, "%s/ws", root);
+	snprintf(out, sizeof out, "%s/out", root);
+	const char *bases[] = {in, NULL, "relative", out};
+	fd = policy_cache_open(ws_fd, bases, ARRAY_SIZE(bases));
+	assert_true(fd >= 0);
+	close(fd);
+	assert_true(exists(root, "out/txbox"));
+	assert_false(exists(root, "ws/txbox"));
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "policy_load_file blocked on a FIFO\n";
+	(void)!write(2, msg, sizeof msg - 1);
+	_exit(1);
+}
+
+/* A policy file that is a FIFO is refused at once, naming its type. */
+static void test_fifo_policy(void **state)
+{
+	(void)state;
+	char dir[64], path[PATH_MAX];
+	_cleanup_close_ int dir_fd = tmp_dir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/policy.yaml", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_true(policy_load_file(path, &p, &err) < 0);
+	alarm(0);
+	assert_null(p);
+	assert_non_null(strstr(err.message, "FIFO"));
+	txbox_error_clear(&err);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -135,6 +243,8 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_damaged),
+		cmocka_unit_test(test_cache_location),
+		cmocka_unit_test(test_fifo_policy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
