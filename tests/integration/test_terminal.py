@@ -5,9 +5,23 @@ escaped (red team rt3/02)."""
 
 import os
 
-from harness import check, small_ws, test
+from harness import Fail, check, small_ws, test
 
-DEFAULT_POLICY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "policy", "default.yaml")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def default_policy(ctx):
+    """A copy of policy/default.yaml the test user can read: the tree is
+    beside this file, or (--as-user runs a copy of the suite alone) the
+    one whose build/src/cli/txbox is under test."""
+    for root in (os.path.join(HERE, "..", ".."), os.path.join(os.path.dirname(ctx.txbox), "..", "..", "..")):
+        src = os.path.join(root, "policy", "default.yaml")
+        if os.path.exists(src):
+            dst = os.path.join(ctx.mkdtemp("default-policy"), "default.yaml")
+            with open(src) as f, open(dst, "w") as g:
+                g.write(f.read())
+            return dst
+    raise Fail("cannot find policy/default.yaml beside the suite or the binary")
 
 OSC52 = "\x1b]52;c;SGVsbG8=\x07"
 BIDI = "\u202e"
@@ -36,7 +50,7 @@ def _terminal_safe(r, what):
 def effect_reason_path(ctx):
     ws = small_ws(ctx)
     name = ".env." + OSC52 + BIDI + "x"
-    r = ctx.run_txbox(["run", "--policy", DEFAULT_POLICY, "-w", ws, "--", "sh", "-c", 'echo SECRET=1 > "$1"', "sh", name], cwd=ws)
+    r = ctx.run_txbox(["run", "--policy", default_policy(ctx), "-w", ws, "--", "sh", "-c", 'echo SECRET=1 > "$1"', "sh", name], cwd=ws)
     check(r.rc != 0, "a new .env file committed without a hold: %s" % r.where())
     check(b"\\x1b]52" in r.err, "the escaped name is missing from the message: %s" % r.where())
     _terminal_safe(r, "effect hold")
@@ -47,7 +61,7 @@ def commit_error_path(ctx):
     ws = small_ws(ctx)
     name = "sock" + OSC52
     code = "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])"
-    r = ctx.run_txbox(["run", "--policy", DEFAULT_POLICY, "-w", ws, "--", "python3", "-c", code, name], cwd=ws)
+    r = ctx.run_txbox(["run", "--policy", default_policy(ctx), "-w", ws, "--", "python3", "-c", code, name], cwd=ws)
     check(r.rc != 0, "a socket was committed: %s" % r.where())
     _terminal_safe(r, "refused socket")
 
@@ -72,7 +86,7 @@ def attributes_reset(ctx):
     import subprocess
     ws = small_ws(ctx)
     master, slave = pty.openpty()
-    p = subprocess.Popen([ctx.txbox, "run", "--policy", DEFAULT_POLICY, "-w", ws, "--", "sh", "-c",
+    p = subprocess.Popen([ctx.txbox, "run", "--policy", default_policy(ctx), "-w", ws, "--", "sh", "-c",
                           r'printf "\033[8m\033[30;40m"; exit 1'],
                          cwd=ws, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
     os.close(slave)
