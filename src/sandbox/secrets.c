@@ -1183,11 +1183,14 @@ static int hide_split(lsplit *ls, size_t i, const char *full)
 }
 
 /* The command could read (a directory: enter) name: only then is hiding
- * it worth a split. Unreadable now (rootless: /etc/shadow 0640 root:shadow,
- * /root 0700) stays so: the command cannot change an unmapped owner's
- * modes. Any other answer than EACCES counts as readable. */
-static bool command_can_read(int dirfd, const char *name, unsigned char type)
+ * it worth a split. Rootless, unreadable now (/etc/shadow 0640
+ * root:shadow, /root 0700) stays so: the command cannot change an
+ * unmapped owner's modes. Root reads everything (no syscall asked). Any
+ * other answer than EACCES counts as readable. */
+static bool command_can_read(const lsplit *ls, int dirfd, const char *name, unsigned char type)
 {
+	if (!ls->rootless)
+		return true;
 	int how = type == DT_DIR ? X_OK : R_OK;
 	return faccessat(dirfd, name, how, AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0 || errno != EACCES;
 }
@@ -1201,7 +1204,7 @@ static int mask_entry(lsplit *ls, size_t i, const char *name, const char *full, 
 		return mask_at(ls->m, ls->v[i].fd, ls->v[i].path, name);
 	if (hit(&ls->v[i], name))
 		return hide_split(ls, i, full);
-	if (!command_can_read(ls->v[i].fd, name, type))
+	if (!command_can_read(ls, ls->v[i].fd, name, type))
 		return 0;
 	if (push_copy(&ls->v[i].hits, name) < 0 || push_copy(&ls->masked, full) < 0)
 		return -ENOMEM;
@@ -1732,6 +1735,31 @@ int secrets_mask_paths(const char *const *paths, const char *home, const char *w
 	return mask_by_landlock(paths, abi, home, workspace, envp, ho, err);
 }
 
+/* Without Landlock: home_classes[] and start-up files with a secret in
+ * the home and in the directories of it the read layer always splits. */
+static int mask_classes(masker *m, int homefd, const char *base)
+{
+	static const char *const dirs[] = {".", ".config", ".local/share", ".local/state", ".cache"};
+	int r = 0;
+	for (size_t c = 0; r == 0 && c < ARRAY_SIZE(dirs); c++) {
+		int dfd = open_store(homefd, dirs[c], O_RDONLY | O_DIRECTORY);
+		_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+		if (!d) {
+			if (dfd >= 0)
+				close(dfd);
+			continue; /* absent, or not a directory: nothing to match */
+		}
+		for (struct dirent *de; r == 0 && (de = readdir(d));) {
+			const char *n = de->d_name;
+			if (dot_or_dotdot(n) || (c == 0 && unmasked(m, "~/", n)))
+				continue;
+			if (class_name(n) || (c == 0 && listed(n, shell_rc, ARRAY_SIZE(shell_rc)) && rc_has_secret(dirfd(d), n)))
+				r = mask_at(m, dirfd(d), base, n);
+		}
+	}
+	return r;
+}
+
 int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, const char *workspace,
 				 const char *const *envp, txbox_error *err)
 {
@@ -1745,8 +1773,8 @@ int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, con
 		return r;
 	for (size_t i = 0; i < m.nhomes; i++) {
 		_cleanup_close_ int h = open(m.homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (h >= 0 && (r = mask_builtin(&m, h, m.homes[i].path, "~/", home_stores,
-						ARRAY_SIZE(home_stores))) < 0)
+		if (h >= 0 && ((r = mask_builtin(&m, h, m.homes[i].path, "~/", home_stores, ARRAY_SIZE(home_stores))) < 0 ||
+			       (r = mask_classes(&m, h, m.homes[i].path)) < 0))
 			return r;
 	}
 	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
