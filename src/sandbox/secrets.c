@@ -164,7 +164,8 @@ static const char *const home_stores[] = {
  * the stores above (the home, .config, .local/share, .cache, ...), so they
  * cost no syscall: one listing serves all of them. */
 static const char *const home_classes[] = {
-	"*.gpg", "*.kdbx", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "id_*", "keystore",
+	"*.gpg", "*.kdbx", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "id_rsa*", "id_dsa*",
+	"id_ecdsa*", "id_ed25519*", "keystore",
 	"*history*", "*_hist", "*.hist", "*wallet*", "Cookies", "Cookies-journal", "Local Storage",
 	"Session Storage", "*token*", "*Token*", "*TOKEN*", "*credential*", "*Credential*", "*secret*",
 	"*Secret*", "*SECRET*", "auth.json", "*.vscdb",
@@ -1258,8 +1259,10 @@ static int match_comp(lsplit *ls, size_t i, const char *comp, const char *rest)
 static bool entry_secret(const char *entry, size_t namelen, const char *const *deny);
 
 /* One line of a shell start-up file assigns a secret: "[export ]NAME=VALUE"
- * (also declare/typeset -x, readonly, csh's setenv, fish's set -gx),
- * judged like the environment (env filter: names, then values). */
+ * (also declare/typeset -x, readonly, csh's setenv, fish's set -gx) with a
+ * literal value that is not a path, judged like the environment (env
+ * filter: names, then values). A computed value ($(pass show x), $VAR)
+ * or a path (SSH_AUTH_SOCK=/run/...) holds no secret in the file. */
 static bool rc_line_secret(const char *l)
 {
 	static const char *const lead[] = {"export ", "declare -x ", "typeset -x ", "readonly ", "setenv ",
@@ -1278,7 +1281,7 @@ static bool rc_line_secret(const char *l)
 		v++, vn--;
 	if (vn && (v[vn - 1] == '\'' || v[vn - 1] == '"'))
 		vn--;
-	if (vn == 0 || n > 256)
+	if (vn == 0 || n > 256 || strchr("/~.", v[0]) || memchr(v, '$', vn) || memchr(v, '`', vn))
 		return false;
 	snprintf(entry, sizeof entry, "%.*s=%.*s", (int)n, l, (int)vn, v); /* a long value: its start */
 	return entry_secret(entry, n, NULL);
@@ -1305,15 +1308,15 @@ static bool rc_has_secret(int dirfd, const char *name)
 	return false;
 }
 
-/* Below a caller's home (top: the home itself)? */
-static bool in_home(const lsplit *ls, const char *p, bool *top)
+/* Where p lies below a caller's home ("" for the home itself), or NULL. */
+static const char *in_home(const lsplit *ls, const char *p)
 {
 	for (size_t h = 0; h < ls->homes.n; h++)
 		if (at_or_below(p, ls->homes.v[h])) {
-			*top = !strcmp(p, ls->homes.v[h]);
-			return true;
+			const char *rel = p + strlen(ls->homes.v[h]);
+			return *rel == '/' ? rel + 1 : rel;
 		}
-	return false;
+	return NULL;
 }
 
 static bool class_name(const char *name)
@@ -1328,13 +1331,16 @@ static bool class_name(const char *name)
  * against the listing of a split directory of a caller's home. */
 static int match_classes(lsplit *ls, size_t i)
 {
-	bool top = false;
-	if (!in_home(ls, ls->v[i].path, &top))
+	const char *dir = in_home(ls, ls->v[i].path);
+	if (!dir)
 		return 0;
+	bool top = !*dir;
 	int r = 0;
 	for (size_t k = 0; r == 0 && k < ls->v[i].nidx; k++) {
 		const struct dirent64 *e = ls->v[i].idx[k];
-		if (top && unmasked(ls->m, "~/", e->d_name))
+		char rel[PATH_MAX]; /* "!~/.cache/tiktoken" keeps one visible */
+		snprintf(rel, sizeof rel, "%s%s%s", dir, top ? "" : "/", e->d_name);
+		if (unmasked(ls->m, "~/", rel))
 			continue;
 		if (class_name(e->d_name) ||
 		    (top && listed(e->d_name, shell_rc, ARRAY_SIZE(shell_rc)) && rc_has_secret(ls->v[i].fd, e->d_name)))

@@ -264,7 +264,7 @@ _STORES = """.ssh/id_rsa .config/rclone/rclone.conf .terraform.d/credentials.tfr
 .env .env.production .vault.gpg .config/svc-account.pem .config/deploy_token .config/app-credentials.json
 .local/share/mywallet.dat .cache/api-secret.txt .config/auth.json""".split()
 # Readable: shell start-up files without a secret, and ordinary config.
-_ORDINARY = ".profile .config/tool/settings.json .config/nvim/init.vim .local/share/notes.txt".split()
+_ORDINARY = ".profile .bash_profile .config/tool/settings.json .config/nvim/init.vim .local/share/notes.txt".split()
 
 
 @test("secrets/well-known-stores-and-classes", root_only=True)
@@ -272,8 +272,9 @@ def well_known_stores(ctx):
     """rt3/05: the stores of well-known tools and files named like
     credentials (*.gpg, *token*, *secret*, *credential*, *.pem, wallets,
     auth.json, .env*) in the home and its split directories are hidden, as
-    root and rootless; so is a start-up file that exports a token (.bashrc,
-    .zshrc), while one without (.profile) and ordinary files stay readable.
+    root and rootless; so is a start-up file that exports a literal token
+    (.bashrc, .zshrc), while one without (.profile; .bash_profile with a
+    socket path and a computed token) and ordinary files stay readable.
     The home is a tmpfs in the scene's private mount namespace."""
     out = _scene(ctx, r'''
 STORES="''' + " ".join(_STORES) + r'''"; ORD="''' + " ".join(_ORDINARY) + r'''"
@@ -284,6 +285,7 @@ for m in root rootless; do
   for f in $ORD; do mkdir -p "$H/$(dirname $f)"; echo "ORDINARY-$f" > "$H/$f"; done
   printf 'alias ll="ls -l"\nexport OPENAI_API_KEY=sk-%s%s\n' "$CANARY" 0123456789abcdef0123456789 > "$H/.bashrc"
   printf 'export PATH=$PATH:/opt/bin\nexport GH_TOKEN="%s-%s-zshrc"\n' "$CANARY" $m > "$H/.zshrc"
+  printf 'export SSH_AUTH_SOCK=/run/user/1/ssh\nexport GITHUB_TOKEN=$(pass show gh)\n# ORDINARY\n' > "$H/.bash_profile"
   [ $m = rootless ] && chown -R $TU: "$H"
   chmod -R go-rwx "$H"/.[a-z]*; chmod 755 "$H"
   txrun $m "$H" "cd \$HOME; for f in $STORES .bashrc .zshrc; do cat \$f 2>/dev/null; done
