@@ -1522,7 +1522,7 @@ static int collect_ids(lsplit *ls)
 	struct stat st;
 	for (size_t i = 0; i < ls->n; i++)
 		if (ls->v[i].needed && (fstat(ls->v[i].fd, &st) < 0 || devino_add(&ls->ids, &st) < 0))
-			return txbox_fail_errno(ls->err, -ENOMEM, "secrets: %s/", ls->v[i].path);
+			return txbox_fail_errno(ls->err, errno ? -errno : -ENOMEM, "secrets: %s/", ls->v[i].path);
 	return 0;
 }
 
@@ -1628,17 +1628,20 @@ static int ls_patterns(lsplit *ls, const masker *m, const strv_buf *others, cons
 }
 
 /* Who the sandbox's uids are: the ranges mapped into it, and whether
- * host root is one of them (no: rootless). No map to read: root. */
+ * host root is one of them (no: rootless). No map to read, or more ranges
+ * than kept: treated as root (every split stays). */
 static void read_uid_map(lsplit *ls)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/self/uid_map", "re");
 	unsigned long in, out, count;
 	ls->rootless = f != NULL;
-	while (f && ls->nmapped < ARRAY_SIZE(ls->mapped_lo) && fscanf(f, "%lu %lu %lu", &in, &out, &count) == 3) {
+	while (f && fscanf(f, "%lu %lu %lu", &in, &out, &count) == 3) {
+		if (out == 0 || ls->nmapped == ARRAY_SIZE(ls->mapped_lo)) {
+			ls->rootless = false;
+			return;
+		}
 		ls->mapped_lo[ls->nmapped] = (uid_t)in;
 		ls->mapped_hi[ls->nmapped++] = (uid_t)(in + count > UINT32_MAX ? UINT32_MAX : in + count);
-		if (out == 0)
-			ls->rootless = false;
 	}
 }
 
