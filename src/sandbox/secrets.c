@@ -141,7 +141,42 @@ static const char *const home_stores[] = {
 	".config/microsoft-edge", ".config/vivaldi", ".config/opera",
 	/* AI coding agents and model hubs */
 	".claude", ".claude.json", ".codex", ".gemini", ".continue", ".huggingface",
-	".cache/huggingface/token",
+	".cache/huggingface/token", ".ollama/id_*", ".config/io.datasette.llm", ".local/share/opencode/auth.json",
+	".cursor/mcp.json", ".aider.conf.yml", ".codeium",
+	/* editors: VS Code-like state (tokens in state.vscdb), vim/less histories */
+	".config/Code*/User/globalStorage", ".config/Cursor/User/globalStorage", ".config/VSCodium/User/globalStorage",
+	".config/Windsurf/User/globalStorage", ".viminfo", ".lesshst", ".local/share/nvim/shada",
+	".local/state/nvim/shada", ".local/share/atuin", ".local/share/zsh",
+	/* mail, chat, remote desktops: passwords and session tokens */
+	".authinfo", ".authinfo.gpg", ".msmtprc", ".config/msmtp", ".muttrc", ".mutt", ".config/mutt",
+	".fetchmailrc", ".smbcredentials", ".irssi", ".weechat", ".config/weechat", ".local/share/weechat",
+	".config/discord", ".config/Slack", ".config/Signal", ".config/Element", ".local/share/TelegramDesktop",
+	".config/filezilla", ".config/remmina", ".local/share/remmina", ".vnc/passwd",
+	/* developer services, tunnels, devices, wallets */
+	".config/ngrok", ".ngrok2", ".circleci/cli.yml", ".wakatime.cfg", ".sentryclirc", ".config/tailscale",
+	".android/adbkey", ".bitcoin", ".electrum", ".ethereum/keystore", ".config/keybase",
+	/* environment files directly in the home */
+	".env", ".env.*",
+};
+
+/* Classes of credential files, by name: matched (hidden names included)
+ * against every directory inside a caller's home that is split anyway for
+ * the stores above (the home, .config, .local/share, .cache, ...), so they
+ * cost no syscall: one listing serves all of them. */
+static const char *const home_classes[] = {
+	"*.gpg", "*.kdbx", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "id_rsa*", "id_dsa*",
+	"id_ecdsa*", "id_ed25519*", "keystore",
+	"*history*", "*_hist", "*.hist", "*wallet*", "Cookies", "Cookies-journal", "Local Storage",
+	"Session Storage", "*token*", "*Token*", "*TOKEN*", "*credential*", "*Credential*", "*secret*",
+	"*Secret*", "*SECRET*", "auth.json", "*.vscdb",
+};
+
+/* Shell start-up files: hidden when they assign a value the environment
+ * filter would drop (export GITHUB_TOKEN=...), readable otherwise (login
+ * and interactive shells, and tools, read them for PATH and aliases). */
+static const char *const shell_rc[] = {
+	".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zshenv", ".zprofile",
+	".zlogin", ".bash_aliases", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc",
 };
 
 /* Secrets of the system, hidden even from root. */
@@ -940,16 +975,24 @@ typedef struct lnode {
 	strv_buf pats;  /* patterns relative to it */
 	size_t pdone;   /* how many of pats were matched against the listing */
 	strv_buf hits;  /* entries that get no rule here */
+	size_t nmasked; /* how many of hits are hidden (not split directories, not symlinks) */
+	bool whole;     /* hidden whole after it was split: no rule in it or below */
+	bool needed;    /* holds something hidden, or may gain it (see mark_needed) */
+	long parent;    /* index of the split directory above, -1 for "/" */
 } lnode;
 
 typedef struct lsplit {
 	lnode *v;
 	size_t n, cap;
 	strv_buf keep;     /* canonical: the workspace, the caller's homes */
+	strv_buf homes;    /* canonical: the caller's homes (home_classes[] apply below them) */
 	strv_buf masked;   /* canonical paths masked, for the mount table's aliases */
 	devino_set ids;    /* what split directories and masked paths are: never granted */
 	const char *ws;    /* canonical workspace, or NULL */
 	dev_t private_dev; /* the sandbox's own tmpfs: nothing of the host's */
+	bool rootless;     /* host root is not mapped: unmapped owners are others */
+	uid_t mapped_lo[8], mapped_hi[8]; /* the uid ranges mapped into the sandbox */
+	size_t nmapped;
 	masker *m;         /* mounts for masks inside the workspace (the sandbox's overlay) */
 	txbox_error *err;
 } lsplit;
@@ -968,6 +1011,7 @@ static void lsplit_done(lsplit *ls)
 	}
 	free(ls->v);
 	strv_buf_free(&ls->keep);
+	strv_buf_free(&ls->homes);
 	strv_buf_free(&ls->masked);
 	free(ls->ids.v);
 }
@@ -1006,7 +1050,7 @@ static int node_new(lsplit *ls, const char *path, int fd)
 	char *p = strdup(path);
 	if (!p)
 		return -ENOMEM;
-	ls->v[ls->n] = (lnode){.path = p, .fd = fd};
+	ls->v[ls->n] = (lnode){.path = p, .fd = fd, .parent = -1};
 	return (int)ls->n++;
 }
 
@@ -1103,6 +1147,8 @@ static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, c
 	for (size_t j = 0; j < ls->n; j++)
 		if (!strcmp(ls->v[j].path, full))
 			return push_copy(&ls->v[j].pats, rest); /* name is a hit already */
+	if (hit(&ls->v[i], name))
+		return 0; /* hidden whole already */
 	int fd = openat(ls->v[i].fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	struct statfs sf;
@@ -1118,9 +1164,36 @@ static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, c
 		close(fd);
 		return j;
 	}
+	ls->v[j].parent = (long)i;
 	if (push_copy(&ls->v[j].pats, rest) < 0 || push_copy(&ls->v[i].hits, name) < 0)
 		return -ENOMEM;
 	return 0;
+}
+
+/* A split directory named whole by a later pattern ("~/.config" after
+ * ".config/gh"): nothing in it or below gets a rule. */
+static int hide_split(lsplit *ls, size_t i, const char *full)
+{
+	for (size_t j = 0; j < ls->n; j++)
+		if (!strcmp(ls->v[j].path, full) && !ls->v[j].whole) {
+			ls->v[j].whole = true;
+			ls->v[i].nmasked++;
+			return push_copy(&ls->masked, full);
+		}
+	return 0; /* hidden already */
+}
+
+/* The command could read (a directory: enter) name: only then is hiding
+ * it worth a split. Rootless, unreadable now (/etc/shadow 0640
+ * root:shadow, /root 0700) stays so: the command cannot change an
+ * unmapped owner's modes. Root reads everything (no syscall asked). Any
+ * other answer than EACCES counts as readable. */
+static bool command_can_read(const lsplit *ls, int dirfd, const char *name, unsigned char type)
+{
+	if (!ls->rootless)
+		return true;
+	int how = type == DT_DIR ? X_OK : R_OK;
+	return faccessat(dirfd, name, how, AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0 || errno != EACCES;
 }
 
 /* The entry name of node i matched the last component of a pattern. */
@@ -1131,9 +1204,12 @@ static int mask_entry(lsplit *ls, size_t i, const char *name, const char *full, 
 	if (ls->ws && at_or_below(full, ls->ws))
 		return mask_at(ls->m, ls->v[i].fd, ls->v[i].path, name);
 	if (hit(&ls->v[i], name))
+		return hide_split(ls, i, full);
+	if (!command_can_read(ls, ls->v[i].fd, name, type))
 		return 0;
 	if (push_copy(&ls->v[i].hits, name) < 0 || push_copy(&ls->masked, full) < 0)
 		return -ENOMEM;
+	ls->v[i].nmasked++;
 	return 0;
 }
 
@@ -1180,12 +1256,109 @@ static int match_comp(lsplit *ls, size_t i, const char *comp, const char *rest)
 	return r;
 }
 
+static bool entry_secret(const char *entry, size_t namelen, const char *const *deny);
+
+/* One line of a shell start-up file assigns a secret: "[export ]NAME=VALUE"
+ * (also declare/typeset -x, readonly, csh's setenv, fish's set -gx) with a
+ * literal value that is not a path, judged like the environment (env
+ * filter: names, then values). A computed value ($(pass show x), $VAR)
+ * or a path (SSH_AUTH_SOCK=/run/...) holds no secret in the file. */
+static bool rc_line_secret(const char *l)
+{
+	static const char *const lead[] = {"export ", "declare -x ", "typeset -x ", "readonly ", "setenv ",
+					   "set -gx ", "set -x ", "set -Ux "};
+	char entry[4096];
+	l += strspn(l, " \t");
+	for (size_t k = 0; k < ARRAY_SIZE(lead); k++)
+		if (!strncmp(l, lead[k], strlen(lead[k])))
+			l += strlen(lead[k]) + strspn(l + strlen(lead[k]), " \t");
+	size_t n = strspn(l, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+	if (n == 0 || (l[n] != '=' && l[n] != ' ' && l[n] != '\t'))
+		return false;
+	const char *v = l + n + 1 + strspn(l + n + 1, " \t");
+	size_t vn = strcspn(v, "\n");
+	if (vn && (v[0] == '\'' || v[0] == '"'))
+		v++, vn--;
+	if (vn && (v[vn - 1] == '\'' || v[vn - 1] == '"'))
+		vn--;
+	if (vn == 0 || n > 256 || strchr("/~.", v[0]) || memchr(v, '$', vn) || memchr(v, '`', vn))
+		return false;
+	snprintf(entry, sizeof entry, "%.*s=%.*s", (int)n, l, (int)vn, v); /* a long value: its start */
+	return entry_secret(entry, n, NULL);
+}
+
+/* The start-up file name in dirfd assigns a secret somewhere in its first
+ * MiB (not a regular file, or unreadable: no). */
+static bool rc_has_secret(int dirfd, const char *name)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	size_t cap = st.st_size > 0 && st.st_size < (1 << 20) ? (size_t)st.st_size : (1 << 20), len = 0;
+	_cleanup_free_ char *buf = malloc(cap + 1);
+	if (!buf)
+		return true; /* fail closed */
+	for (ssize_t got; len < cap && (got = read(fd, buf + len, cap - len)) > 0;)
+		len += (size_t)got;
+	buf[len] = '\0';
+	for (const char *l = buf; l < buf + len; l += strcspn(l, "\n") + 1)
+		if (rc_line_secret(l))
+			return true;
+	return false;
+}
+
+/* Where p lies below a caller's home ("" for the home itself), or NULL. */
+static const char *in_home(const lsplit *ls, const char *p)
+{
+	for (size_t h = 0; h < ls->homes.n; h++)
+		if (at_or_below(p, ls->homes.v[h])) {
+			const char *rel = p + strlen(ls->homes.v[h]);
+			return *rel == '/' ? rel + 1 : rel;
+		}
+	return NULL;
+}
+
+static bool class_name(const char *name)
+{
+	for (size_t c = 0; c < ARRAY_SIZE(home_classes); c++)
+		if (fnmatch(home_classes[c], name, 0) == 0)
+			return true;
+	return false;
+}
+
+/* home_classes[], and the shell start-up files that assign secrets,
+ * against the listing of a split directory of a caller's home. */
+static int match_classes(lsplit *ls, size_t i)
+{
+	const char *dir = in_home(ls, ls->v[i].path);
+	if (!dir)
+		return 0;
+	bool top = !*dir;
+	int r = 0;
+	for (size_t k = 0; r == 0 && k < ls->v[i].nidx; k++) {
+		const struct dirent64 *e = ls->v[i].idx[k];
+		char rel[PATH_MAX]; /* "!~/.cache/tiktoken" keeps one visible */
+		snprintf(rel, sizeof rel, "%s%s%s", dir, top ? "" : "/", e->d_name);
+		if (unmasked(ls->m, "~/", rel))
+			continue;
+		if (class_name(e->d_name) ||
+		    (top && listed(e->d_name, shell_rc, ARRAY_SIZE(shell_rc)) && rc_has_secret(ls->v[i].fd, e->d_name)))
+			r = match_entry(ls, i, e, "");
+	}
+	return r;
+}
+
 /* Match node i's new patterns against its listing. */
 static int node_expand(lsplit *ls, size_t i)
 {
 	int r;
-	if (!ls->v[i].dents && (r = node_list(&ls->v[i])) < 0)
-		return txbox_fail_errno(ls->err, r, "secrets: listing %s/", ls->v[i].path);
+	if (!ls->v[i].dents) {
+		if ((r = node_list(&ls->v[i])) < 0)
+			return txbox_fail_errno(ls->err, r, "secrets: listing %s/", ls->v[i].path);
+		if ((r = match_classes(ls, i)) < 0)
+			return r == -ENOMEM ? txbox_fail(ls->err, r, "secrets: out of memory") : r;
+	}
 	while (ls->v[i].pdone < ls->v[i].pats.n) {
 		char pat[PATH_MAX];
 		snprintf(pat, sizeof pat, "%s", ls->v[i].pats.v[ls->v[i].pdone++]);
@@ -1238,7 +1411,7 @@ static int collect_aliases(lsplit *ls, strv_buf *points)
 		_cleanup_(strv_buf_free) strv_buf inner = {0};
 		if (lstat(*p ? p : "/", &st) < 0)
 			continue;
-		if (devino_add(&ls->ids, &st) < 0)
+		if (!node && devino_add(&ls->ids, &st) < 0)
 			return txbox_fail(ls->err, -ENOMEM, "secrets: out of memory");
 		int r = aliases(ls->m, *p ? p : "/", &st, &alias, &inner);
 		for (size_t a = 0; r == 0 && a < alias.n + (node ? 0 : inner.n); a++)
@@ -1293,6 +1466,66 @@ static bool split_or_masked(const lsplit *ls, dev_t dev, bool mounts, const stru
 	return devino_has(&ls->ids, &st);
 }
 
+/* The split directory below node i named name, or -1. */
+static long child_node(const lsplit *ls, size_t i, const char *name)
+{
+	size_t n = strlen(ls->v[i].path);
+	for (size_t j = i + 1; j < ls->n; j++)
+		if (ls->v[j].parent == (long)i && !strcmp(ls->v[j].path + n + 1, name))
+			return (long)j;
+	return -1;
+}
+
+/* A split directory that hides nothing need not be split when nobody the
+ * command could be can add a name to it during the run: rootless, a
+ * directory of an unmapped owner (host root, for /etc) that its group and
+ * others cannot write. Root's command reads what host root adds, so as
+ * root every split stays (fail closed on names created during the run). */
+static bool may_gain_names(const lsplit *ls, const lnode *d)
+{
+	struct stat st;
+	if (!ls->rootless || fstat(d->fd, &st) < 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return true;
+	for (size_t k = 0; k < ls->nmapped; k++)
+		if (st.st_uid >= ls->mapped_lo[k] && st.st_uid < ls->mapped_hi[k])
+			return true;
+	return false;
+}
+
+/* Children come after their parents: one pass from the end. */
+static void mark_needed(lsplit *ls)
+{
+	for (size_t i = ls->n; i-- > 0;) {
+		lnode *d = &ls->v[i];
+		d->needed = d->needed || d->nmasked > 0 || d->whole || may_gain_names(ls, d);
+		if (d->needed && d->parent >= 0)
+			ls->v[d->parent].needed = true;
+	}
+}
+
+/* Node i is split and gets rules: needed, and not inside a directory
+ * hidden whole. */
+static bool granted(const lsplit *ls, size_t i)
+{
+	if (!ls->v[i].needed)
+		return false;
+	for (long j = (long)i; j >= 0; j = ls->v[j].parent)
+		if (ls->v[j].whole)
+			return false;
+	return true;
+}
+
+/* Split directories and masked paths are never granted by inode (a bind
+ * of one elsewhere shows the same inode). */
+static int collect_ids(lsplit *ls)
+{
+	struct stat st;
+	for (size_t i = 0; i < ls->n; i++)
+		if (ls->v[i].needed && (fstat(ls->v[i].fd, &st) < 0 || devino_add(&ls->ids, &st) < 0))
+			return txbox_fail_errno(ls->err, errno ? -errno : -ENOMEM, "secrets: %s/", ls->v[i].path);
+	return 0;
+}
+
 static int grant_entries(lsplit *ls, int rfd, int abi, size_t i)
 {
 	const lnode *d = &ls->v[i];
@@ -1303,8 +1536,13 @@ static int grant_entries(lsplit *ls, int rfd, int abi, size_t i)
 	for (size_t k = 0; k < d->nidx; k++) {
 		const struct dirent64 *e = d->idx[k];
 		unsigned char type = entry_type(d->fd, e);
-		if (type == DT_LNK || hit(d, e->d_name))
+		if (type == DT_LNK)
 			continue;
+		if (hit(d, e->d_name)) {
+			long c = child_node(ls, i, e->d_name);
+			if (c < 0 || ls->v[c].needed)
+				continue; /* hidden, or split: its entries get the rules */
+		}
 		_cleanup_close_ int fd = openat(d->fd, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 || split_or_masked(ls, dst.st_dev, mounts, e, fd))
 			continue; /* gone since it was listed: its successor stays unreadable */
@@ -1320,8 +1558,13 @@ static int grant_entries(lsplit *ls, int rfd, int abi, size_t i)
 static int grant_all(lsplit *ls, int rfd, int abi)
 {
 	int r;
+	mark_needed(ls);
+	if ((r = collect_ids(ls)) < 0)
+		return r;
+	if (!ls->v[0].needed && (r = landlock_grant_read(rfd, ls->v[0].fd, true, abi)) < 0)
+		return txbox_fail_errno(ls->err, r, "secrets: a Landlock rule for /");
 	for (size_t i = 0; i < ls->n; i++)
-		if ((r = grant_entries(ls, rfd, abi, i)) < 0)
+		if (granted(ls, i) && (r = grant_entries(ls, rfd, abi, i)) < 0)
 			return r;
 	if (ls->ws) {
 		_cleanup_close_ int w = open(ls->ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1384,9 +1627,28 @@ static int ls_patterns(lsplit *ls, const masker *m, const strv_buf *others, cons
 	return r < 0 ? txbox_fail(ls->err, r, "secrets: out of memory") : 0;
 }
 
+/* Who the sandbox's uids are: the ranges mapped into it, and whether
+ * host root is one of them (no: rootless). No map to read, or more ranges
+ * than kept: treated as root (every split stays). */
+static void read_uid_map(lsplit *ls)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/uid_map", "re");
+	unsigned long in, out, count;
+	ls->rootless = f != NULL;
+	while (f && fscanf(f, "%lu %lu %lu", &in, &out, &count) == 3) {
+		if (out == 0 || ls->nmapped == ARRAY_SIZE(ls->mapped_lo)) {
+			ls->rootless = false;
+			return;
+		}
+		ls->mapped_lo[ls->nmapped] = (uid_t)in;
+		ls->mapped_hi[ls->nmapped++] = (uid_t)(in + count > UINT32_MAX ? UINT32_MAX : in + count);
+	}
+}
+
 static int ls_init(lsplit *ls, masker *m, const char *workspace, txbox_error *err)
 {
 	*ls = (lsplit){.m = m, .err = err};
+	read_uid_map(ls);
 	struct stat st, root;
 	/* the sandbox's /tmp is a tmpfs of its own (never the root's device) */
 	if (stat("/tmp", &st) == 0 && stat("/", &root) == 0 && st.st_dev != root.st_dev)
@@ -1404,7 +1666,7 @@ static int ls_init(lsplit *ls, masker *m, const char *workspace, txbox_error *er
 	ls->ws = w && strcmp(w, "/") ? w : NULL;
 	for (size_t h = 0; h < m->nhomes; h++) {
 		char *c = realpath(m->homes[h].path, NULL);
-		if (c && strv_buf_push(&ls->keep, c) < 0)
+		if (c && (strv_buf_push(&ls->keep, c) < 0 || push_copy(&ls->homes, c) < 0))
 			return txbox_fail(err, -ENOMEM, "secrets: out of memory");
 	}
 	return 0;
@@ -1482,6 +1744,31 @@ int secrets_mask_paths(const char *const *paths, const char *home, const char *w
 	return mask_by_landlock(paths, abi, home, workspace, envp, ho, err);
 }
 
+/* Without Landlock: home_classes[] and start-up files with a secret in
+ * the home and in the directories of it the read layer always splits. */
+static int mask_classes(masker *m, int homefd, const char *base)
+{
+	static const char *const dirs[] = {".", ".config", ".local/share", ".local/state", ".cache"};
+	int r = 0;
+	for (size_t c = 0; r == 0 && c < ARRAY_SIZE(dirs); c++) {
+		int dfd = open_store(homefd, dirs[c], O_RDONLY | O_DIRECTORY);
+		_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+		if (!d) {
+			if (dfd >= 0)
+				close(dfd);
+			continue; /* absent, or not a directory: nothing to match */
+		}
+		for (struct dirent *de; r == 0 && (de = readdir(d));) {
+			const char *n = de->d_name;
+			if (dot_or_dotdot(n) || (c == 0 && unmasked(m, "~/", n)))
+				continue;
+			if (class_name(n) || (c == 0 && listed(n, shell_rc, ARRAY_SIZE(shell_rc)) && rc_has_secret(dirfd(d), n)))
+				r = mask_at(m, dirfd(d), base, n);
+		}
+	}
+	return r;
+}
+
 int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, const char *workspace,
 				 const char *const *envp, txbox_error *err)
 {
@@ -1495,8 +1782,8 @@ int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, con
 		return r;
 	for (size_t i = 0; i < m.nhomes; i++) {
 		_cleanup_close_ int h = open(m.homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (h >= 0 && (r = mask_builtin(&m, h, m.homes[i].path, "~/", home_stores,
-						ARRAY_SIZE(home_stores))) < 0)
+		if (h >= 0 && ((r = mask_builtin(&m, h, m.homes[i].path, "~/", home_stores, ARRAY_SIZE(home_stores))) < 0 ||
+			       (r = mask_classes(&m, h, m.homes[i].path)) < 0))
 			return r;
 	}
 	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);

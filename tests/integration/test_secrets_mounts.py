@@ -184,10 +184,12 @@ def shadow_replaced(ctx):
     """/etc/shadow replaced by rename on the host while the command runs
     (passwd, chpasswd, useradd write nshadow and rename it): the new file is
     not readable inside, as root and rootless (world-readable here, so only
-    the mask stands in the way). The scene's /etc is a copy bound over the
-    real one in a private mount namespace: the host's is never touched."""
+    the mask stands in the way; world-readable from the start too, since
+    rootless a store the caller cannot read is not worth a split). The
+    scene's /etc is a copy bound over the real one in a private mount
+    namespace: the host's is never touched."""
     out = _scene(ctx, r'''
-mkdir "$BASE/etc"; cp -a /etc/. "$BASE/etc/"; mount --bind "$BASE/etc" /etc
+mkdir "$BASE/etc"; cp -a /etc/. "$BASE/etc/"; mount --bind "$BASE/etc" /etc; chmod 644 /etc/shadow /etc/gshadow
 for m in root rootless; do
   H=$(mktemp -d "$BASE/home-$m-XXXX"); [ $m = rootless ] && chown $TU: "$H"; chmod 755 "$H"
   txrun $m "$H" "for i in \$(seq 60); do [ -e /etc/host-done-$m ] && break; sleep 0.1; done
@@ -247,3 +249,113 @@ def masking_syscall_budget(ctx):
     check(failed_opens <= 40, "%d opens failed in a no-op run (absent stores probed one by one?)" % failed_opens)
     reads = c.get("getdents64", (0, 0))[0]
     check(reads <= 120, "%d getdents64 calls in a no-op run (directories listed more than once?)" % reads)
+
+
+# Credential stores of well-known tools (red team rt3/05) and classes of
+# credential files by name, in split directories of the home.
+_STORES = """.ssh/id_rsa .config/rclone/rclone.conf .terraform.d/credentials.tfrc.json
+.authinfo .msmtprc .muttrc .fetchmailrc .smbcredentials .netrc.gpg .authinfo.gpg
+.ollama/id_ed25519 .config/io.datasette.llm/keys.json .local/share/opencode/auth.json
+.config/ngrok/ngrok.yml .circleci/cli.yml .wakatime.cfg .sentryclirc .cursor/mcp.json
+.config/Code/User/globalStorage/state.vscdb .config/Cursor/User/globalStorage/state.vscdb
+.local/share/atuin/history.db .viminfo .lesshst .config/filezilla/sitemanager.xml
+.android/adbkey .bitcoin/wallet.dat .ethereum/keystore/UTC--key .irssi/config .weechat/sec.conf
+.config/discord/Local_Storage/leveldb/000003.log .config/Slack/Cookies .config/tailscale/x
+.env .env.production .vault.gpg .config/svc-account.pem .config/deploy_token .config/app-credentials.json
+.local/share/mywallet.dat .cache/api-secret.txt .config/auth.json""".split()
+# Readable: shell start-up files without a secret, and ordinary config.
+_ORDINARY = ".profile .bash_profile .config/tool/settings.json .config/nvim/init.vim .local/share/notes.txt".split()
+
+
+@test("secrets/well-known-stores-and-classes", root_only=True)
+def well_known_stores(ctx):
+    """rt3/05: the stores of well-known tools and files named like
+    credentials (*.gpg, *token*, *secret*, *credential*, *.pem, wallets,
+    auth.json, .env*) in the home and its split directories are hidden, as
+    root and rootless; so is a start-up file that exports a literal token
+    (.bashrc, .zshrc), while one without (.profile; .bash_profile with a
+    socket path and a computed token) and ordinary files stay readable.
+    The home is a tmpfs in the scene's private mount namespace."""
+    out = _scene(ctx, r'''
+STORES="''' + " ".join(_STORES) + r'''"; ORD="''' + " ".join(_ORDINARY) + r'''"
+for m in root rootless; do
+  H=/root; [ $m = rootless ] && H=/home/$TU
+  mount -t tmpfs -o mode=755 scenehome "$H"
+  for f in $STORES; do mkdir -p "$H/$(dirname $f)"; echo "$CANARY-$m-$f" > "$H/$f"; done
+  for f in $ORD; do mkdir -p "$H/$(dirname $f)"; echo "ORDINARY-$f" > "$H/$f"; done
+  printf 'alias ll="ls -l"\nexport OPENAI_API_KEY=sk-%s%s\n' "$CANARY" 0123456789abcdef0123456789 > "$H/.bashrc"
+  printf 'export PATH=$PATH:/opt/bin\nexport GH_TOKEN="%s-%s-zshrc"\n' "$CANARY" $m > "$H/.zshrc"
+  printf 'export SSH_AUTH_SOCK=/run/user/1/ssh\nexport GITHUB_TOKEN=$(pass show gh)\n# ORDINARY\n' > "$H/.bash_profile"
+  [ $m = rootless ] && chown -R $TU: "$H"
+  chmod -R go-rwx "$H"/.[a-z]*; chmod 755 "$H"
+  txrun $m "$H" "cd \$HOME; for f in $STORES .bashrc .zshrc; do cat \$f 2>/dev/null; done
+    for f in $ORD; do grep -q ORDINARY \$f && echo READABLE-$m-\$f; done; true" | sed "s/^/[$m] /"
+  umount "$H"
+done
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "credential stores were read: %s\n%s" % (_leaks(out), out[-1500:]))
+    for m in ("root", "rootless"):
+        for f in _ORDINARY:
+            check("READABLE-%s-%s" % (m, f) in out, "[%s] %s (no secret in it) was hidden:\n%s" % (m, f, out[-1500:]))
+
+
+@test("secrets/split-dir-named-whole-later", root_only=True)
+def split_then_whole(ctx):
+    """A policy mask of a directory that a built-in store already splits
+    (~/.config, split for .config/gh) hides it whole: no entry of it is
+    readable (its entries used to get rules of their own)."""
+    out = _scene(ctx, r'''
+for m in root rootless; do
+  H=$(mktemp -d "$BASE/home-$m-XXXX"); mkdir -p "$H/.config/gh" "$H/.config/app"
+  echo "$CANARY-gh-$m" > "$H/.config/gh/hosts.yml"; echo "$CANARY-app-$m" > "$H/.config/app/conf"
+  printf 'version: 1\nunresolved: hold\nrules: []\nsandbox:\n  masked_paths: ["~/.config"]\n' > "$BASE/pol-$m.yaml"
+  chmod 644 "$BASE/pol-$m.yaml"; [ $m = rootless ] && chown -R $TU: "$H"; chmod 755 "$H"
+  ws=$(mkws $m); (cd "$ws" && as $m env HOME="$H" "$TX" run -w "$ws" --policy "$BASE/pol-$m.yaml" -- \
+    sh -c "cat $H/.config/app/conf $H/.config/gh/hosts.yml 2>/dev/null; true") 2>&1 | sed "s/^/[$m] /"
+done
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "an entry of a directory masked whole was read: %s\n%s" % (_leaks(out), out[-1500:]))
+
+
+@test("secrets/rootless-readable-system-secret-hidden", root_only=True)
+def rootless_system_secret(ctx):
+    """Rootless, /etc is split only when it holds a secret the command could
+    read: a world-readable /etc/ipsec.secrets (a copy of /etc bound over it
+    in the scene) is hidden, root and rootless."""
+    out = _scene(ctx, r'''
+mkdir "$BASE/etc"; cp -a /etc/. "$BASE/etc/"; mount --bind "$BASE/etc" /etc
+echo "$CANARY-ipsec" > /etc/ipsec.secrets; chmod 644 /etc/ipsec.secrets
+for m in root rootless; do
+  H=$(mktemp -d "$BASE/home-$m-XXXX"); [ $m = rootless ] && chown $TU: "$H"; chmod 755 "$H"
+  txrun $m "$H" "cat /etc/ipsec.secrets 2>/dev/null; cat /etc/hostname >/dev/null && echo ETC-READABLE-$m; true" | sed "s/^/[$m] /"
+done
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "a readable system secret was read: %s\n%s" % (_leaks(out), out[-1500:]))
+    check("ETC-READABLE-root" in out and "ETC-READABLE-rootless" in out, "/etc was hidden:\n" + out[-1500:])
+
+
+@test("secrets/rootless-unreadable-secrets-need-no-split", root_only=True)
+def rootless_rule_count(ctx):
+    """Rootless, a system secret the caller cannot read anyway (/etc/shadow
+    0640 root:shadow) is not worth splitting /etc (one rule per entry):
+    the read layer has fewer rules than /etc has entries."""
+    if not which("strace"):
+        raise Skip("needs strace")
+    if subprocess.run(["runuser", "-u", TEST_USER, "--", "test", "-r", "/etc/shadow"]).returncode == 0:
+        raise Skip("the test user can read /etc/shadow")
+    out = _scene(ctx, r'''
+ws=$(mkws rootless); H=$(mktemp -d "$BASE/home-XXXX"); chown $TU: "$H"; chmod 755 "$H"
+chmod 777 "$BASE"
+(cd "$ws" && as rootless env HOME="$H" strace -f -c -o "$BASE/count" "$TX" run -w "$ws" ${POL:+--policy "$POL"} -- true) >/dev/null 2>&1
+echo "RULES $(awk '$NF == "landlock_add_rule" {print $4}' "$BASE/count")"
+echo SCENE-DONE
+''')
+    rules = [w.split()[1] for w in out.splitlines() if w.startswith("RULES ")]
+    if not rules or not rules[0].isdigit():
+        raise Skip("no Landlock rules counted (no Landlock?):\n" + out[-800:])
+    entries = len(os.listdir("/etc"))
+    check(int(rules[0]) < entries, "rootless read layer: %s rules, /etc has %d entries (split for secrets "
+          "the caller cannot read)" % (rules[0], entries))

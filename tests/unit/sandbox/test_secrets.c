@@ -453,6 +453,10 @@ static const char *const planted[] = {
 	".config/rclone/rclone.conf", ".local/share/keyrings/login.keyring", ".password-store/x.gpg",
 	".docker/config.json", ".kube/config", ".config/google-chrome/Default/Login Data",
 	".ipython/profile_default/history.sqlite", "proj-a/secret.txt", "proj-b/secret.txt",
+	/* well-known tools (rt3/05), then classes by name in the home and its
+	 * usual directories, and a start-up file that exports a token */
+	".authinfo", ".msmtprc", ".config/ngrok/ngrok.yml", ".android/adbkey", ".env", ".vault.gpg",
+	".config/deploy_token", ".local/share/my-wallet.dat", ".cache/api-secret.txt", ".zshrc",
 };
 
 static void child_mask_builtin(void *arg)
@@ -484,6 +488,8 @@ static void child_mask_builtin(void *arg)
 	}
 	snprintf(p, sizeof(p), "%s/.bashrc", g_home);
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 5);
+	snprintf(p, sizeof(p), "%s/.profile", g_home); /* no secret in it */
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 30);
 	snprintf(p, sizeof(p), "%s/ws.c", ws); /* the workspace is never hidden */
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 5);
 	snprintf(p, sizeof(p), "%s/.config/ws/.bash_history", g_home);
@@ -499,7 +505,9 @@ static void mask_builtin(bool userns)
 	assert_non_null(mkdtemp(g_home));
 	for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++)
 		put_at(g_home, planted[i], "CANARY-SECRET");
+	put_at(g_home, ".zshrc", "alias l=ls\nexport GH_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ0123\n");
 	put_at(g_home, ".bashrc", "alias");
+	put_at(g_home, ".profile", "export PATH=/usr/bin:/opt/bin\n");
 	put_at(g_home, ".config/ws/ws.c", "int x");
 	put_at(g_home, ".config/ws/.bash_history", "ls -l");
 	run_child(child_mask_builtin, userns ? g_home : NULL);
