@@ -248,6 +248,12 @@ static int strv_buf_push(strv_buf *b, char *s)
 	return 0;
 }
 
+static int push_copy(strv_buf *b, const char *s)
+{
+	char *c = strdup(s);
+	return c ? strv_buf_push(b, c) : -ENOMEM;
+}
+
 /* One line of /proc/self/mountinfo: which filesystem, which of its
  * directories (root), shown where (point). */
 typedef struct mount_entry {
@@ -933,29 +939,64 @@ static const char *env_value(const char *const *envp, const char *name)
 	return NULL;
 }
 
+/* The absolute paths one entry of a variable's value names, the way the
+ * tools reading it do: "~/x" in each of the caller's homes (botocore,
+ * kubectl and libpq expand it themselves), a relative path from where the
+ * command starts (init still stands in the caller's directory), an
+ * absolute one as it is. Appended to out; an entry too long is skipped. */
+static int env_entry_paths(const masker *m, const char *p, size_t n, strv_buf *out)
+{
+	char one[PATH_MAX];
+	if (n == 0 || n >= sizeof one)
+		return 0;
+	snprintf(one, sizeof one, "%.*s", (int)n, p);
+	if (one[0] == '/')
+		return push_copy(out, one);
+	if (one[0] == '~' && (one[1] == '\0' || one[1] == '/')) {
+		for (size_t h = 0; h < m->nhomes; h++) {
+			char *abs = NULL;
+			if (asprintf(&abs, "%s%s", m->homes[h].path, one + 1) < 0)
+				return -ENOMEM;
+			int r = strv_buf_push(out, abs);
+			if (r < 0)
+				return r;
+		}
+		return 0;
+	}
+	char *abs = realpath(one, NULL); /* absent: nothing there to read yet */
+	return abs ? strv_buf_push(out, abs) : 0;
+}
+
+/* Every path the variable's value names (a ':'-separated list). */
+static int env_value_paths(const masker *m, const char *v, strv_buf *out)
+{
+	int r = 0;
+	for (const char *p = v; r == 0 && p && *p; p += strcspn(p, ":"), p += *p == ':')
+		r = env_entry_paths(m, p, strcspn(p, ":"), out);
+	return r;
+}
+
 /* Stores the caller's environment moved out of the home. */
 static int mask_env_stores(masker *m, int rootfd, const char *const *envp)
 {
 	int r = 0;
-	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_vars); i++) {
-		const char *v = env_value(envp, env_store_vars[i]);
-		for (const char *p = v; r == 0 && p && *p; p += strcspn(p, ":"), p += *p == ':') {
-			char one[PATH_MAX];
-			size_t n = strcspn(p, ":");
-			if (p[0] == '/' && n > 1 && n < sizeof one) {
-				snprintf(one, sizeof one, "%.*s", (int)(n - 1), p + 1);
-				r = mask_at(m, rootfd, "", one); /* a path, taken literally */
-			}
-		}
-	}
+	_cleanup_(strv_buf_free) strv_buf files = {0};
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_vars); i++)
+		r = env_value_paths(m, env_value(envp, env_store_vars[i]), &files);
+	for (size_t k = 0; r == 0 && k < files.n; k++)
+		if (files.v[k][1])
+			r = mask_at(m, rootfd, "", files.v[k] + 1); /* a path, taken literally */
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_dirs); i++) {
-		const char *dir = env_value(envp, env_store_dirs[i].var);
+		_cleanup_(strv_buf_free) strv_buf dirs = {0};
 		size_t n = strlen(env_store_dirs[i].home_rel);
-		_cleanup_close_ int d = dir && dir[0] == '/' ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-		for (size_t j = 0; r == 0 && d >= 0 && j < ARRAY_SIZE(home_stores); j++)
-			if (!strncmp(home_stores[j], env_store_dirs[i].home_rel, n) &&
-			    !unmasked(m, "~/", home_stores[j]))
-				r = mask_glob(m, d, dir, home_stores[j] + n, 0);
+		r = env_value_paths(m, env_value(envp, env_store_dirs[i].var), &dirs);
+		for (size_t k = 0; r == 0 && k < dirs.n; k++) {
+			_cleanup_close_ int d = open(dirs.v[k], O_PATH | O_DIRECTORY | O_CLOEXEC);
+			for (size_t j = 0; r == 0 && d >= 0 && j < ARRAY_SIZE(home_stores); j++)
+				if (!strncmp(home_stores[j], env_store_dirs[i].home_rel, n) &&
+				    !unmasked(m, "~/", home_stores[j]))
+					r = mask_glob(m, d, dirs.v[k], home_stores[j] + n, 0);
+		}
 	}
 	return r;
 }
@@ -1014,12 +1055,6 @@ static void lsplit_done(lsplit *ls)
 	strv_buf_free(&ls->homes);
 	strv_buf_free(&ls->masked);
 	free(ls->ids.v);
-}
-
-static int push_copy(strv_buf *b, const char *s)
-{
-	char *c = strdup(s);
-	return c ? strv_buf_push(b, c) : -ENOMEM;
 }
 
 /* p is dir itself or below it (canonical paths, "" is "/"). */
@@ -1589,26 +1624,23 @@ static int ls_patterns(lsplit *ls, const masker *m, const strv_buf *others, cons
 			r = ls_add(ls, system_secrets[j]);
 	for (size_t j = 0; r == 0 && j < others->n; j++)
 		r = ls_add(ls, others->v[j]);
-	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_vars); i++) {
-		const char *v = env_value(envp, env_store_vars[i]);
-		for (const char *p = v; r == 0 && p && *p; p += strcspn(p, ":"), p += *p == ':') {
-			char one[PATH_MAX];
-			size_t n = strcspn(p, ":");
-			struct stat st;
-			if (p[0] != '/' || n < 2 || n >= sizeof one)
-				continue;
-			snprintf(one, sizeof one, "%.*s", (int)n, p);
-			if (stat(one, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
-				continue;
-			r = ls_add(ls, one);
-		}
+	_cleanup_(strv_buf_free) strv_buf files = {0};
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_vars); i++)
+		r = env_value_paths(m, env_value(envp, env_store_vars[i]), &files);
+	for (size_t k = 0; r == 0 && k < files.n; k++) {
+		struct stat st;
+		if (stat(files.v[k], &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)))
+			continue; /* HISTFILE=/dev/null */
+		r = ls_add(ls, files.v[k]);
 	}
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(env_store_dirs); i++) {
-		const char *dir = env_value(envp, env_store_dirs[i].var);
+		_cleanup_(strv_buf_free) strv_buf dirs = {0};
 		size_t n = strlen(env_store_dirs[i].home_rel);
-		for (size_t j = 0; r == 0 && dir && dir[0] == '/' && j < ARRAY_SIZE(home_stores); j++)
-			if (!strncmp(home_stores[j], env_store_dirs[i].home_rel, n) && !unmasked(m, "~/", home_stores[j]))
-				r = ls_add2(ls, dir, home_stores[j] + n);
+		r = env_value_paths(m, env_value(envp, env_store_dirs[i].var), &dirs);
+		for (size_t k = 0; r == 0 && k < dirs.n; k++)
+			for (size_t j = 0; r == 0 && j < ARRAY_SIZE(home_stores); j++)
+				if (!strncmp(home_stores[j], env_store_dirs[i].home_rel, n) && !unmasked(m, "~/", home_stores[j]))
+					r = ls_add2(ls, dirs.v[k], home_stores[j] + n);
 	}
 	for (const char *const *p = paths; r == 0 && p && *p; p++) {
 		const char *s = *p;

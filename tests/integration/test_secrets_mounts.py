@@ -359,3 +359,29 @@ echo SCENE-DONE
     entries = len(os.listdir("/etc"))
     check(int(rules[0]) < entries, "rootless read layer: %s rules, /etc has %d entries (split for secrets "
           "the caller cannot read)" % (rules[0], entries))
+
+
+@test("secrets/env-store-tilde-and-relative", root_only=True)
+def env_store_tilde_relative(ctx):
+    """rt4/03: a variable that moves a store names it the way the tool
+    reading it does: `~/x` (botocore, kubectl and libpq expand it
+    themselves) or a path relative to where the command starts. Both are
+    hidden like an absolute one, as root and rootless."""
+    out = _scene(ctx, r'''
+for m in root rootless; do
+  H=/root; [ $m = rootless ] && H=/home/$TU
+  mount -t tmpfs -o mode=755 scenehome "$H"
+  mkdir -p "$H/creds" "$H/k"
+  echo "$CANARY-tilde-$m" > "$H/creds/aws"; echo "$CANARY-kube-$m" > "$H/k/cfg"
+  ws=$(mkws $m); out="$(dirname "$ws")/outside-$m"; mkdir -p "$out"; echo "$CANARY-rel-$m" > "$out/pgpass"
+  [ $m = rootless ] && chown -R $TU: "$H" "$out"
+  (cd "$ws" && as $m env HOME="$H" AWS_SHARED_CREDENTIALS_FILE='~/creds/aws' KUBECONFIG="/nonexistent:~/k/cfg" \
+     PGPASSFILE="../outside-$m/pgpass" "$TX" run -w "$ws" ${POL:+--policy "$POL"} -- \
+     sh -c "cat $H/creds/aws $H/k/cfg ../outside-$m/pgpass; echo RAN-$m") 2>&1 | sed "s/^/[$m] /"
+  umount "$H"
+done
+echo SCENE-DONE
+''')
+    for m in ("root", "rootless"):
+        check("RAN-%s" % m in out, "[%s] the command did not run:\n%s" % (m, out[-1500:]))
+    check(not _leaks(out), "relocated stores were read: %s\n%s" % (_leaks(out), out[-1500:]))
