@@ -2,8 +2,10 @@
  * and combine. For each command the first matching rule (in file order)
  * decides; a command the parser could not resolve gets at least the
  * policy's `unresolved:` decision; the strictest command decides the line.
- * A syntax error is unresolved. Line-level checks (fork bombs) look at the
- * raw text, so they work even when parsing fails. */
+ * Text that does not parse is allowed where the sandbox contains it, else
+ * unresolved; what was parsed before the error is decided all the same.
+ * Line-level checks (fork bombs) look at the raw text, so they work even
+ * when parsing fails. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 
