@@ -169,10 +169,11 @@ void sh_mark_unresolved(struct sh_ctx *ctx, int idx, const char *reason)
 		return;
 	shell_cmd *c = &ctx->out->cmds[idx];
 	c->unresolved = true;
-	if (c->contained) { /* a reason the sandbox does not contain replaces it */
+	if (c->env_only) { /* a reason of another kind replaces it */
 		free(c->unresolved_reason);
 		c->unresolved_reason = NULL;
 		c->contained = false;
+		c->env_only = false;
 	}
 	if (!c->unresolved_reason)
 		c->unresolved_reason = strdup(reason); /* NULL on OOM: still unresolved */
@@ -184,6 +185,15 @@ void sh_mark_contained(struct sh_ctx *ctx, int idx, const char *reason)
 		return;
 	sh_mark_unresolved(ctx, idx, reason);
 	ctx->out->cmds[idx].contained = true;
+	ctx->out->cmds[idx].env_only = true;
+}
+
+void sh_mark_env(struct sh_ctx *ctx, int idx, const char *reason)
+{
+	if (idx < 0 || (size_t)idx >= ctx->out->ncmds || ctx->out->cmds[idx].unresolved)
+		return;
+	sh_mark_unresolved(ctx, idx, reason);
+	ctx->out->cmds[idx].env_only = true;
 }
 
 static bool name_in(const struct sh_node *n, bool (*pred)(const char *))

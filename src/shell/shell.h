@@ -32,6 +32,9 @@ typedef struct shell_cmd {
 				 * environment's variables (static code around them, nothing
 				 * computed or decoded in this line): the sandbox contains its
 				 * effects unless the run lets something escape */
+	bool env_only;          /* unresolved only through values of variables the line never
+				 * sets (the environment's; implied by contained): nothing
+				 * the line computes, decodes or downloads feeds it */
 	shell_redir *redirs;
 	size_t nredirs;
 	char *via;              /* how it was reached: NULL for top level, else e.g. "sh -c", "$(…)", "xargs", "find -exec", "sudo" */

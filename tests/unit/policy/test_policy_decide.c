@@ -415,6 +415,21 @@ static void test_interp_env_values(void **state)
 	expect_in(p, &ctx, "curl -sSLO https://example.org/t.tgz && perl -pi -e \"s/v/$VER/\" f",
 		  POLICY_ALLOW, "default", NULL, NULL);
 	expect_in(p, &ctx, "perl -e \"$CODE\"", POLICY_HOLD, "unresolved", "not static", NULL);
+	/* code from the environment is not what the line downloads: held for
+	 * what was found, not denied as downloaded; code the line computes is */
+	static const char *const env_code[] = {
+		"curl -o f https://e.org/a; perl -e \"$CODE\"", "curl -o f u && node -e \"$JS\"",
+		"wget u; python3 \"$S\"", "curl u | perl -e \"$CODE\""};
+	for (size_t i = 0; i < sizeof(env_code) / sizeof(*env_code); i++)
+		expect_in(p, &ctx, env_code[i], POLICY_HOLD, "unresolved", "not static", "downloaded");
+	expect_in(p, &ctx, "X=$(curl -s u); perl -e \"$X\"", POLICY_DENY,
+		  "interpreter-runs-download-subst", NULL, NULL);
+	expect_in(p, &ctx, "curl -o f u; perl -e \"$(cat f)\"", POLICY_DENY,
+		  "interpreter-runs-download-subst", NULL, NULL);
+	expect_in(p, &ctx, "curl -o f u; perl -e \"$CODE\" -e \"$(cat f)\"", POLICY_DENY,
+		  "interpreter-runs-download-subst", NULL, NULL);
+	expect_in(p, &ctx, "curl -o f u; eval \"$C\" \"$(cat f)\"", POLICY_DENY, "shell-runs-download",
+		  NULL, NULL);
 	expect_in(p, &ctx, "X=$(echo cHJpbnQ= | base64 -d); perl -e \"$X;1\"", POLICY_HOLD, NULL,
 		  NULL, NULL);
 	expect_in(p, &ctx, "python3 -c \"import shutil; shutil.rmtree('/etc'); print($V)\"",
