@@ -382,12 +382,15 @@ static void test_loop_variables(void **state)
 		  NULL);
 	expect_in(p, &ctx, "while read -r d; do rm -rf \"$d\"; done <<< /etc", POLICY_DENY,
 		  "rm-outside-workspace", "/etc", NULL);
+	expect_in(p, &ctx, "while read -r d; do rm -rf \"$d\"; done <<EOF\n/etc\nbuild\nEOF",
+		  POLICY_DENY, "rm-outside-workspace", "/etc", NULL);
 	static const char *const benign[] = {
 		"for i in 1 2 3; do echo $i; done", "for d in build dist; do rm -rf \"$d\"; done",
 		"for f in a.txt b.txt; do cp \"$f\" out/; done",
 		"for py in 3.11 3.12; do python$py -m pytest; done",
 		"for d in a b; do dd if=/dev/zero of=$d.img bs=1k count=1; done",
-		"while read -r f; do rm -f \"$f\"; done <<< $'a.o\\nb.o'"};
+		"while read -r f; do rm -f \"$f\"; done <<< $'a.o\\nb.o'",
+		"while read -r d; do rm -rf \"$d\"; done <<'EOF'\nbuild\ndist\nEOF"};
 	for (size_t i = 0; i < sizeof(benign) / sizeof(*benign); i++)
 		expect_in(p, &ctx, benign[i], POLICY_ALLOW, "default", NULL, NULL);
 	policy_free(p);
