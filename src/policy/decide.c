@@ -2,8 +2,10 @@
  * and combine. For each command the first matching rule (in file order)
  * decides; a command the parser could not resolve gets at least the
  * policy's `unresolved:` decision; the strictest command decides the line.
- * A syntax error is unresolved. Line-level checks (fork bombs) look at the
- * raw text, so they work even when parsing fails. */
+ * Text that does not parse is allowed where the sandbox contains it, else
+ * unresolved; what was parsed before the error is decided all the same.
+ * Line-level checks (fork bombs) look at the raw text, so they work even
+ * when parsing fails. */
 #include "policy/internal.h"
 #include "util/cleanup.h"
 
@@ -287,11 +289,66 @@ static int offer_unknown(line_state *ls, const policy *p, const policy_ctx *ctx,
 static void analysisp(shell_analysis *a) { shell_analysis_free(a); }
 static void errorp(txbox_error *e) { txbox_error_clear(e); }
 
+/* Text that does not parse as POSIX shell (a Makefile recipe, PowerShell,
+ * nushell): /bin/sh most likely refuses it too, and where it and our parser
+ * disagree the sandbox and the effect policy still contain what it does —
+ * unless this run lets effects escape, where it is held. The commands
+ * parsed before the error are judged all the same (a holds them), so a
+ * resolved `rm -rf ~` there still decides. */
+static int offer_unparsed(const policy *p, const policy_ctx *ctx, const char *text,
+			  const txbox_error *perr, const shell_analysis *a, line_state *ls)
+{
+	bool escapes = ctx->network || ctx->host_sockets;
+	bool contained = !escapes && a->partial;
+	const char *msg = perr->message ? perr->message : "syntax error";
+	_cleanup_free_ char *shown = show_text(text);
+	char *reason = NULL;
+	int r;
+	if (!shown)
+		return -ENOMEM;
+	if (contained)
+		r = asprintf(&reason, "%s: not parsed as POSIX shell (%s); the sandbox contains "
+				      "whatever it does", shown, msg);
+	else
+		r = asprintf(&reason, "%s: cannot be parsed, so it cannot be classified (%s)%s%s%s",
+			     shown, msg, escapes ? ", and the sandbox would not contain its effect (" : "",
+			     escapes ? escape_text(ctx) : "", escapes ? ")" : "");
+	if (r < 0)
+		return -ENOMEM;
+	line_offer(ls, contained ? POLICY_ALLOW : p->unresolved, "unresolved", reason,
+		   contained ? NULL : unresolved_suggestion);
+	return 0;
+}
+
+/* Parse the line into a; a line that does not parse offers its decision. */
+static int analyze_line(const policy *p, const policy_ctx *ctx, const char *const *argv,
+			size_t argc, const char *text, shell_analysis *a, line_state *ls,
+			policy_verdict *out)
+{
+	_cleanup_(errorp) txbox_error perr = TXBOX_ERROR_INIT;
+	int pr = argc == 1 ? shell_analyze_partial(text, strlen(text), NULL, a, &perr)
+			   : shell_analyze_argv(argv, argc, NULL, a, &perr);
+	out->unresolved = pr < 0 || a->unresolved;
+	if (pr >= 0)
+		return 0;
+	if (pr == -ENOMEM && !perr.message)
+		return pr;
+	if (argc == 1 && a->syntax_error)
+		return offer_unparsed(p, ctx, text, &perr, a, ls);
+	shell_analysis_free(a);
+	_cleanup_free_ char *shown = show_text(text);
+	char *reason = NULL;
+	if (!shown || asprintf(&reason, "%s: cannot be parsed, so it cannot be classified (%s)",
+			       shown, perr.message ? perr.message : "syntax error") < 0)
+		return -ENOMEM;
+	line_offer(ls, p->unresolved, "unresolved", reason, unresolved_suggestion);
+	return 0;
+}
+
 int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *argv, size_t argc,
 		  policy_verdict *out, txbox_error *err)
 {
 	_cleanup_(analysisp) shell_analysis a = {0};
-	_cleanup_(errorp) txbox_error perr = TXBOX_ERROR_INIT;
 	_cleanup_free_ char *ws = NULL, *cwd = NULL, *cwd_alt = NULL, *home = NULL, *joined = NULL;
 	cmdview *views = NULL;
 	_cleanup_free_ long *with_count = NULL;
@@ -331,23 +388,8 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 	}
 	size_t tlen = strlen(text);
 
-	int pr = argc == 1 ? shell_analyze(text, tlen, NULL, &a, &perr)
-			   : shell_analyze_argv(argv, argc, NULL, &a, &perr);
-	if (pr < 0) {
-		if (pr == -ENOMEM && !perr.message)
-			goto oom;
-		shell_analysis_free(&a);
-		memset(&a, 0, sizeof(a));
-		_cleanup_free_ char *shown = show_text(text);
-		char *reason = NULL;
-		if (!shown || asprintf(&reason, "%s: cannot be parsed, so it cannot be classified (%s)",
-				       shown, perr.message ? perr.message : "syntax error") < 0)
-			goto oom;
-		line_offer(&ls, p->unresolved, "unresolved", reason, unresolved_suggestion);
-		out->unresolved = true;
-	} else {
-		out->unresolved = a.unresolved;
-	}
+	if (analyze_line(p, &nctx, argv, argc, text, &a, &ls, out) < 0)
+		goto oom;
 
 	views = calloc(a.ncmds + 1, sizeof(*views));
 	with_count = malloc((p->nrules + 1) * sizeof(*with_count));

@@ -370,7 +370,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		return 0;
 	/* (a command unresolved only through the environment's values is fed
 	 * by no substitution or download in the line) */
-	bool unresolved = (cmd->unresolved && !cmd->contained) || v->name_unknown;
+	bool unresolved = (cmd->unresolved && !cmd->env_only) || v->name_unknown;
 	if (m->unresolved >= 0 && unresolved != (m->unresolved != 0))
 		return 0;
 	if (m->via.n && !glob_any(&m->via, cmd->via ? cmd->via : "", 0))

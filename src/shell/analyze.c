@@ -169,10 +169,11 @@ void sh_mark_unresolved(struct sh_ctx *ctx, int idx, const char *reason)
 		return;
 	shell_cmd *c = &ctx->out->cmds[idx];
 	c->unresolved = true;
-	if (c->contained) { /* a reason the sandbox does not contain replaces it */
+	if (c->env_only) { /* a reason of another kind replaces it */
 		free(c->unresolved_reason);
 		c->unresolved_reason = NULL;
 		c->contained = false;
+		c->env_only = false;
 	}
 	if (!c->unresolved_reason)
 		c->unresolved_reason = strdup(reason); /* NULL on OOM: still unresolved */
@@ -184,6 +185,15 @@ void sh_mark_contained(struct sh_ctx *ctx, int idx, const char *reason)
 		return;
 	sh_mark_unresolved(ctx, idx, reason);
 	ctx->out->cmds[idx].contained = true;
+	ctx->out->cmds[idx].env_only = true;
+}
+
+void sh_mark_env(struct sh_ctx *ctx, int idx, const char *reason)
+{
+	if (idx < 0 || (size_t)idx >= ctx->out->ncmds || ctx->out->cmds[idx].unresolved)
+		return;
+	sh_mark_unresolved(ctx, idx, reason);
+	ctx->out->cmds[idx].env_only = true;
 }
 
 static bool name_in(const struct sh_node *n, bool (*pred)(const char *))
@@ -346,8 +356,29 @@ static void ctx_init(struct sh_ctx *ctx, const shell_limits *lim, shell_analysis
 	ctx->out = out;
 }
 
-int shell_analyze(const char *text, size_t len, const shell_limits *lim, shell_analysis *out,
-		  txbox_error *err)
+/* After a syntax error: the commands of the nodes parsed before it (every
+ * complete simple command, also inside a compound command the error left
+ * unfinished). Errors of that analysis leave out empty. */
+static void analyze_partial(struct sh_ctx *ctx, const struct sh_nodes *ns, shell_analysis *out)
+{
+	txbox_error scratch = TXBOX_ERROR_INIT;
+	txbox_error *err = ctx->err;
+	ctx->err = &scratch;
+	int rc = analyze_nodes(ctx, ns);
+	if (rc == 0)
+		rc = sh_written_then_run(ctx);
+	ctx->err = err;
+	txbox_error_clear(&scratch);
+	if (rc < 0)
+		shell_analysis_free(out);
+	else
+		finish(out);
+	out->syntax_error = true;
+	out->partial = rc == 0;
+}
+
+static int analyze_text(const char *text, size_t len, const shell_limits *lim, shell_analysis *out,
+			bool partial, txbox_error *err)
 {
 	if (!out)
 		return txbox_fail(err, -EINVAL, "shell: no output");
@@ -364,6 +395,11 @@ int shell_analyze(const char *text, size_t len, const shell_limits *lim, shell_a
 				  (size_t)((const char *)memchr(text, '\0', len) - text));
 	struct sh_nodes ns = {0};
 	int rc = sh_parse_text(&ctx, &ns, text ? text : "", len, NULL, 0, false);
+	if (rc == -EINVAL && partial) {
+		analyze_partial(&ctx, &ns, out);
+		sh_nodes_free(&ns);
+		return rc;
+	}
 	if (rc == 0)
 		rc = analyze_nodes(&ctx, &ns);
 	if (rc == 0)
@@ -375,6 +411,18 @@ int shell_analyze(const char *text, size_t len, const shell_limits *lim, shell_a
 	}
 	finish(out);
 	return 0;
+}
+
+int shell_analyze(const char *text, size_t len, const shell_limits *lim, shell_analysis *out,
+		  txbox_error *err)
+{
+	return analyze_text(text, len, lim, out, false, err);
+}
+
+int shell_analyze_partial(const char *text, size_t len, const shell_limits *lim,
+			  shell_analysis *out, txbox_error *err)
+{
+	return analyze_text(text, len, lim, out, true, err);
 }
 
 int shell_analyze_argv(const char *const *argv, size_t argc, const shell_limits *lim,

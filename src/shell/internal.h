@@ -64,6 +64,7 @@ struct sh_field {
 	bool procsub;   /* contains <(…) or >(…) */
 	bool env_only;  /* unres only through $NAME / ${NAME} of variables this text never
 			 * sets, read in straight-line top-level code, with static text too */
+	bool env_values; /* unres only through such variables, static text or not */
 	bool glob;      /* an unquoted * or ?, or [ with a later ]: pathname expansion */
 	size_t sub_begin, sub_end; /* nodes produced by substitutions inside the word */
 };
@@ -329,6 +330,8 @@ void sh_mark_unresolved(struct sh_ctx *ctx, int idx, const char *reason);
 /* Unresolved only in a way the sandbox contains (shell_cmd.contained),
  * unless it is or becomes unresolved otherwise. */
 void sh_mark_contained(struct sh_ctx *ctx, int idx, const char *reason);
+/* Unresolved only through the environment's values (shell_cmd.env_only). */
+void sh_mark_env(struct sh_ctx *ctx, int idx, const char *reason);
 
 /* Analyse text as shell code (re-parse); syntax errors become unresolved
  * marks on cmd_idx (if >= 0) instead of hard errors; limits stay errors. */

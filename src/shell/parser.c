@@ -428,6 +428,10 @@ static int parse_simple(struct sh_parser *p)
 	}
 	return push_node(p, &n);
 fail:
+	/* after a syntax error the words read so far still show what the
+	 * command was to run, for shell_analyze_partial */
+	if (rc == -EINVAL && n.argc > 0)
+		(void)push_node(p, &n);
 	sh_node_free(&n);
 	return rc;
 }
@@ -609,19 +613,74 @@ static int parse_loop_body(struct sh_parser *p, struct loop_list *l, size_t body
 	return rc;
 }
 
-/* The lines `read NAME` gets from a static here-string after `done`
- * (`done <<< "a b"`): the loop's values. The redirection is only peeked at
- * (what reading it emitted is dropped); parse_trailing_redirs reads it. A
- * line with blanks at either end is left unknown (IFS may be set for the
- * read), so is a backslash without -r (an escape, or a line continued). */
-static int herestring_lines(struct sh_parser *p, struct loop_list *l)
+/* The loop's values: the lines of static text v. A line with blanks at either end is left unknown (IFS
+ * may be set for the read), so is a backslash without -r (an escape, or a
+ * line continued). */
+static int bind_lines(struct sh_parser *p, struct loop_list *l, char *v)
+{
+	for (char *line = v; l->bindable && line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		size_t n = strlen(line);
+		if (l->n == SH_LOOP_VALUES || (!l->raw && strchr(line, '\\')) ||
+		    (n && (strchr(" \t", line[0]) || strchr(" \t", line[n - 1]))))
+			l->bindable = false;
+		else if (!(l->values[l->n++] = strdup(line)))
+			return oom(p);
+		line = nl ? nl + 1 : NULL;
+	}
+	return 0;
+}
+
+/* `done <<DELIM` ending its line: the here-document's body, read ahead
+ * (with the redirection into a scratch node) when it is static. */
+static int heredoc_lines(struct sh_parser *p, struct loop_list *l)
+{
+	struct sh_node tmp = {0};
+	int rc = parse_redir(p, &tmp);
+	struct sh_tok *t;
+	if (rc == 0)
+		rc = sh_peek(p, &t); /* a newline reads the body */
+	if (rc == 0 && (t->t == TK_NEWLINE || t->t == TK_EOF) && p->npend == 0 && tmp.nredirs == 1) {
+		struct sh_redir_raw *r = tmp.redirs[0];
+		char *v = r->here_filled && !r->body_unres && r->sub_begin == r->sub_end && r->body
+				  ? strdup(r->body)
+				  : NULL;
+		size_t vl = v ? strlen(v) : 0;
+		if (vl && v[vl - 1] == '\n') /* it ends the last line */
+			v[vl - 1] = '\0';
+		l->bindable = v != NULL;
+		if (v)
+			rc = bind_lines(p, l, v);
+		free(v);
+	}
+	/* a body not read yet must not be read into the scratch node */
+	for (size_t i = 0; i < p->npend; i++)
+		free(p->pend[i].delim);
+	p->npend = 0;
+	sh_node_free(&tmp);
+	return rc;
+}
+
+/* The lines `read NAME` gets after `done` from a static here-string
+ * (`done <<< "a b"`) or here-document: the loop's values. The redirection
+ * is only peeked at (what reading it emitted is dropped);
+ * parse_trailing_redirs reads it. */
+static int fed_lines(struct sh_parser *p, struct loop_list *l)
 {
 	size_t at = p->pos, n0 = p->nodes->n;
 	struct sh_tok *t;
 	if (p->npend) /* a newline next would read their bodies */
 		return 0;
 	int rc = sh_peek(p, &t);
-	if (rc < 0 || t->t != TK_REDIR || t->rop != R_TLT || t->fd > 0)
+	if (rc < 0 || t->t != TK_REDIR || t->fd > 0)
+		goto out;
+	if (t->rop == R_DLT || t->rop == R_DLTDASH) {
+		rc = heredoc_lines(p, l);
+		goto out;
+	}
+	if (t->rop != R_TLT)
 		goto out;
 	sh_consume(p);
 	if ((rc = sh_peek(p, &t)) < 0 || t->t != TK_WORD)
@@ -633,18 +692,7 @@ static int herestring_lines(struct sh_parser *p, struct loop_list *l)
 		goto out;
 	}
 	l->bindable = !unres && !t->w.procsub && !t->w.lookalike;
-	for (char *line = v; l->bindable && line;) {
-		char *nl = strchr(line, '\n');
-		if (nl)
-			*nl = '\0';
-		size_t n = strlen(line);
-		if (l->n == SH_LOOP_VALUES || (!l->raw && strchr(line, '\\')) ||
-		    (n && (strchr(" \t", line[0]) || strchr(" \t", line[n - 1]))))
-			l->bindable = false;
-		else if (!(l->values[l->n++] = strdup(line)))
-			rc = oom(p);
-		line = nl ? nl + 1 : NULL;
-	}
+	rc = bind_lines(p, l, v);
 	free(v);
 out:
 	sh_consume(p);
@@ -674,8 +722,9 @@ static void while_read_name(struct sh_parser *p, size_t n0, struct loop_list *l)
 	l->name = strdup(name); /* NULL on OOM: not bound */
 }
 
-/* while LIST; do LIST; done — with `while read NAME … done <<< TEXT`, NAME
- * bound to each line of a static TEXT, as a for loop's variable is. */
+/* while LIST; do LIST; done — with `while read NAME … done <<< TEXT` (or a
+ * here-document), NAME bound to each line of a static TEXT, as a for
+ * loop's variable is. */
 static int parse_while(struct sh_parser *p)
 {
 	struct loop_list l = {0};
@@ -688,7 +737,7 @@ static int parse_while(struct sh_parser *p)
 		return rc;
 	if (is_word(t, "do"))
 		while_read_name(p, n0, &l);
-	rc = parse_loop_body(p, &l, t->pos, l.name ? herestring_lines : NULL);
+	rc = parse_loop_body(p, &l, t->pos, l.name ? fed_lines : NULL);
 	loop_list_free(&l);
 	return rc;
 }

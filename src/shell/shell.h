@@ -32,6 +32,9 @@ typedef struct shell_cmd {
 				 * environment's variables (static code around them, nothing
 				 * computed or decoded in this line): the sandbox contains its
 				 * effects unless the run lets something escape */
+	bool env_only;          /* unresolved only through values of variables the line never
+				 * sets (the environment's; implied by contained): nothing
+				 * the line computes, decodes or downloads feeds it */
 	shell_redir *redirs;
 	size_t nredirs;
 	char *via;              /* how it was reached: NULL for top level, else e.g. "sh -c", "$(…)", "xargs", "find -exec", "sudo" */
@@ -46,6 +49,9 @@ typedef struct shell_analysis {
 	size_t ncmds;
 	bool unresolved;        /* any command or word unresolved */
 	char *unresolved_reason;/* first reason, NULL if resolved */
+	/* shell_analyze_partial only, when it fails on a syntax error: */
+	bool syntax_error;
+	bool partial;           /* cmds are those parsed before the error */
 } shell_analysis;
 
 typedef struct shell_limits {
@@ -56,9 +62,18 @@ typedef struct shell_limits {
 
 /* Analyse shell text. On a syntax error or a limit, returns a negative code
  * with err naming the problem (position included); callers treat that as
- * unresolved. On success out holds every command that would execute. */
+ * unresolved. On success out holds every command that would
+ * execute. */
 int shell_analyze(const char *text, size_t len, const shell_limits *lim,
 		  shell_analysis *out, txbox_error *err);
+
+/* The same, except that on a syntax error (returned, -EINVAL) out holds what
+ * was parsed before it: syntax_error set, and if partial, the commands of
+ * every complete simple command before the error, also inside a compound
+ * command the error left unfinished (so a caller can still judge them).
+ * The caller frees out whatever the return. */
+int shell_analyze_partial(const char *text, size_t len, const shell_limits *lim,
+			  shell_analysis *out, txbox_error *err);
 
 /* Analyse an argv that is executed directly (no shell): wrappers such as
  * sudo/env/xargs and interpreters with -c are still unwrapped. */

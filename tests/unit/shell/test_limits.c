@@ -60,6 +60,63 @@ static void test_syntax_errors(void **state)
 	shell_analysis_free(&a);
 }
 
+/* shell_analyze_partial: after a syntax error, the commands read before
+ * it (also in unfinished compound commands and the words of an unfinished
+ * command); a NUL byte or a limit is not a syntax error. */
+static void test_partial_after_error(void **state)
+{
+	(void)state;
+	struct {
+		const char *text;
+		size_t ncmds;
+		const char *last; /* argv joined by spaces of the last command */
+	} cases[] = {
+		{"go build -o $@ $<", 1, "go build -o $@ $"},
+		{"rm -rf ~; go build -o $@ $<", 2, "go build -o $@ $"},
+		{"rm -rf ~ && (", 1, "rm -rf ~"},
+		{"if true; then rm -rf ~; (", 2, "rm -rf ~"},
+		{"rm -rf ~ 'x", 1, "rm -rf ~"},
+		{"f() { rm -rf /; echo (", 1, "rm -rf /"},
+		{"echo $(rm -rf ~; ) )", 2, "echo $(rm -rf ~; )"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		shell_analysis a;
+		txbox_error err = TXBOX_ERROR_INIT;
+		const char *t = cases[i].text;
+		assert_int_equal(shell_analyze_partial(t, strlen(t), NULL, &a, &err), -EINVAL);
+		assert_non_null(strstr(err.message, "at byte"));
+		if (!a.syntax_error || !a.partial || a.ncmds != cases[i].ncmds)
+			fail_msg("%s: syntax_error %d partial %d ncmds %zu", t, a.syntax_error, a.partial,
+				 a.ncmds);
+		if (cases[i].last) {
+			char buf[128] = "";
+			const shell_cmd *c = &a.cmds[a.ncmds - 1];
+			for (size_t k = 0; k < c->argc; k++)
+				snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", k ? " " : "",
+					 c->argv[k]);
+			if (strcmp(buf, cases[i].last) != 0)
+				fail_msg("%s: last command '%s', want '%s'", t, buf, cases[i].last);
+		}
+		shell_analysis_free(&a);
+		txbox_error_clear(&err);
+	}
+	shell_analysis a;
+	txbox_error err = TXBOX_ERROR_INIT;
+	assert_int_equal(shell_analyze_partial("ls\0rm", 5, NULL, &a, &err), -EINVAL);
+	assert_false(a.syntax_error);
+	txbox_error_clear(&err);
+	shell_limits lim = {.max_length = 4};
+	assert_int_equal(shell_analyze_partial("echo hello", 10, &lim, &a, &err), -E2BIG);
+	assert_false(a.syntax_error);
+	assert_int_equal(a.ncmds, 0);
+	txbox_error_clear(&err);
+	/* shell_analyze itself keeps nothing */
+	assert_int_equal(shell_analyze("rm -rf ~; (", 11, NULL, &a, &err), -EINVAL);
+	assert_int_equal(a.ncmds, 0);
+	assert_false(a.syntax_error);
+	txbox_error_clear(&err);
+}
+
 static void test_limits(void **state)
 {
 	(void)state;
@@ -228,6 +285,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_syntax_errors),
+		cmocka_unit_test(test_partial_after_error),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_big_inputs),
 		cmocka_unit_test(test_deep_nesting_ok),

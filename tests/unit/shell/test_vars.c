@@ -101,6 +101,16 @@ static void test_loop_binding(void **state)
 	unresolved_name("while read X; do $X; done <<< ' rm'");           /* IFS may keep blanks */
 	unresolved_name("while read X; do $X; done <<< 'r\\m'");          /* backslash without -r */
 	unresolved_name("while read X Y; do $X; done <<< rm");            /* more than one name */
+	/* ... or from a static here-document ending its line */
+	resolved("while read X; do $X -rf /; done <<EOF\nrm\nEOF", "rm -rf /");
+	resolved("while read -r d; do dd of=$d; done <<'E'\n/dev/sda\n/dev/sdb\nE\n", "dd of=/dev/sdb");
+	resolved("while read -r d; do dd of=$d; done <<-E\n\t/dev/sda\n\tE", "dd of=/dev/sda");
+	resolved("while read X; do $X -rf /; done <<EOF\nrm\nEOF\necho after", "rm -rf /");
+	unresolved_name("while read X; do $X; done <<EOF\n$(echo rm)\nEOF");  /* not static */
+	unresolved_name("while read X; do $X; done <<EOF\n$L\nEOF");
+	unresolved_name("while read X; do $X; done <<EOF; echo\nrm\nEOF");   /* line goes on */
+	unresolved_name("while read X; do $X; done <<EOF\n rm\nEOF");        /* IFS may keep blanks */
+	unresolved_name("while read X; do $X; done 3<<EOF\nrm\nEOF");        /* not stdin */
 	unresolved_name("for X in rm; do :; done; $X");          /* not after the loop */
 	unresolved_name("for X in 'rm -rf'; do $X /; done");     /* would be split */
 }
