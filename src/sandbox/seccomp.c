@@ -2,7 +2,8 @@
  *
  * Policy: default ALLOW; refuse what a coding tool never needs and what is
  * kernel attack surface or a sandbox escape (mount API, namespaces, ptrace,
- * module/kexec/bpf/keyring, clock setting, TIOCSTI, …). Refusals are ERRNO,
+ * module/kexec/bpf/keyring, clock setting, TIOCSTI, other processes'
+ * rlimits, …). Refusals are ERRNO,
  * not KILL, so well-written tools print an error and carry on.
  *
  * Foreign ABIs: the filter is built for the native architecture only and the
