@@ -55,7 +55,8 @@ typedef struct init_report {
 	int cpu_exceeded;
 	int cgroup_failed;   /* could not join the v1 cgroup: rlimits hold instead */
 	char msg[1024];
-	char limit_msg[256]; /* why a limit was reported without being measured */
+	char limit_msg[256]; /* why that limit could not be measured (unmeasured_cpu says which) */
+	int unmeasured_cpu;  /* 1: the CPU budget, 0: memory */
 } init_report;
 
 /* What init holds for every command it runs: /proc, for its samplers,
@@ -419,6 +420,7 @@ static int await_exec(int ep, pid_t pid, unixguard *guard, bool *started, init_r
 static bool watch_failed(init_report *rep, int *exceeded, txbox_error *e)
 {
 	*exceeded = 1;
+	rep->unmeasured_cpu = exceeded == &rep->cpu_exceeded;
 	snprintf(rep->limit_msg, sizeof rep->limit_msg, "could not be measured: %s",
 		 e->message ? e->message : "unknown error");
 	txbox_error_clear(e);
@@ -1158,7 +1160,7 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 		o->limit = "memory";
 	if (!o->limit && rep.cpu_exceeded)
 		o->limit = "cpu";
-	if (rep.limit_msg[0] && o->limit && (rep.memory_exceeded || rep.cpu_exceeded)) {
+	if (rep.limit_msg[0] && o->limit && !strcmp(o->limit, rep.unmeasured_cpu ? "cpu" : "memory")) {
 		rep.limit_msg[sizeof rep.limit_msg - 1] = '\0';
 		snprintf(o->limit_detail, sizeof o->limit_detail, "%s", rep.limit_msg);
 	}
