@@ -635,10 +635,28 @@ static void init_hold(init_ctx *ic)
 	(void)setrlimit(RLIMIT_NOFILE, &raised);
 }
 
+/* Every signal at its default action, none blocked: the kernel then
+ * drops whatever the sandbox's processes send init (a PID namespace's
+ * init receives from inside only the signals it handles), whatever
+ * handlers a library caller had installed before the clone, and with
+ * Landlock's signal scope missing (ABI < 6) too. */
+static void init_default_signals(void)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigemptyset(&dfl.sa_mask);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)sigaction(sig, &dfl, NULL); /* EINVAL: one libc keeps for itself */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w, int err_w, int rep_w, int sync_r)
 {
 	init_report rep;
 	memset(&rep, 0, sizeof rep);
+	init_default_signals();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	char c;
 	ssize_t n;
