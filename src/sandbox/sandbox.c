@@ -349,8 +349,7 @@ exec_command(const sandbox_spec *s, const init_ctx *ic, const char *const *argv,
 {
 	trace_mark("cmd: forked, go");
 	setsid();
-	if (setrlimit(RLIMIT_NOFILE, &ic->nofile) < 0) /* only lowers: init's soft limit, as it came */
-		_exit(125);
+	(void)setrlimit(RLIMIT_NOFILE, &ic->nofile); /* init's soft limit as it came: only lowers */
 	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (nul < 0 || dup2(nul, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		_exit(125);
@@ -629,8 +628,10 @@ static void init_hold(init_ctx *ic)
 {
 	ic->procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ic->proc_err = ic->procfd < 0 ? errno : 0;
+	/* unknown: nothing is raised, and each command's restore fails (ignored) */
+	ic->nofile = (struct rlimit){.rlim_cur = RLIM_INFINITY, .rlim_max = RLIM_INFINITY};
 	if (getrlimit(RLIMIT_NOFILE, &ic->nofile) < 0)
-		ic->nofile = (struct rlimit){.rlim_cur = RLIM_INFINITY, .rlim_max = RLIM_INFINITY};
+		return;
 	struct rlimit raised = {.rlim_cur = ic->nofile.rlim_max, .rlim_max = ic->nofile.rlim_max};
 	(void)setrlimit(RLIMIT_NOFILE, &raised);
 }
