@@ -299,31 +299,30 @@ static int open_nearest_dir(const char *path)
 	return errno = ELOOP, -1;
 }
 
-/* Whether the directory at fd is the one of ws or below it: its
- * ancestors, by "..", compared by device and inode (the path may pass
- * through symlinks and bind mounts). 1, 0, or -errno. */
+/* Whether the directory at fd is the one of ws or below it: each
+ * directory on its physical path (the kernel's name of fd, symlinks
+ * resolved), compared by device and inode with ws — a bind mount of the
+ * workspace counts too. Walking down from / needs no search permission on
+ * the directory itself (a HOME=/root the caller cannot enter is fine); an
+ * ancestor the caller cannot reach is not the workspace (which it
+ * reached). 1, 0, or -errno. */
 static int physically_within(int fd, const struct stat *ws)
 {
-	_cleanup_close_ int cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	for (int depth = 0; cur >= 0 && depth < PATH_MAX / 2; depth++) {
-		struct stat st, up;
-		if (fstat(cur, &st) < 0)
-			return -errno;
-		if (st.st_dev == ws->st_dev && st.st_ino == ws->st_ino)
+	char link[64], path[PATH_MAX];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, path, sizeof path - 1);
+	if (n <= 0 || path[0] != '/')
+		return n < 0 ? -errno : -ENOENT;
+	path[n] = '\0';
+	for (;;) {
+		struct stat st;
+		if (stat(path, &st) == 0 && st.st_dev == ws->st_dev && st.st_ino == ws->st_ino)
 			return 1;
-		int parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (parent < 0 || fstat(parent, &up) < 0) {
-			int e = errno;
-			if (parent >= 0)
-				close(parent);
-			return -e;
-		}
-		close(cur);
-		cur = parent;
-		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
-			return 0; /* the root */
+		char *slash = strrchr(path, '/');
+		if (slash == path && !path[1])
+			return 0;
+		slash[slash == path ? 1 : 0] = '\0';
 	}
-	return cur < 0 ? -errno : -ELOOP;
 }
 
 /* A workspace that contains one of the caller's homes ($HOME, and the
