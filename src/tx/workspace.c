@@ -270,9 +270,10 @@ static int check_owner(int fd, const char *path, unsigned flags, txbox_error *er
 
 /* ---- the caller's homes inside the workspace --------------------------- */
 
-/* The deepest existing directory on the way to path: path itself, or where
- * the command could create it (a home that does not exist yet). A
- * dangling symlink is followed to its target. -1 (errno) when none opens. */
+/* The deepest directory on the way to path the caller can open: path
+ * itself, or where the command could create it (a home not there yet) or
+ * open it up (one below a directory the caller may not search). A dangling
+ * symlink is followed to its target. -1 (errno) when none opens. */
 static int open_nearest_dir(const char *path)
 {
 	char p[PATH_MAX];
@@ -280,7 +281,7 @@ static int open_nearest_dir(const char *path)
 		return errno = ENAMETOOLONG, -1;
 	for (int hops = 0; hops < 4 * SYMLINKS_MAX; hops++) {
 		int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0 || (errno != ENOENT && errno != ENOTDIR))
+		if (fd >= 0 || (errno != ENOENT && errno != ENOTDIR && errno != EACCES))
 			return fd;
 		char target[PATH_MAX];
 		ssize_t tl = readlink(p, target, sizeof target - 1);
