@@ -106,26 +106,30 @@ int harden_rlimits_apply(const harden_opts *o, txbox_error *err)
 #define TXBOX_CG_PARENT "txbox"
 #define TXBOX_CG_PREFIX "txbox-"
 
-/* Read up to size-1 bytes of a (pseudo) file, NUL-terminated. */
-static ssize_t read_text(const char *path, char *buf, size_t size)
+/* Up to size-1 bytes of a (pseudo) file, NUL-terminated; -errno on failure. */
+static ssize_t read_text_at(int dirfd, const char *path, char *buf, size_t size)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
 	size_t len = 0;
 	while (len < size - 1) {
 		ssize_t n = read(fd, buf + len, size - 1 - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
 			return -errno;
-		}
 		if (n == 0)
 			break;
 		len += (size_t)n;
 	}
 	buf[len] = '\0';
 	return (ssize_t)len;
+}
+
+static ssize_t read_text(const char *path, char *buf, size_t size)
+{
+	return read_text_at(AT_FDCWD, path, buf, size);
 }
 
 static int write_text(const char *path, const char *text)
@@ -830,62 +834,114 @@ int limits_cgroup_reap_stale(txbox_error *err)
 	return limits_cgroup_reap_stale_older_than(60, err);
 }
 
-/* ---- memory without a memory cgroup (init side) ------------------------ */
+/* ---- sampling the sandbox from init (memory, CPU): fail closed ---------- */
+
+/* A sample that cannot be taken is never read as 0: every function below
+ * returns 0 or a negative errno with err naming what could not be read,
+ * and init ends the run on it. Only a process that is gone (exited and
+ * reaped between listing and reading) is skipped. /proc is init's own
+ * descriptor, opened before the command exists. */
+
+/* /proc/<pid>/<file>: 1 when read, 0 when the process is gone, or -errno. */
+static int read_pid_file(int procfd, const char *pid, const char *file, char *buf, size_t size,
+			 txbox_error *err)
+{
+	char rel[64];
+	snprintf(rel, sizeof rel, "%s/%s", pid, file);
+	ssize_t n = read_text_at(procfd, rel, buf, size);
+	if (n == -ENOENT || n == -ESRCH || n == 0)
+		return 0;
+	if (n < 0)
+		return txbox_fail_errno(err, (int)n, "reading /proc/%s", rel);
+	return 1;
+}
+
+typedef int (*pid_fn)(int procfd, const char *pid, uint64_t *sum, txbox_error *err);
+
+/* fn for every process of the PID namespace (the numeric names of /proc). */
+static int for_each_pid(int procfd, pid_fn fn, uint64_t *sum, txbox_error *err)
+{
+	if (lseek(procfd, 0, SEEK_SET) < 0)
+		return txbox_fail_errno(err, -errno, "rewinding /proc");
+	_Alignas(struct dirent64) char buf[8192];
+	for (;;) {
+		ssize_t n = getdents64(procfd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return txbox_fail_errno(err, -errno, "listing /proc");
+		if (n == 0)
+			return 0;
+		for (ssize_t off = 0; off < n;) {
+			const struct dirent64 *d = (const void *)(buf + off);
+			off += d->d_reclen;
+			if (d->d_name[0] < '1' || d->d_name[0] > '9')
+				continue;
+			int r = fn(procfd, d->d_name, sum, err);
+			if (r < 0)
+				return r;
+		}
+	}
+}
 
 /* Shmem of /proc/meminfo, in bytes: every tmpfs, memfd, SysV and shared
- * anonymous page of the machine. 0 when unreadable. */
-static uint64_t host_shmem_bytes(void)
+ * anonymous page of the machine. */
+static int host_shmem_bytes(int procfd, uint64_t *out, txbox_error *err)
 {
 	char buf[8192];
-	if (read_text("/proc/meminfo", buf, sizeof buf) < 0)
-		return 0;
+	ssize_t n = read_text_at(procfd, "meminfo", buf, sizeof buf);
+	if (n < 0)
+		return txbox_fail_errno(err, (int)n, "reading /proc/meminfo");
 	const char *p = strstr(buf, "\nShmem:");
-	return p ? strtoull(p + 7, NULL, 10) * 1024 : 0;
+	if (!p)
+		return txbox_fail(err, -EIO, "/proc/meminfo has no Shmem line");
+	*out = strtoull(p + 7, NULL, 10) * 1024;
+	return 0;
 }
 
 /* Private memory (RssAnon: resident minus file-backed and shared pages) of
- * every process in this PID namespace (our /proc). Shared pages are
- * counted once, below, with the objects that hold them. */
-static uint64_t ns_private_bytes(void)
+ * one process; shared pages are counted once, below, with the objects that
+ * hold them. */
+static int add_private_pages(int procfd, const char *pid, uint64_t *pages, txbox_error *err)
 {
-	_cleanup_closedir_ DIR *d = opendir("/proc");
-	if (!d)
-		return 0;
-	uint64_t pages = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		char p[300], buf[128];
-		snprintf(p, sizeof p, "/proc/%s/statm", de->d_name);
-		unsigned long long size, res, shared;
-		if (read_text(p, buf, sizeof buf) > 0 && sscanf(buf, "%llu %llu %llu", &size, &res, &shared) == 3 &&
-		    res > shared)
-			pages += res - shared;
-	}
-	return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	char buf[128];
+	int r = read_pid_file(procfd, pid, "statm", buf, sizeof buf, err);
+	if (r <= 0)
+		return r;
+	unsigned long long size, res, shared;
+	if (sscanf(buf, "%llu %llu %llu", &size, &res, &shared) != 3)
+		return txbox_fail(err, -EIO, "/proc/%s/statm: unexpected format", pid);
+	if (res > shared)
+		*pages += res - shared;
+	return 0;
 }
 
 /* What the sandbox's own shared-memory objects hold: its private tmpfs
  * (one instance behind /tmp, /var/tmp, /dev/shm and /run: statfs is O(1);
  * each inode charged ~1 KiB of kernel memory) and the SysV segments of its
  * IPC namespace. */
-static uint64_t own_shmem_bytes(void)
+static int own_shmem_bytes(uint64_t *out, txbox_error *err)
 {
 	uint64_t sum = 0;
 	struct statfs sf;
-	if (statfs("/tmp", &sf) == 0 && sf.f_type == TMPFS_MAGIC)
+	if (statfs("/tmp", &sf) < 0)
+		return txbox_fail_errno(err, -errno, "statfs /tmp");
+	if (sf.f_type == TMPFS_MAGIC)
 		sum += ((uint64_t)sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize +
 		       ((uint64_t)sf.f_files - sf.f_ffree) * LIMITS_TMPFS_INODE_BYTES;
 	struct shm_info si;
-	if (shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&si) >= 0)
-		sum += ((uint64_t)si.shm_rss + si.shm_swp) * (uint64_t)sysconf(_SC_PAGESIZE);
+	if (shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&si) < 0)
+		return txbox_fail_errno(err, -errno, "shmctl SHM_INFO");
+	sum += ((uint64_t)si.shm_rss + si.shm_swp) * (uint64_t)sysconf(_SC_PAGESIZE);
 	/* SysV message queues: kernel memory of the IPC namespace, resident
 	 * in no process. MSG_INFO's msgtql is the bytes queued in all. */
 	struct msginfo mi;
-	if (msgctl(0, MSG_INFO, (struct msqid_ds *)(void *)&mi) >= 0 && mi.msgtql > 0)
+	if (msgctl(0, MSG_INFO, (struct msqid_ds *)(void *)&mi) < 0)
+		return txbox_fail_errno(err, -errno, "msgctl MSG_INFO");
+	if (mi.msgtql > 0)
 		sum += (uint64_t)mi.msgtql + (uint64_t)mi.msgmap * LIMITS_MSG_HEADER_BYTES;
-	return sum;
+	*out = sum;
+	return 0;
 }
 
 static uint64_t unix_diag_meminfo(const struct nlmsghdr *h)
@@ -901,14 +957,31 @@ static uint64_t unix_diag_meminfo(const struct nlmsghdr *h)
 	return 0;
 }
 
+/* Sum the sockets of one sock_diag reply; 1 when the dump is done. */
+static int unix_diag_batch(const char *buf, ssize_t n, uint64_t *sum, txbox_error *err)
+{
+	int left = (int)n;
+	for (const struct nlmsghdr *h = (const void *)buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+		if (h->nlmsg_type == NLMSG_DONE)
+			return 1;
+		if (h->nlmsg_type == NLMSG_ERROR) {
+			const struct nlmsgerr *e = NLMSG_DATA(h);
+			return txbox_fail_errno(err, e->error < 0 ? e->error : -EIO, "sock_diag dump of Unix sockets");
+		}
+		if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY)
+			*sum += unix_diag_meminfo(h);
+	}
+	return 0;
+}
+
 /* Bytes queued in the Unix sockets of this network namespace (sock_diag:
  * each socket's allocated receive and send buffer memory). Kernel memory,
  * resident in no process: a few thousand socket pairs hold gigabytes. */
-static uint64_t ns_unix_socket_bytes(void)
+static int ns_unix_socket_bytes(uint64_t *out, txbox_error *err)
 {
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (fd < 0)
-		return 0;
+		return txbox_fail_errno(err, -errno, "sock_diag socket");
 	struct {
 		struct nlmsghdr h;
 		struct unix_diag_req r;
@@ -917,31 +990,29 @@ static uint64_t ns_unix_socket_bytes(void)
 		.r = {.sdiag_family = AF_UNIX, .udiag_states = ~0u, .udiag_show = UDIAG_SHOW_MEMINFO},
 	};
 	if (send(fd, &req, sizeof req, 0) != (ssize_t)sizeof req)
-		return 0;
+		return txbox_fail_errno(err, -errno, "sock_diag request");
 	uint64_t sum = 0;
 	_Alignas(struct nlmsghdr) char buf[32768];
-	for (;;) {
+	for (int r = 0; r == 0;) {
 		ssize_t n = recv(fd, buf, sizeof buf, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return sum;
-		int left = (int)n;
-		for (const struct nlmsghdr *h = (const void *)buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
-			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
-				return sum;
-			if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY)
-				sum += unix_diag_meminfo(h);
-		}
+			return txbox_fail_errno(err, n < 0 ? -errno : -EIO, "sock_diag reply");
+		if ((r = unix_diag_batch(buf, n, &sum, err)) < 0)
+			return r;
 	}
+	*out = sum;
+	return 0;
 }
 
-void limits_memwatch_init(limits_memwatch *w)
+int limits_memwatch_init(limits_memwatch *w, int procfd, txbox_error *err)
 {
-	w->shmem_base = host_shmem_bytes();
+	w->procfd = procfd;
+	return host_shmem_bytes(procfd, &w->shmem_base, err);
 }
 
-uint64_t limits_memwatch_bytes(const limits_memwatch *w)
+int limits_memwatch_bytes(const limits_memwatch *w, uint64_t *bytes, txbox_error *err)
 {
 	/* memfds (open, mapped, or in flight in a socket) are in no process's
 	 * private memory and in no file system of ours: the machine's shmem
@@ -949,11 +1020,19 @@ uint64_t limits_memwatch_bytes(const limits_memwatch *w)
 	 * other processes of the host create meanwhile too (conservative);
 	 * what the host frees meanwhile is why the sandbox's own objects are
 	 * measured as well. */
-	uint64_t host = host_shmem_bytes();
+	uint64_t host = 0, own = 0, sockets = 0, pages = 0;
+	int r = host_shmem_bytes(w->procfd, &host, err);
+	if (r == 0)
+		r = own_shmem_bytes(&own, err);
+	if (r == 0 && w->own_netns)
+		r = ns_unix_socket_bytes(&sockets, err);
+	if (r == 0)
+		r = for_each_pid(w->procfd, add_private_pages, &pages, err);
+	if (r < 0)
+		return r;
 	uint64_t grown = host > w->shmem_base ? host - w->shmem_base : 0;
-	uint64_t own = own_shmem_bytes();
-	uint64_t sockets = w->own_netns ? ns_unix_socket_bytes() : 0;
-	return ns_private_bytes() + (grown > own ? grown : own) + sockets;
+	*bytes = pages * (uint64_t)sysconf(_SC_PAGESIZE) + (grown > own ? grown : own) + sockets;
+	return 0;
 }
 
 int limits_ipc_cap(uint64_t bytes)
@@ -1008,33 +1087,25 @@ int limits_ucounts_cap(void)
 
 /* ---- CPU of the whole sandbox without a cgroup (init side) ------------- */
 
-/* utime+stime (and, with children, cutime+cstime) of /proc/<name>/stat. */
-static uint64_t stat_ticks(const char *name, bool own, bool children)
+/* utime+stime and cutime+cstime of /proc/<pid>/stat (init's own sampling
+ * is not the command's; what init reaped is). */
+static int add_stat_ticks(int procfd, const char *pid, uint64_t *sum, txbox_error *err)
 {
-	char p[300], buf[1024];
-	snprintf(p, sizeof p, "/proc/%s/stat", name);
-	if (read_text(p, buf, sizeof buf) <= 0)
-		return 0;
+	char buf[1024];
+	int r = read_pid_file(procfd, pid, "stat", buf, sizeof buf, err);
+	if (r <= 0)
+		return r;
 	const char *q = strrchr(buf, ')'); /* the command name may hold anything */
 	unsigned long long ut, st, cut, cst;
 	if (!q || sscanf(q + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st,
 			 &cut, &cst) != 4)
-		return 0;
-	return (own ? ut + st : 0) + (children ? cut + cst : 0);
+		return txbox_fail(err, -EIO, "/proc/%s/stat: unexpected format", pid);
+	*sum += (strcmp(pid, "1") != 0 ? ut + st : 0) + cut + cst;
+	return 0;
 }
 
-uint64_t limits_ns_cpu_ticks(void)
+int limits_ns_cpu_ticks(int procfd, uint64_t *ticks, txbox_error *err)
 {
-	_cleanup_closedir_ DIR *d = opendir("/proc");
-	if (!d)
-		return 0;
-	uint64_t sum = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		/* init's own sampling is not the command's; what init reaped is */
-		sum += stat_ticks(de->d_name, strcmp(de->d_name, "1") != 0, true);
-	}
-	return sum;
+	*ticks = 0;
+	return for_each_pid(procfd, add_stat_ticks, ticks, err);
 }

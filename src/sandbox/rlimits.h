@@ -30,15 +30,20 @@ int harden_rlimits_apply(const harden_opts *o, txbox_error *err);
  * — its private tmpfs, SysV segments and message queues of its IPC
  * namespace, Unix socket buffers of its network namespace, memfds (open,
  * only mapped, or in flight in a socket: bounded by the machine's shmem
- * growth since init_memwatch). Runs in init, with the sandbox's /proc. */
+ * growth since init_memwatch). Runs in init, with the sandbox's /proc
+ * (procfd: init's descriptor of it, opened before the command exists).
+ * Fail closed: what cannot be measured (a file that cannot be opened or
+ * read, out of descriptors) is an error naming it, never 0; only a process
+ * that is gone is skipped. */
 typedef struct limits_memwatch {
+	int procfd;
 	uint64_t shmem_base;
 	/* The network namespace is the sandbox's own: the buffers of its Unix
 	 * sockets are the command's (with --net they would be the host's). */
 	bool own_netns;
 } limits_memwatch;
-void limits_memwatch_init(limits_memwatch *w);
-uint64_t limits_memwatch_bytes(const limits_memwatch *w);
+int limits_memwatch_init(limits_memwatch *w, int procfd, txbox_error *err);
+int limits_memwatch_bytes(const limits_memwatch *w, uint64_t *bytes, txbox_error *err);
 
 /* In the sandbox's IPC namespace (init, before /proc/sys is read-only):
  * SysV shared memory, and SysV message queues, of at most `bytes` each.
@@ -53,5 +58,6 @@ int limits_ucounts_cap(void);
 /* CPU used so far by the sandbox's PID namespace, in clock ticks: every
  * live process's, and what its processes (init included) reaped. Init
  * samples it to enforce one CPU budget for the whole sandbox when no
- * cgroup accounts it (RLIMIT_CPU is per process). */
-uint64_t limits_ns_cpu_ticks(void);
+ * cgroup accounts it (RLIMIT_CPU is per process). procfd is the
+ * namespace's /proc; 0 or -errno (fail closed, as limits_memwatch_bytes). */
+int limits_ns_cpu_ticks(int procfd, uint64_t *ticks, txbox_error *err);

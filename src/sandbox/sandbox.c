@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -54,7 +55,18 @@ typedef struct init_report {
 	int cpu_exceeded;
 	int cgroup_failed;   /* could not join the v1 cgroup: rlimits hold instead */
 	char msg[1024];
+	char limit_msg[256]; /* why that limit could not be measured (unmeasured_cpu says which) */
+	int unmeasured_cpu;  /* 1: the CPU budget, 0: memory */
 } init_report;
+
+/* What init holds for every command it runs: /proc, for its samplers,
+ * opened before any command exists (proc_err: why it could not be), and
+ * its soft RLIMIT_NOFILE as it was before init raised it to the hard limit
+ * (each command gets it back). */
+typedef struct init_ctx {
+	int procfd, proc_err;
+	struct rlimit nofile;
+} init_ctx;
 
 /* All of buf; a socket is written with MSG_NOSIGNAL (the sync channel to
  * init: a dead init must not kill a library caller that does not ignore
@@ -332,11 +344,12 @@ static void await_socket_guard(int exec_pipe, int listener)
 }
 
 static void __attribute__((noreturn))
-exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_text, int out_w, int err_w,
-	     int exec_pipe)
+exec_command(const sandbox_spec *s, const init_ctx *ic, const char *const *argv, const char *shell_text,
+	     int out_w, int err_w, int exec_pipe)
 {
 	trace_mark("cmd: forked, go");
 	setsid();
+	(void)setrlimit(RLIMIT_NOFILE, &ic->nofile); /* init's soft limit as it came: only lowers */
 	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (nul < 0 || dup2(nul, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		_exit(125);
@@ -367,9 +380,6 @@ exec_command(const sandbox_spec *s, const char *const *argv, const char *shell_t
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
-/* Fork one command inside the sandbox and wait for it, reaping every
- * orphan meanwhile (we are pid 1). Returns its wait status via *status;
- * *started tells whether execve succeeded. Returns -errno on harden failure. */
 /* Until the command child execs: hand its socket-call listener to the
  * guard, then EOF (exec'ed) or a failure message. Returns 0, or negative
  * when hardening (or the guard) failed, with rep->msg saying why. */
@@ -405,34 +415,73 @@ static int await_exec(int ep, pid_t pid, unixguard *guard, bool *started, init_r
 	}
 }
 
-static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *argv, const char *shell_text,
-		   int out_w, int err_w, int *status, bool *started, init_report *rep)
+/* Ends a run whose limits cannot be measured: as if over the limit. */
+static bool watch_failed(init_report *rep, int *exceeded, txbox_error *e)
 {
-	limits_memwatch mw = {0}; /* its baseline: before the command exists */
-	if (rep->watch_memory) {
-		limits_memwatch_init(&mw);
-		mw.own_netns = !s->network;
+	*exceeded = 1;
+	rep->unmeasured_cpu = exceeded == &rep->cpu_exceeded;
+	snprintf(rep->limit_msg, sizeof rep->limit_msg, "could not be measured: %s",
+		 e->message ? e->message : "unknown error");
+	txbox_error_clear(e);
+	return true;
+}
+
+/* The baselines, before the command exists. False when they cannot be
+ * taken (rep says which limit and why): the command is not started. */
+static bool watch_begin(const sandbox_spec *s, const init_ctx *ic, limits_memwatch *mw, uint64_t *cpu_base,
+			init_report *rep)
+{
+	txbox_error e = TXBOX_ERROR_INIT;
+	int *which = rep->watch_memory ? &rep->memory_exceeded : &rep->cpu_exceeded;
+	if (!rep->watch_memory && !rep->watch_cpu)
+		return true;
+	if (ic->procfd < 0) {
+		txbox_fail_errno(&e, -ic->proc_err, "opening /proc");
+		return !watch_failed(rep, which, &e);
 	}
-	uint64_t cpu_base = rep->watch_cpu ? limits_ns_cpu_ticks() : 0;
-	int ep[2]; /* exec channel: a datagram per message, so a handoff is told from a failure */
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ep) < 0)
-		return -errno;
-	/* As real root, the command becomes root of its own user namespace
-	 * (identity map of every id): root-like on the workspace, powerless
-	 * over the host (capabilities of a child namespace; mounts locked). */
+	mw->own_netns = !s->network;
+	if (rep->watch_memory && limits_memwatch_init(mw, ic->procfd, &e) < 0)
+		return !watch_failed(rep, &rep->memory_exceeded, &e);
+	if (rep->watch_cpu && limits_ns_cpu_ticks(ic->procfd, cpu_base, &e) < 0)
+		return !watch_failed(rep, &rep->cpu_exceeded, &e);
+	return true;
+}
+
+/* One sample of what init watches. True when the sandbox is over a limit
+ * or cannot be measured (rep says which and why): everything dies then. */
+static bool watch_sample(const limits_memwatch *mw, int procfd, uint64_t cpu_base, init_report *rep)
+{
+	txbox_error e = TXBOX_ERROR_INIT;
+	uint64_t v = 0;
+	if (rep->watch_memory) {
+		if (limits_memwatch_bytes(mw, &v, &e) < 0)
+			return watch_failed(rep, &rep->memory_exceeded, &e);
+		if (v > rep->watch_memory)
+			return (rep->memory_exceeded = 1);
+	}
+	if (rep->watch_cpu) {
+		if (limits_ns_cpu_ticks(procfd, &v, &e) < 0)
+			return watch_failed(rep, &rep->cpu_exceeded, &e);
+		if (v > cpu_base && v - cpu_base > rep->watch_cpu)
+			return (rep->cpu_exceeded = 1);
+	}
+	return false;
+}
+
+/* Fork the command child: as real root it becomes root of its own user
+ * namespace (identity map of every id): root-like on the workspace,
+ * powerless over the host (capabilities of a child namespace; mounts
+ * locked). Returns its pid or -errno; ep[1] is the child's end. */
+static pid_t fork_command(const sandbox_spec *s, const init_ctx *ic, const char *const *argv,
+			  const char *shell_text, int out_w, int err_w, int ep[2])
+{
 	bool own_userns = s->harden.keep_namespaced_caps;
 	int gp[2] = {-1, -1};
-	if (own_userns && pipe2(gp, O_CLOEXEC) < 0) {
-		int e = errno;
-		close(ep[0]);
-		close(ep[1]);
-		return -e;
-	}
+	if (own_userns && pipe2(gp, O_CLOEXEC) < 0)
+		return -errno;
 	pid_t pid = own_userns ? (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL) : fork();
 	if (pid < 0) {
 		int e = errno;
-		close(ep[0]);
-		close(ep[1]);
 		if (own_userns) {
 			close(gp[0]);
 			close(gp[1]);
@@ -448,9 +497,8 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 				_exit(125);
 			close(gp[0]);
 		}
-		exec_command(s, argv, shell_text, out_w, err_w, ep[1]);
+		exec_command(s, ic, argv, shell_text, out_w, err_w, ep[1]);
 	}
-	close(ep[1]);
 	if (own_userns) {
 		close(gp[0]);
 		char path[64];
@@ -467,34 +515,31 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 			write_all(gp[1], "g", 1);
 		close(gp[1]); /* EOF without a byte: the child gives up */
 	}
-	/* The guard is forked while the child hardens itself, off the way to
-	 * its exec; a failure here is retried and reported by unixguard_take. */
-	txbox_error ge = TXBOX_ERROR_INIT;
-	unixguard_spawn(guard, &ge);
-	txbox_error_clear(&ge);
-	trace_mark("init: socket guard forked");
-	int hard = await_exec(ep[0], pid, guard, started, rep);
-	close(ep[0]);
-	/* Without a memory cgroup, init watches the namespace's resident memory
-	 * every 20 ms and kills everything past the limit (reported as the
-	 * memory limit); RLIMIT_AS at twice the limit is the hard backstop of
-	 * each process between two samples. */
-	uint64_t watch = (uint64_t)rep->watch_memory;
-	_cleanup_close_ int pidfd = watch || rep->watch_cpu ? sys_pidfd_open(pid, 0) : -1;
+	return pid;
+}
+
+/* Wait for the command, reaping every orphan meanwhile (we are pid 1).
+ * Without a memory cgroup init samples the namespace's memory every
+ * 20 ms (RLIMIT_AS at twice the limit is each process's backstop between
+ * two samples), and its CPU against --cpu: past a limit, or when a sample
+ * cannot be taken, everything dies. */
+static void wait_command(pid_t pid, const limits_memwatch *mw, int procfd, uint64_t cpu_base, int *status,
+			 init_report *rep)
+{
+	bool watching = rep->watch_memory || rep->watch_cpu;
+	_cleanup_close_ int pidfd = watching ? sys_pidfd_open(pid, 0) : -1;
+	if (watching && pidfd < 0) {
+		txbox_error e = TXBOX_ERROR_INIT;
+		txbox_fail_errno(&e, -errno, "pidfd_open");
+		watch_failed(rep, rep->watch_memory ? &rep->memory_exceeded : &rep->cpu_exceeded, &e);
+		kill(-1, SIGKILL);
+	}
 	for (;;) {
 		if (pidfd >= 0) {
 			struct pollfd pf = {.fd = pidfd, .events = POLLIN};
-			int pr = poll(&pf, 1, 20);
-			if (pr == 0) {
-				if (watch && limits_memwatch_bytes(&mw) > watch) {
-					rep->memory_exceeded = 1;
+			if (poll(&pf, 1, 20) == 0) {
+				if (watch_sample(mw, procfd, cpu_base, rep))
 					kill(-1, SIGKILL);
-				}
-				uint64_t cpu = rep->watch_cpu ? limits_ns_cpu_ticks() : 0;
-				if (rep->watch_cpu && cpu > cpu_base && cpu - cpu_base > rep->watch_cpu) {
-					rep->cpu_exceeded = 1;
-					kill(-1, SIGKILL);
-				}
 				while (waitpid(-1, NULL, WNOHANG) > 0) /* orphans */
 					;
 				continue;
@@ -508,13 +553,45 @@ static int run_one(const sandbox_spec *s, unixguard *guard, const char *const *a
 			if (errno == EINTR)
 				continue;
 			*status = 0;
-			break;
+			return;
 		}
 		if (w == pid) {
 			*status = st;
-			break;
+			return;
 		}
 	}
+}
+
+/* Fork one command inside the sandbox and wait for it. Returns its wait
+ * status via *status; *started tells whether execve succeeded. Returns
+ * -errno on harden failure. */
+static int run_one(const sandbox_spec *s, const init_ctx *ic, unixguard *guard, const char *const *argv,
+		   const char *shell_text, int out_w, int err_w, int *status, bool *started, init_report *rep)
+{
+	limits_memwatch mw = {.procfd = -1};
+	uint64_t cpu_base = 0;
+	*status = 0;
+	*started = false;
+	if (!watch_begin(s, ic, &mw, &cpu_base, rep))
+		return 0;
+	int ep[2]; /* exec channel: a datagram per message, so a handoff is told from a failure */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ep) < 0)
+		return -errno;
+	pid_t pid = fork_command(s, ic, argv, shell_text, out_w, err_w, ep);
+	close(ep[1]);
+	if (pid < 0) {
+		close(ep[0]);
+		return pid;
+	}
+	/* The guard is forked while the child hardens itself, off the way to
+	 * its exec; a failure here is retried and reported by unixguard_take. */
+	txbox_error ge = TXBOX_ERROR_INIT;
+	unixguard_spawn(guard, &ge);
+	txbox_error_clear(&ge);
+	trace_mark("init: socket guard forked");
+	int hard = await_exec(ep[0], pid, guard, started, rep);
+	close(ep[0]);
+	wait_command(pid, &mw, ic->procfd, cpu_base, status, rep);
 	return hard;
 }
 
@@ -544,10 +621,43 @@ static void kill_all(unixguard *guard)
 	unixguard_gone(guard);
 }
 
+/* Before any command exists: init's /proc (its samplers must not depend
+ * on opening it later) and every descriptor its soft limit allows. The
+ * command cannot lower either (seccomp refuses prlimit on another process). */
+static void init_hold(init_ctx *ic)
+{
+	ic->procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ic->proc_err = ic->procfd < 0 ? errno : 0;
+	/* unknown: nothing is raised, and each command's restore fails (ignored) */
+	ic->nofile = (struct rlimit){.rlim_cur = RLIM_INFINITY, .rlim_max = RLIM_INFINITY};
+	if (getrlimit(RLIMIT_NOFILE, &ic->nofile) < 0)
+		return;
+	struct rlimit raised = {.rlim_cur = ic->nofile.rlim_max, .rlim_max = ic->nofile.rlim_max};
+	(void)setrlimit(RLIMIT_NOFILE, &raised);
+}
+
+/* Every signal at its default action, none blocked: the kernel then
+ * drops whatever the sandbox's processes send init (a PID namespace's
+ * init receives from inside only the signals it handles), whatever
+ * handlers a library caller had installed before the clone, and with
+ * Landlock's signal scope missing (ABI < 6) too. */
+static void init_default_signals(void)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigemptyset(&dfl.sa_mask);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)sigaction(sig, &dfl, NULL); /* EINVAL: one libc keeps for itself */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w, int err_w, int rep_w, int sync_r)
 {
 	init_report rep;
 	memset(&rep, 0, sizeof rep);
+	init_default_signals();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	char c;
 	ssize_t n;
@@ -631,6 +741,8 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 		write_all(rep_w, &rep, sizeof rep);
 		_exit(1);
 	}
+	init_ctx ic;
+	init_hold(&ic);
 
 	/* The view is built while the supervisor puts us in the cgroup (joining
 	 * a v1 memory cgroup takes milliseconds); wait for it before the
@@ -664,7 +776,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 
 	int status = 0;
 	bool started = false;
-	r = run_one(s, guard, s->argv, s->shell_text, out_w, err_w, &status, &started, &rep);
+	r = run_one(s, &ic, guard, s->argv, s->shell_text, out_w, err_w, &status, &started, &rep);
 	rep.started = started;
 	rep.status = status;
 	trace_mark("init: command reaped");
@@ -680,8 +792,8 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 		int vst = 0;
 		bool vstarted = false;
 		r = s->validate_argv
-			    ? run_one(s, guard, s->validate_argv, s->validate, out_w, err_w, &vst, &vstarted, &rep)
-			    : run_one(s, guard, vargv, NULL, out_w, err_w, &vst, &vstarted, &rep);
+			    ? run_one(s, &ic, guard, s->validate_argv, s->validate, out_w, err_w, &vst, &vstarted, &rep)
+			    : run_one(s, &ic, guard, vargv, NULL, out_w, err_w, &vst, &vstarted, &rep);
 		if (r < 0) {
 			rep.harden_error = -r;
 			write_all(rep_w, &rep, sizeof rep);
@@ -1067,6 +1179,10 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 		o->limit = "memory";
 	if (!o->limit && rep.cpu_exceeded)
 		o->limit = "cpu";
+	if (rep.limit_msg[0] && o->limit && !strcmp(o->limit, rep.unmeasured_cpu ? "cpu" : "memory")) {
+		rep.limit_msg[sizeof rep.limit_msg - 1] = '\0';
+		snprintf(o->limit_detail, sizeof o->limit_detail, "%s", rep.limit_msg);
+	}
 	if (!o->limit && o->signal == SIGXCPU)
 		o->limit = "cpu";
 	if (!o->limit && o->signal == SIGXFSZ)

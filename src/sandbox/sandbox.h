@@ -55,6 +55,7 @@ typedef struct sandbox_outcome {
 	int validation_exit;      /* exit code or 128+sig */
 	bool timed_out;
 	const char *limit;        /* "memory", "pids", "cpu", "output" or NULL */
+	char limit_detail[256];   /* "could not be measured: …" when the limit was not measurable */
 	txbox_limit_mechanism mechanism;
 	char *out, *err;
 	size_t out_len, err_len;

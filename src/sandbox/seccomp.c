@@ -2,7 +2,8 @@
  *
  * Policy: default ALLOW; refuse what a coding tool never needs and what is
  * kernel attack surface or a sandbox escape (mount API, namespaces, ptrace,
- * module/kexec/bpf/keyring, clock setting, TIOCSTI, …). Refusals are ERRNO,
+ * module/kexec/bpf/keyring, clock setting, TIOCSTI, other processes'
+ * rlimits, …). Refusals are ERRNO,
  * not KILL, so well-written tools print an error and carry on.
  *
  * Foreign ABIs: the filter is built for the native architecture only and the
@@ -183,6 +184,23 @@ static int add_clone_rules(scmp_filter_ctx ctx, txbox_error *err)
 	return 0;
 }
 
+/* prlimit64(pid, resource, new, old) with pid != 0 and new != NULL sets
+ * another process's limits, and needs only the same uid (no capability,
+ * no LSM hook): init's and the socket guard's samplers and descriptors
+ * would be the command's to shrink. Reading (new == NULL) and the caller's
+ * own limits (pid 0: setrlimit, ulimit, prlimit(1) running a command) stay
+ * allowed; naming one's own pid is refused too (the filter cannot know it).
+ * pid is a pid_t: any bit set in the 64-bit argument is "not 0" here, and
+ * a kernel that sees 0 after truncation only gets a stricter answer. */
+static int add_prlimit_rule(scmp_filter_ctx ctx, txbox_error *err)
+{
+	int nr = seccomp_syscall_resolve_name("prlimit64");
+	if (nr == __NR_SCMP_ERROR || nr < 0)
+		return 0;
+	struct scmp_arg_cmp c[2] = {SCMP_A0(SCMP_CMP_NE, 0), SCMP_A2(SCMP_CMP_NE, 0)};
+	return add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, c, "prlimit64", err);
+}
+
 static int add_ioctl_rules(scmp_filter_ctx ctx, txbox_error *err)
 {
 	/* The kernel reads the request as unsigned int: compare the low 32
@@ -284,7 +302,7 @@ static int build_filter(scmp_filter_ctx ctx, bool allow_extra_socket_families, t
 	/* NO_NEW_PRIVS is set by the caller (harden_child_apply); leave the
 	 * attribute at its default (set on load) so this also works alone. */
 	if ((r = add_denied_names(ctx, err)) < 0 || (r = add_clone_rules(ctx, err)) < 0 ||
-	    (r = add_ioctl_rules(ctx, err)) < 0)
+	    (r = add_ioctl_rules(ctx, err)) < 0 || (r = add_prlimit_rule(ctx, err)) < 0)
 		return r;
 	if (!allow_extra_socket_families && (r = add_socket_rules(ctx, err)) < 0)
 		return r;

