@@ -1089,12 +1089,101 @@ static int node_new(lsplit *ls, const char *path, int fd)
 	return (int)ls->n++;
 }
 
-/* Hide the canonical abs (a pattern: glob components allowed). */
+#define MAX_LINK_HOPS 40
+
+/* Drop the last component of the canonical path in cur ("" is "/"). */
+static void canon_pop(char *cur, size_t *len)
+{
+	while (*len > 0 && cur[*len - 1] != '/')
+		(*len)--;
+	if (*len > 0)
+		(*len)--;
+	cur[*len] = '\0';
+}
+
+/* Splice the symlink that is cur's last component: what it points to,
+ * then what was left of the pattern, becomes the rest to resolve. */
+static int canon_follow(char *cur, size_t *len, char *todo, size_t todosz, const char *rest)
+{
+	char t[PATH_MAX], next[PATH_MAX];
+	ssize_t k = readlink(cur, t, sizeof t - 1);
+	if (k <= 0)
+		return -1;
+	t[k] = '\0';
+	canon_pop(cur, len);
+	if (t[0] == '/')
+		*len = 0, cur[0] = '\0';
+	if (snprintf(next, sizeof next, "%s/%s", t, rest) >= (int)sizeof next)
+		return -1;
+	snprintf(todo, todosz, "%s", next);
+	return 0;
+}
+
+/* The pattern abs as the kernel resolves it: the prefix that exists with
+ * every symlink followed (chains and dangling ones included: a target
+ * the host creates later is where the secret will be), the rest
+ * normalised lexically ("." and empty components dropped, ".." removing
+ * the one before). A glob component or a missing name ends the
+ * resolution (a ".." back above it resumes it); the walk matches the
+ * rest against listings. Returns false when the result does not fit. */
+static bool canon_pattern(const char *abs, char *out, size_t outsz)
+{
+	char todo[PATH_MAX];
+	size_t len = 0, litlen = 0;
+	bool lit = false;
+	int hops = 0;
+	out[0] = '\0';
+	if (snprintf(todo, sizeof todo, "%s", abs) >= (int)sizeof todo)
+		return false;
+	for (char *p = todo; *p;) {
+		while (*p == '/')
+			p++;
+		char *end = strchrnul(p, '/');
+		size_t n = (size_t)(end - p);
+		if (n == 0 || (n == 1 && p[0] == '.')) {
+			p = end;
+			continue;
+		}
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			canon_pop(out, &len);
+			lit = lit && len > litlen;
+			p = end;
+			continue;
+		}
+		if (len + 1 + n >= outsz)
+			return false;
+		size_t before = len;
+		out[len++] = '/';
+		memcpy(out + len, p, n);
+		out[len += n] = '\0';
+		p = end;
+		if (lit)
+			continue;
+		struct stat st;
+		if (memchr(out + before, '*', n + 1) || memchr(out + before, '?', n + 1) ||
+		    memchr(out + before, '[', n + 1) || lstat(out, &st) < 0) {
+			lit = true, litlen = before;
+		} else if (S_ISLNK(st.st_mode)) {
+			if (++hops > MAX_LINK_HOPS || canon_follow(out, &len, todo, sizeof todo, p) < 0)
+				lit = true, litlen = before;
+			else
+				p = todo;
+		}
+	}
+	return true;
+}
+
+/* Hide abs (a pattern: glob components allowed), canonical first: the
+ * walk compares it with canonical paths, component by component. */
 static int ls_add(lsplit *ls, const char *abs)
 {
-	while (*abs == '/')
-		abs++;
-	return *abs ? push_copy(&ls->v[0].pats, abs) : 0;
+	char c[PATH_MAX];
+	if (!canon_pattern(abs, c, sizeof c))
+		return 0; /* no such path */
+	const char *p = c;
+	while (*p == '/')
+		p++;
+	return *p ? push_copy(&ls->v[0].pats, p) : 0;
 }
 
 static int ls_add2(lsplit *ls, const char *dir, const char *rel)
@@ -1231,9 +1320,19 @@ static bool command_can_read(const lsplit *ls, int dirfd, const char *name, unsi
 	return faccessat(dirfd, name, how, AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0 || errno != EACCES;
 }
 
+/* A directory hidden whole that holds the workspace (~/.codex/worktrees/w1):
+ * everything in it but the way down to the workspace is hidden. */
+static int split_to_workspace(lsplit *ls, size_t i, const char *name, const char *full)
+{
+	int r = split_dir(ls, i, name, full, "*");
+	return r < 0 ? r : split_dir(ls, i, name, full, ".*");
+}
+
 /* The entry name of node i matched the last component of a pattern. */
 static int mask_entry(lsplit *ls, size_t i, const char *name, const char *full, unsigned char type)
 {
+	if (type == DT_DIR && ls->ws && strcmp(full, ls->ws) && at_or_below(ls->ws, full))
+		return split_to_workspace(ls, i, name, full);
 	if (kept(ls, full) || type == DT_CHR || type == DT_BLK) /* HISTFILE=/dev/null */
 		return 0;
 	if (ls->ws && at_or_below(full, ls->ws))
@@ -1248,6 +1347,21 @@ static int mask_entry(lsplit *ls, size_t i, const char *name, const char *full, 
 	return 0;
 }
 
+/* A symlink a pattern's component matched (a glob, a name the host
+ * made a link since): the rest of the pattern continues at its target,
+ * resolved like any pattern (dangling, chains). A link to a kept place
+ * named as the last component is not followed: the home itself. */
+static int match_link(lsplit *ls, size_t i, const char *name, const char *full, const char *rest)
+{
+	char p[PATH_MAX], c[PATH_MAX];
+	int r = push_copy(&ls->v[i].hits, name);
+	if (r < 0 || snprintf(p, sizeof p, "%s/%s", full, rest) >= (int)sizeof p || !canon_pattern(p, c, sizeof c))
+		return r;
+	if (!strncmp(c, "/proc/", 6) || at_or_below(c, full) || (!*rest && kept(ls, c)))
+		return 0; /* a loop, or nothing to hide */
+	return ls_add(ls, c);
+}
+
 /* One pattern against one entry of node i. */
 static int match_entry(lsplit *ls, size_t i, const struct dirent64 *e, const char *rest)
 {
@@ -1255,13 +1369,8 @@ static int match_entry(lsplit *ls, size_t i, const struct dirent64 *e, const cha
 	if (snprintf(full, sizeof full, "%s/%s", ls->v[i].path, e->d_name) >= (int)sizeof full)
 		return 0;
 	unsigned char type = entry_type(ls->v[i].fd, e);
-	if (type == DT_LNK) { /* what it points to is where the secret is readable */
-		_cleanup_free_ char *t = realpath(full, NULL);
-		int r = push_copy(&ls->v[i].hits, e->d_name);
-		if (r < 0 || !t || !strncmp(t, "/proc/", 6) || kept(ls, t))
-			return r;
-		return *rest ? ls_add2(ls, t, rest) : ls_add(ls, t);
-	}
+	if (type == DT_LNK) /* what it points to is where the secret is readable */
+		return match_link(ls, i, e->d_name, full, rest);
 	if (!*rest)
 		return mask_entry(ls, i, e->d_name, full, type);
 	return type == DT_DIR ? split_dir(ls, i, e->d_name, full, rest) : 0;
