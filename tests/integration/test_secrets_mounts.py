@@ -446,3 +446,27 @@ echo SCENE-DONE
         check(_count(out, "RAN-" + m) == 3 and _count(out, "COMMITTED-" + m) == 3,
               "[%s] the workspace inside a store did not work:\n%s" % (m, out[-1500:]))
     check(not _leaks(out), "entries of a store holding the workspace were read: %s\n%s" % (_leaks(out), out[-2500:]))
+
+
+@test("secrets/dangling-store-link-target-created-later", root_only=True)
+def dangling_store_link(ctx):
+    """rt4/11: a store that is a dangling symlink when the command starts
+    (~/.netrc -> data/dot/netrc through a chain of two links, a dotfiles
+    manager's layout) is hidden at its target's path: the host creating
+    the target while the command runs does not make it readable."""
+    out = _scene(ctx, r'''
+for m in root rootless; do
+  H=$(mktemp -d "$BASE/home-$m-XXXX"); D="$BASE/data-$m"; mkdir -p "$D/dot"
+  ln -s "$D/dot/netrc" "$BASE/netrc-$m"; ln -s "$BASE/netrc-$m" "$H/.netrc"; ln -s ../data-$m/dot/ssh "$H/.ssh"
+  [ $m = rootless ] && chown -R $TU: "$H" "$D"; chmod 755 "$H" "$D" "$D/dot"
+  (sleep 1; echo "machine x password $CANARY-netrc-$m" > "$D/dot/netrc"; mkdir "$D/dot/ssh"
+   echo "$CANARY-ssh-$m" > "$D/dot/ssh/id_ed25519"; chmod -R a+rX "$D") &
+  ws=$(mkws $m); (cd "$ws" && as $m env HOME="$H" "$TX" run -w "$ws" ${POL:+--policy "$POL"} -- sh -c \
+    "sleep 2.5; cat $H/.netrc $D/dot/netrc $H/.ssh/id_ed25519 2>/dev/null; echo RAN-$m") 2>&1 | sed "s|^|[$m] |"
+  wait
+done
+echo SCENE-DONE
+''')
+    for m in ("root", "rootless"):
+        check(_count(out, "RAN-" + m) == 1, "[%s] the command did not run:\n%s" % (m, out[-1500:]))
+    check(not _leaks(out), "a store created at a dangling link's target was read: %s\n%s" % (_leaks(out), out[-1500:]))
