@@ -816,6 +816,11 @@ static char *nss_home(uid_t uid)
 static int cover_dir_entries(masker *m, const char *dir)
 {
 	_cleanup_closedir_ DIR *d = opendir(dir);
+	if (!d && errno == EACCES && m->collect) { /* unlistable (/home 0711): hidden whole but for the splits */
+		char p[PATH_MAX];
+		int r = snprintf(p, sizeof p, "%s/*", dir) < (int)sizeof p ? push_copy(m->collect, p) : 0;
+		return r < 0 ? txbox_fail(m->err, r, "secrets: out of memory") : 0;
+	}
 	if (!d)
 		return 0;
 	int r = 0;
@@ -1018,6 +1023,7 @@ typedef struct lnode {
 	strv_buf hits;  /* entries that get no rule here */
 	size_t nmasked; /* how many of hits are hidden (not split directories, not symlinks) */
 	bool whole;     /* hidden whole after it was split: no rule in it or below */
+	bool blind;     /* searchable, not listable: only names the patterns spell are found */
 	bool needed;    /* holds something hidden, or may gain it (see mark_needed) */
 	long parent;    /* index of the split directory above, -1 for "/" */
 } lnode;
@@ -1205,6 +1211,11 @@ static bool dot_or_dotdot(const char *n);
 static int node_list(lnode *d)
 {
 	size_t cap = 0;
+	if (d->blind) {
+		d->dents = malloc(1);
+		d->idx = malloc(sizeof(*d->idx));
+		return d->dents && d->idx ? 0 : -ENOMEM;
+	}
 	for (;;) {
 		if (cap - d->dlen < 8192) {
 			char *b = realloc(d->dents, cap += 32768);
@@ -1248,6 +1259,11 @@ static bool hit(const lnode *d, const char *name)
 	return false;
 }
 
+static unsigned char mode_type(mode_t mode)
+{
+	return S_ISDIR(mode) ? DT_DIR : S_ISLNK(mode) ? DT_LNK : S_ISCHR(mode) ? DT_CHR : S_ISBLK(mode) ? DT_BLK : DT_REG;
+}
+
 static unsigned char entry_type(int dirfd, const struct dirent64 *e)
 {
 	struct stat st;
@@ -1255,8 +1271,7 @@ static unsigned char entry_type(int dirfd, const struct dirent64 *e)
 		return e->d_type;
 	if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return DT_UNKNOWN;
-	return S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISCHR(st.st_mode) ? DT_CHR
-	       : S_ISBLK(st.st_mode) ? DT_BLK : DT_REG;
+	return mode_type(st.st_mode);
 }
 
 /* A directory named by a pattern's inner component: split it, unless it
@@ -1274,6 +1289,9 @@ static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, c
 	if (hit(&ls->v[i], name))
 		return 0; /* hidden whole already */
 	int fd = openat(ls->v[i].fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool blind = fd < 0 && errno == EACCES;
+	if (blind) /* its entries are unknown: none gets a rule but the splits */
+		fd = openat(ls->v[i].fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	struct statfs sf;
 	if (fd < 0)
@@ -1289,6 +1307,7 @@ static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, c
 		return j;
 	}
 	ls->v[j].parent = (long)i;
+	ls->v[j].blind = ls->v[j].needed = blind;
 	if (push_copy(&ls->v[j].pats, rest) < 0 || push_copy(&ls->v[i].hits, name) < 0)
 		return -ENOMEM;
 	return 0;
@@ -1376,6 +1395,18 @@ static int match_entry(lsplit *ls, size_t i, const struct dirent64 *e, const cha
 	return type == DT_DIR ? split_dir(ls, i, e->d_name, full, rest) : 0;
 }
 
+/* A name in a directory that cannot be listed, looked up: e (its name
+ * set) is filled as a listing would have. */
+static bool blind_lookup(const lnode *d, struct dirent64 *e)
+{
+	struct stat st;
+	if (dot_or_dotdot(e->d_name) || fstatat(d->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	e->d_ino = st.st_ino;
+	e->d_type = mode_type(st.st_mode);
+	return true;
+}
+
 /* The entries of node i a component names: itself (by binary search),
  * and for a glob what it matches (a hidden name only by a glob starting
  * with a dot). */
@@ -1389,6 +1420,8 @@ static int match_comp(lsplit *ls, size_t i, const char *comp, const char *rest)
 		return 0;
 	memcpy(key_storage.d_name, comp, n + 1);
 	const struct dirent64 **lit = bsearch(&key, d->idx, d->nidx, sizeof(*d->idx), by_name);
+	if (!lit && d->blind && blind_lookup(d, &key_storage))
+		lit = &key;
 	int r = lit ? match_entry(ls, i, *lit, rest) : 0;
 	if (r < 0 || !strpbrk(comp, "*?["))
 		return r;

@@ -470,3 +470,22 @@ echo SCENE-DONE
     for m in ("root", "rootless"):
         check(_count(out, "RAN-" + m) == 1, "[%s] the command did not run:\n%s" % (m, out[-1500:]))
     check(not _leaks(out), "a store created at a dangling link's target was read: %s\n%s" % (_leaks(out), out[-1500:]))
+
+
+@test("secrets/unlistable-home-parent-hidden-whole", root_only=True)
+def unlistable_home_parent(ctx):
+    """rt4/23: on a host whose /home is 0711 (the caller cannot list it),
+    a home not in /etc/passwd (a directory service's user) is still
+    somebody else's: rootless, /home gets no rule but the way to the
+    caller's own home, whose ordinary files stay readable."""
+    out = _scene(ctx, r'''
+mount -t tmpfs -o mode=0711 scenehome /home; mkdir -p "/home/$TU" /home/carol/pub
+echo "$CANARY-carol" > /home/carol/pub/notes.txt; chmod 755 /home/carol /home/carol/pub; chmod 644 /home/carol/pub/notes.txt
+echo ORDINARY > "/home/$TU/notes.txt"; plant "/home/$TU" rootless; chown -R "$TU": "/home/$TU"; chmod 711 /home
+txrun rootless "/home/$TU" "cat /home/carol/pub/notes.txt /home/$TU/.ssh/id_ed25519 2>/dev/null
+  grep -q ORDINARY /home/$TU/notes.txt && echo OWN-READABLE; true" | sed "s/^/[rootless] /"
+umount /home
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "a home below an unlistable /home was read: %s\n%s" % (_leaks(out), out[-1500:]))
+    check("OWN-READABLE" in out, "the caller's own home was hidden:\n" + out[-1500:])
