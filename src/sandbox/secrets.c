@@ -1433,7 +1433,7 @@ static int match_comp(lsplit *ls, size_t i, const char *comp, const char *rest)
 	return r;
 }
 
-static bool entry_secret(const char *entry, size_t namelen, const char *const *deny);
+static bool entry_secret(const char *entry, size_t namelen, const char *const *deny, const char *const *envp);
 
 /* One line of a shell start-up file assigns a secret: "[export ]NAME=VALUE"
  * (also declare/typeset -x, readonly, csh's setenv, fish's set -gx) with a
@@ -1461,7 +1461,7 @@ static bool rc_line_secret(const char *l)
 	if (vn == 0 || n > 256 || strchr("/~.", v[0]) || memchr(v, '$', vn) || memchr(v, '`', vn))
 		return false;
 	snprintf(entry, sizeof entry, "%.*s=%.*s", (int)n, l, (int)vn, v); /* a long value: its start */
-	return entry_secret(entry, n, NULL);
+	return entry_secret(entry, n, NULL, NULL);
 }
 
 /* The start-up file name in dirfd assigns a secret somewhere in its first
@@ -1990,6 +1990,7 @@ static const char *const secret_names[] = {
 static const char *const ordinary_names[] = {
 	"XDG_SESSION_*", "DESKTOP_SESSION", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER",
 	"*AUTHOR", "*AUTHOR_*", "*AUTHORS*", /* GIT_AUTHOR_NAME: "*AUTH*" */
+	"GIT_CONFIG_KEY_*", /* "*_KEY_*": a config key names a setting; its value is judged by it */
 };
 
 /* Names under which a long random-looking value is a credential, whatever
@@ -2059,18 +2060,64 @@ static bool has_token_prefix(const char *v)
 	return false;
 }
 
-/* scheme://user:password@host */
-static bool url_has_password(const char *v)
+/* The length of the first URL's userinfo at or after v (scheme://user@),
+ * with *password set when it holds one (user:password@); -1 if none. */
+static long url_userinfo(const char **v, bool *password)
 {
-	for (const char *p = strstr(v, "://"); p; p = strstr(p + 3, "://")) {
+	for (const char *p = strstr(*v, "://"); p; p = strstr(p + 3, "://")) {
 		const char *auth = p + 3;
 		size_t n = strcspn(auth, "/?# \t\n");
 		const char *at = memrchr(auth, '@', n);
 		if (!at)
 			continue;
 		const char *colon = memchr(auth, ':', (size_t)(at - auth));
-		if (colon && colon + 1 < at)
+		*password = colon && colon + 1 < at;
+		*v = at + 1;
+		return at - auth;
+	}
+	return -1;
+}
+
+/* scheme://user:password@host, or a token as the user
+ * (https://<40 characters>@github.com: a user name is short). */
+static bool url_has_password(const char *v)
+{
+	bool password;
+	for (long n; (n = url_userinfo(&v, &password)) >= 0;)
+		if (password || n >= 20)
 			return true;
+	return false;
+}
+
+static bool url_has_userinfo(const char *v)
+{
+	bool password;
+	return url_userinfo(&v, &password) > 0;
+}
+
+/* HTTP credentials as header text: "Authorization: ..." (git's
+ * http.extraheader), or an auth scheme followed by a credential-looking
+ * word ("Bearer <token>", "Basic <base64>"). */
+static const char *const auth_schemes[] = {"bearer", "basic", "token", "digest"};
+
+static bool has_auth_header(const char *v)
+{
+	for (const char *p = v; *p; p++) {
+		if (!word_start(v, p) || !isalpha((unsigned char)*p))
+			continue;
+		if (!strncasecmp(p, "authorization:", 14))
+			return true;
+		for (size_t i = 0; i < ARRAY_SIZE(auth_schemes); i++) {
+			size_t n = strlen(auth_schemes[i]);
+			if (strncasecmp(p, auth_schemes[i], n) || (p[n] != ' ' && p[n] != '\t'))
+				continue;
+			const char *q = p + n + strspn(p + n, " \t");
+			size_t len = 0, digits = 0;
+			for (; token_char(q[len]) || (q[len] && strchr("+/=~", q[len])); len++)
+				digits += isdigit((unsigned char)q[len]) != 0;
+			if (len >= 16 && digits)
+				return true;
+		}
 	}
 	return false;
 }
@@ -2113,14 +2160,87 @@ static bool has_jwt(const char *v)
 	return false;
 }
 
-static bool value_secret(const char *v)
+static bool text_secret(const char *v)
 {
 	if (strstr(v, "-----BEGIN") && strstr(v, "PRIVATE KEY"))
 		return true;
 	for (size_t i = 0; i < ARRAY_SIZE(secret_url_parts); i++)
 		if (strstr(v, secret_url_parts[i]))
 			return true;
-	return url_has_password(v) || has_secret_param(v) || has_token_prefix(v) || has_jwt(v);
+	return url_has_password(v) || has_secret_param(v) || has_token_prefix(v) || has_jwt(v) || has_auth_header(v);
+}
+
+static int base64_digit(unsigned char c)
+{
+	if (isupper(c))
+		return c - 'A';
+	if (islower(c))
+		return c - 'a' + 26;
+	if (isdigit(c))
+		return c - '0' + 52;
+	return c == '+' || c == '-' ? 62 : c == '/' || c == '_' ? 63 : -1;
+}
+
+/* Credentials in structured text (a kubeconfig, a docker config.json). */
+static const char *const decoded_secret_words[] = {
+	"token:", "password:", "client-key-data", "\"auth\":", "\"password\":", "\"token\":", "secret:",
+};
+
+/* v is base64 (either alphabet) of text holding a credential
+ * (KUBE_CONFIG_DATA, DOCKER_AUTH_CONFIG-like values under other names). */
+static bool base64_secret(const char *v)
+{
+	size_t n = strlen(v);
+	if (n < 24 || n > (4u << 20))
+		return false;
+	_cleanup_free_ char *d = malloc(n / 4 * 3 + 4);
+	if (!d)
+		return true; /* fail closed */
+	size_t len = 0;
+	unsigned acc = 0, bits = 0;
+	for (const unsigned char *p = (const unsigned char *)v; *p && *p != '='; p++) {
+		int x = base64_digit(*p);
+		if (x < 0)
+			return false;
+		acc = (acc << 6) | (unsigned)x, bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			char c = (char)((acc >> bits) & 0xff);
+			d[len++] = c ? c : ' ';
+		}
+	}
+	d[len] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(decoded_secret_words); i++)
+		if (strcasestr(d, decoded_secret_words[i]))
+			return true;
+	return text_secret(d);
+}
+
+static bool value_secret(const char *v)
+{
+	return text_secret(v) || base64_secret(v);
+}
+
+/* git's configuration from the environment (GIT_CONFIG_COUNT,
+ * GIT_CONFIG_KEY_N, GIT_CONFIG_VALUE_N): a value is a secret by the key
+ * it sets (http.extraheader, credential.*, a URL with a user in it). */
+static bool git_config_value_secret(const char *name, const char *value, const char *const *envp)
+{
+	static const char prefix[] = "GIT_CONFIG_VALUE_";
+	size_t n = sizeof prefix - 1;
+	if (strncmp(name, prefix, n) || !name[n] || strspn(name + n, "0123456789") != strlen(name + n))
+		return false;
+	char keyvar[64];
+	if (snprintf(keyvar, sizeof keyvar, "GIT_CONFIG_KEY_%s", name + n) >= (int)sizeof keyvar)
+		return true;
+	const char *key = env_value(envp, keyvar);
+	if (!key)
+		return false;
+	if (!fnmatch("*.extraheader", key, FNM_CASEFOLD) || !fnmatch("credential.*", key, FNM_CASEFOLD) ||
+	    !fnmatch("credential", key, FNM_CASEFOLD))
+		return true;
+	return (!fnmatch("*url", key, FNM_CASEFOLD) || !fnmatch("*.insteadof", key, FNM_CASEFOLD) ||
+		!fnmatch("*proxy", key, FNM_CASEFOLD)) && url_has_userinfo(value);
 }
 
 /* fnmatch(glob, up, 0) for the built-in globs (upper case, '*' only at
@@ -2206,9 +2326,9 @@ static bool credential_name(const char *name)
 	return false;
 }
 
-/* The entry NAME=VALUE carries a secret: by its name (the policy's globs,
- * the built-in ones) or by its value. */
-static bool entry_secret(const char *entry, size_t namelen, const char *const *deny)
+/* The entry NAME=VALUE of envp carries a secret: by its name (the
+ * policy's globs, the built-in ones) or by its value. */
+static bool entry_secret(const char *entry, size_t namelen, const char *const *deny, const char *const *envp)
 {
 	_cleanup_free_ char *name = strndup(entry, namelen);
 	if (!name)
@@ -2220,7 +2340,8 @@ static bool entry_secret(const char *entry, size_t namelen, const char *const *d
 	    !name_matches(name, ordinary_names, ARRAY_SIZE(ordinary_names)))
 		return true;
 	const char *value = entry + namelen + 1;
-	return value_secret(value) || (credential_name(name) && random_looking(value));
+	return value_secret(value) || (credential_name(name) && random_looking(value)) ||
+	       git_config_value_secret(name, value, envp);
 }
 
 void secrets_env_free(char **env)
@@ -2247,7 +2368,7 @@ char **secrets_filter_env(char *const *envp, const char *const *deny, txbox_erro
 		const char *eq = strchr(*e, '=');
 		if (!eq || eq == *e)
 			continue; /* malformed: no name or no '=' */
-		if (entry_secret(*e, (size_t)(eq - *e), deny))
+		if (entry_secret(*e, (size_t)(eq - *e), deny, (const char *const *)envp))
 			continue;
 		out[k] = strdup(*e);
 		if (!out[k]) {
