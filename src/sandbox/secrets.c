@@ -277,6 +277,7 @@ typedef struct masker {
 	home_dir *homes;       /* the caller's homes: their stores are hidden */
 	size_t nhomes, homes_cap;
 	strv_buf *collect;     /* Landlock: other homes are listed here, not covered */
+	devino_set linked;     /* files covered that have other names (hard links) */
 	txbox_error *err;
 } masker;
 
@@ -285,6 +286,7 @@ static void masker_done(masker *m)
 	if (m->src >= 0)
 		close(m->src);
 	free(m->keep.v);
+	free(m->linked.v);
 	for (size_t i = 0; i < m->nhomes; i++)
 		free(m->homes[i].path);
 	free(m->homes);
@@ -614,6 +616,8 @@ static int mask_at(masker *m, int dirfd, const char *base, const char *rel)
 	    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) /* HISTFILE=/dev/null */
 		return 0;
 	int r = cover_everywhere(m, fd, &st);
+	if (r == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
+		r = devino_add(&m->linked, &st);
 	if (r < 0)
 		return txbox_fail_errno(m->err, r, "secrets: masking %s/%s", base, rel);
 	return 0;
@@ -1918,13 +1922,16 @@ int secrets_mask_paths(const char *const *paths, const char *home, const char *w
 	return mask_by_landlock(paths, abi, home, workspace, envp, ho, err);
 }
 
+/* The directories of a home the read layer always splits. */
+static const char *const home_split_dirs[] = {".", ".config", ".local/share", ".local/state", ".cache"};
+
 /* Without Landlock: home_classes[] and start-up files with a secret in
  * the home and in the directories of it the read layer always splits. */
 static int mask_classes(masker *m, int homefd, const char *base)
 {
-	static const char *const dirs[] = {".", ".config", ".local/share", ".local/state", ".cache"};
+	const char *const *dirs = home_split_dirs;
 	int r = 0;
-	for (size_t c = 0; r == 0 && c < ARRAY_SIZE(dirs); c++) {
+	for (size_t c = 0; r == 0 && c < ARRAY_SIZE(home_split_dirs); c++) {
 		int dfd = open_store(homefd, dirs[c], O_RDONLY | O_DIRECTORY);
 		_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 		if (!d) {
@@ -1938,6 +1945,33 @@ static int mask_classes(masker *m, int homefd, const char *base)
 				continue;
 			if (class_name(n) || (c == 0 && listed(n, shell_rc, ARRAY_SIZE(shell_rc)) && rc_has_secret(dirfd(d), n)))
 				r = mask_at(m, dirfd(d), base, n);
+		}
+	}
+	return r;
+}
+
+/* Without Landlock: other names of a covered file (~/.netrc.bak, a hard
+ * link of ~/.netrc) in the directories of the homes the read layer
+ * splits are covered too. An entry still showing the file (a name's
+ * stat, which sees the masks already mounted) is one. */
+static int mask_hard_links(masker *m, int homefd, const char *base)
+{
+	int r = 0;
+	for (size_t c = 0; r == 0 && m->linked.n && c < ARRAY_SIZE(home_split_dirs); c++) {
+		int dfd = open_store(homefd, home_split_dirs[c], O_RDONLY | O_DIRECTORY);
+		_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+		if (!d) {
+			if (dfd >= 0)
+				close(dfd);
+			continue;
+		}
+		for (struct dirent *de; r == 0 && (de = readdir(d));) {
+			struct stat st;
+			if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+				continue;
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+			    devino_has(&m->linked, &st))
+				r = mask_at(m, dirfd(d), base, de->d_name);
 		}
 	}
 	return r;
@@ -1964,9 +1998,14 @@ int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, con
 	if (rootfd < 0)
 		return txbox_fail_errno(err, -errno, "secrets: opening /");
 	if ((r = mask_builtin(&m, rootfd, "", "", system_secrets, ARRAY_SIZE(system_secrets))) < 0 ||
-	    (r = mask_env_stores(&m, rootfd, envp)) < 0)
+	    (r = mask_env_stores(&m, rootfd, envp)) < 0 || (r = mask_policy_paths(&m, rootfd, paths)) < 0)
 		return r;
-	return mask_policy_paths(&m, rootfd, paths);
+	for (size_t i = 0; i < m.nhomes; i++) {
+		_cleanup_close_ int h = open(m.homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (h >= 0 && (r = mask_hard_links(&m, h, m.homes[i].path)) < 0)
+			return r;
+	}
+	return 0;
 }
 
 /* ---- environment ------------------------------------------------------- */

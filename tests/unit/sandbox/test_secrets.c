@@ -494,6 +494,60 @@ static void test_mask_symlink_to_root_skipped(void **state)
 	rmdir(g_home);
 }
 
+/* rt4/31: without Landlock, a hard link of a hidden store in a directory
+ * of the home the read layer splits (~/.netrc.bak, ~/.config/copy) is
+ * hidden too; an ordinary file with links of its own is not. */
+static void child_mask_hard_links(void *arg)
+{
+	if (arg ? enter_userns() < 0 : unshare(CLONE_NEWNS) < 0)
+		_exit(CHILD_SKIP);
+	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+	const char *none[] = {NULL};
+	txbox_error err = TXBOX_ERROR_INIT;
+	CHILD_CHECK(secrets_mask_paths_by_mounts(none, g_home, NULL, NULL, &err) == 0);
+	char p[160], buf[64];
+	static const char *const hidden[] = {".netrc", ".netrc.bak", "netrc-copy", ".config/copy"};
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", g_home, hidden[i]);
+		CHILD_CHECK(slurp(p, buf, sizeof(buf)) <= 0);
+	}
+	snprintf(p, sizeof(p), "%s/notes-link", g_home);
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 6);
+}
+
+static void mask_hard_links(bool userns)
+{
+	char p[128], q[128];
+	strcpy(g_home, "/tmp/txbox-links-XXXXXX");
+	assert_non_null(mkdtemp(g_home));
+	put_at(g_home, ".netrc", "machine h password pw");
+	put_at(g_home, "notes", "notes\n");
+	put_at(g_home, ".config/app.conf", "x");
+	static const char *const links[][2] = {{".netrc", ".netrc.bak"}, {".netrc", "netrc-copy"},
+					       {".netrc", ".config/copy"}, {"notes", "notes-link"}};
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", g_home, links[i][0]);
+		snprintf(q, sizeof(q), "%s/%s", g_home, links[i][1]);
+		assert_int_equal(link(p, q), 0);
+	}
+	run_child(child_mask_hard_links, userns ? &g_home : NULL);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", g_home);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_mask_hard_links(void **state)
+{
+	(void)state;
+	mask_hard_links(false);
+}
+
+static void test_mask_hard_links_in_userns(void **state)
+{
+	(void)state;
+	mask_hard_links(true);
+}
+
 /* ---- the built-in stores, globs, the workspace ------------------------- */
 
 static const char *const planted[] = {
@@ -694,6 +748,8 @@ int main(void)
 		cmocka_unit_test(test_env_table),
 		cmocka_unit_test(test_env_filter_policy_globs),
 		cmocka_unit_test(test_env_git_config_pairs),
+		cmocka_unit_test(test_mask_hard_links),
+		cmocka_unit_test(test_mask_hard_links_in_userns),
 		cmocka_unit_test(test_env_filter_empty),
 		cmocka_unit_test(test_mask_paths),
 		cmocka_unit_test(test_mask_paths_in_userns),
