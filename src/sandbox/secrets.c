@@ -1188,8 +1188,8 @@ static bool canon_pattern(const char *abs, char *out, size_t outsz)
 static int ls_add(lsplit *ls, const char *abs)
 {
 	char c[PATH_MAX];
-	if (!canon_pattern(abs, c, sizeof c))
-		return 0; /* no such path */
+	if (!canon_pattern(abs, c, sizeof c) || at_or_below(c, "/proc"))
+		return 0; /* no such path; or a magic link (~/.ssh -> /proc/self/fd/3): no place */
 	const char *p = c;
 	while (*p == '/')
 		p++;
@@ -1380,7 +1380,7 @@ static int match_link(lsplit *ls, size_t i, const char *name, const char *full, 
 	int r = push_copy(&ls->v[i].hits, name);
 	if (r < 0 || snprintf(p, sizeof p, "%s/%s", full, rest) >= (int)sizeof p || !canon_pattern(p, c, sizeof c))
 		return r;
-	if (!strncmp(c, "/proc/", 6) || at_or_below(c, full) || (!*rest && kept(ls, c)))
+	if (at_or_below(c, full) || (!*rest && kept(ls, c)))
 		return 0; /* a loop, or nothing to hide */
 	return ls_add(ls, c);
 }
