@@ -277,6 +277,7 @@ typedef struct masker {
 	home_dir *homes;       /* the caller's homes: their stores are hidden */
 	size_t nhomes, homes_cap;
 	strv_buf *collect;     /* Landlock: other homes are listed here, not covered */
+	devino_set linked;     /* files covered that have other names (hard links) */
 	txbox_error *err;
 } masker;
 
@@ -285,6 +286,7 @@ static void masker_done(masker *m)
 	if (m->src >= 0)
 		close(m->src);
 	free(m->keep.v);
+	free(m->linked.v);
 	for (size_t i = 0; i < m->nhomes; i++)
 		free(m->homes[i].path);
 	free(m->homes);
@@ -614,6 +616,8 @@ static int mask_at(masker *m, int dirfd, const char *base, const char *rel)
 	    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) /* HISTFILE=/dev/null */
 		return 0;
 	int r = cover_everywhere(m, fd, &st);
+	if (r == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
+		r = devino_add(&m->linked, &st);
 	if (r < 0)
 		return txbox_fail_errno(m->err, r, "secrets: masking %s/%s", base, rel);
 	return 0;
@@ -816,6 +820,11 @@ static char *nss_home(uid_t uid)
 static int cover_dir_entries(masker *m, const char *dir)
 {
 	_cleanup_closedir_ DIR *d = opendir(dir);
+	if (!d && errno == EACCES && m->collect) { /* unlistable (/home 0711): hidden whole but for the splits */
+		char p[PATH_MAX];
+		int r = snprintf(p, sizeof p, "%s/*", dir) < (int)sizeof p ? push_copy(m->collect, p) : 0;
+		return r < 0 ? txbox_fail(m->err, r, "secrets: out of memory") : 0;
+	}
 	if (!d)
 		return 0;
 	int r = 0;
@@ -1018,6 +1027,7 @@ typedef struct lnode {
 	strv_buf hits;  /* entries that get no rule here */
 	size_t nmasked; /* how many of hits are hidden (not split directories, not symlinks) */
 	bool whole;     /* hidden whole after it was split: no rule in it or below */
+	bool blind;     /* searchable, not listable: only names the patterns spell are found */
 	bool needed;    /* holds something hidden, or may gain it (see mark_needed) */
 	long parent;    /* index of the split directory above, -1 for "/" */
 } lnode;
@@ -1089,12 +1099,101 @@ static int node_new(lsplit *ls, const char *path, int fd)
 	return (int)ls->n++;
 }
 
-/* Hide the canonical abs (a pattern: glob components allowed). */
+#define MAX_LINK_HOPS 40
+
+/* Drop the last component of the canonical path in cur ("" is "/"). */
+static void canon_pop(char *cur, size_t *len)
+{
+	while (*len > 0 && cur[*len - 1] != '/')
+		(*len)--;
+	if (*len > 0)
+		(*len)--;
+	cur[*len] = '\0';
+}
+
+/* Splice the symlink that is cur's last component: what it points to,
+ * then what was left of the pattern, becomes the rest to resolve. */
+static int canon_follow(char *cur, size_t *len, char *todo, size_t todosz, const char *rest)
+{
+	char t[PATH_MAX], next[PATH_MAX];
+	ssize_t k = readlink(cur, t, sizeof t - 1);
+	if (k <= 0)
+		return -1;
+	t[k] = '\0';
+	canon_pop(cur, len);
+	if (t[0] == '/')
+		*len = 0, cur[0] = '\0';
+	if (snprintf(next, sizeof next, "%s/%s", t, rest) >= (int)sizeof next)
+		return -1;
+	snprintf(todo, todosz, "%s", next);
+	return 0;
+}
+
+/* The pattern abs as the kernel resolves it: the prefix that exists with
+ * every symlink followed (chains and dangling ones included: a target
+ * the host creates later is where the secret will be), the rest
+ * normalised lexically ("." and empty components dropped, ".." removing
+ * the one before). A glob component or a missing name ends the
+ * resolution (a ".." back above it resumes it); the walk matches the
+ * rest against listings. Returns false when the result does not fit. */
+static bool canon_pattern(const char *abs, char *out, size_t outsz)
+{
+	char todo[PATH_MAX];
+	size_t len = 0, litlen = 0;
+	bool lit = false;
+	int hops = 0;
+	out[0] = '\0';
+	if (snprintf(todo, sizeof todo, "%s", abs) >= (int)sizeof todo)
+		return false;
+	for (char *p = todo; *p;) {
+		while (*p == '/')
+			p++;
+		char *end = strchrnul(p, '/');
+		size_t n = (size_t)(end - p);
+		if (n == 0 || (n == 1 && p[0] == '.')) {
+			p = end;
+			continue;
+		}
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			canon_pop(out, &len);
+			lit = lit && len > litlen;
+			p = end;
+			continue;
+		}
+		if (len + 1 + n >= outsz)
+			return false;
+		size_t before = len;
+		out[len++] = '/';
+		memcpy(out + len, p, n);
+		out[len += n] = '\0';
+		p = end;
+		if (lit)
+			continue;
+		struct stat st;
+		if (memchr(out + before, '*', n + 1) || memchr(out + before, '?', n + 1) ||
+		    memchr(out + before, '[', n + 1) || lstat(out, &st) < 0) {
+			lit = true, litlen = before;
+		} else if (S_ISLNK(st.st_mode)) {
+			if (++hops > MAX_LINK_HOPS || canon_follow(out, &len, todo, sizeof todo, p) < 0)
+				lit = true, litlen = before;
+			else
+				p = todo;
+		}
+	}
+	return true;
+}
+
+/* Hide abs (a pattern: glob components allowed), canonical first: the
+ * walk compares it with canonical paths, component by component. */
 static int ls_add(lsplit *ls, const char *abs)
 {
-	while (*abs == '/')
-		abs++;
-	return *abs ? push_copy(&ls->v[0].pats, abs) : 0;
+	char c[PATH_MAX];
+	if (!canon_pattern(abs, c, sizeof c) || at_or_below(c, "/proc"))
+		return 0; /* no such path; or a magic link (~/.ssh -> /proc/self/fd/3): no place */
+	const char *p = c;
+	while (*p == '/')
+		p++;
+	return *p ? push_copy(&ls->v[0].pats, p) : 0;
 }
 
 static int ls_add2(lsplit *ls, const char *dir, const char *rel)
@@ -1116,6 +1215,11 @@ static bool dot_or_dotdot(const char *n);
 static int node_list(lnode *d)
 {
 	size_t cap = 0;
+	if (d->blind) {
+		d->dents = malloc(1);
+		d->idx = malloc(sizeof(*d->idx));
+		return d->dents && d->idx ? 0 : -ENOMEM;
+	}
 	for (;;) {
 		if (cap - d->dlen < 8192) {
 			char *b = realloc(d->dents, cap += 32768);
@@ -1159,6 +1263,11 @@ static bool hit(const lnode *d, const char *name)
 	return false;
 }
 
+static unsigned char mode_type(mode_t mode)
+{
+	return S_ISDIR(mode) ? DT_DIR : S_ISLNK(mode) ? DT_LNK : S_ISCHR(mode) ? DT_CHR : S_ISBLK(mode) ? DT_BLK : DT_REG;
+}
+
 static unsigned char entry_type(int dirfd, const struct dirent64 *e)
 {
 	struct stat st;
@@ -1166,8 +1275,7 @@ static unsigned char entry_type(int dirfd, const struct dirent64 *e)
 		return e->d_type;
 	if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return DT_UNKNOWN;
-	return S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISCHR(st.st_mode) ? DT_CHR
-	       : S_ISBLK(st.st_mode) ? DT_BLK : DT_REG;
+	return mode_type(st.st_mode);
 }
 
 /* A directory named by a pattern's inner component: split it, unless it
@@ -1185,6 +1293,9 @@ static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, c
 	if (hit(&ls->v[i], name))
 		return 0; /* hidden whole already */
 	int fd = openat(ls->v[i].fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool blind = fd < 0 && errno == EACCES;
+	if (blind) /* its entries are unknown: none gets a rule but the splits */
+		fd = openat(ls->v[i].fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	struct statfs sf;
 	if (fd < 0)
@@ -1200,6 +1311,7 @@ static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, c
 		return j;
 	}
 	ls->v[j].parent = (long)i;
+	ls->v[j].blind = ls->v[j].needed = blind;
 	if (push_copy(&ls->v[j].pats, rest) < 0 || push_copy(&ls->v[i].hits, name) < 0)
 		return -ENOMEM;
 	return 0;
@@ -1231,9 +1343,19 @@ static bool command_can_read(const lsplit *ls, int dirfd, const char *name, unsi
 	return faccessat(dirfd, name, how, AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0 || errno != EACCES;
 }
 
+/* A directory hidden whole that holds the workspace (~/.codex/worktrees/w1):
+ * everything in it but the way down to the workspace is hidden. */
+static int split_to_workspace(lsplit *ls, size_t i, const char *name, const char *full)
+{
+	int r = split_dir(ls, i, name, full, "*");
+	return r < 0 ? r : split_dir(ls, i, name, full, ".*");
+}
+
 /* The entry name of node i matched the last component of a pattern. */
 static int mask_entry(lsplit *ls, size_t i, const char *name, const char *full, unsigned char type)
 {
+	if (type == DT_DIR && ls->ws && strcmp(full, ls->ws) && at_or_below(ls->ws, full))
+		return split_to_workspace(ls, i, name, full);
 	if (kept(ls, full) || type == DT_CHR || type == DT_BLK) /* HISTFILE=/dev/null */
 		return 0;
 	if (ls->ws && at_or_below(full, ls->ws))
@@ -1248,6 +1370,21 @@ static int mask_entry(lsplit *ls, size_t i, const char *name, const char *full, 
 	return 0;
 }
 
+/* A symlink a pattern's component matched (a glob, a name the host
+ * made a link since): the rest of the pattern continues at its target,
+ * resolved like any pattern (dangling, chains). A link to a kept place
+ * named as the last component is not followed: the home itself. */
+static int match_link(lsplit *ls, size_t i, const char *name, const char *full, const char *rest)
+{
+	char p[PATH_MAX], c[PATH_MAX];
+	int r = push_copy(&ls->v[i].hits, name);
+	if (r < 0 || snprintf(p, sizeof p, "%s/%s", full, rest) >= (int)sizeof p || !canon_pattern(p, c, sizeof c))
+		return r;
+	if (at_or_below(c, full) || (!*rest && kept(ls, c)))
+		return 0; /* a loop, or nothing to hide */
+	return ls_add(ls, c);
+}
+
 /* One pattern against one entry of node i. */
 static int match_entry(lsplit *ls, size_t i, const struct dirent64 *e, const char *rest)
 {
@@ -1255,16 +1392,23 @@ static int match_entry(lsplit *ls, size_t i, const struct dirent64 *e, const cha
 	if (snprintf(full, sizeof full, "%s/%s", ls->v[i].path, e->d_name) >= (int)sizeof full)
 		return 0;
 	unsigned char type = entry_type(ls->v[i].fd, e);
-	if (type == DT_LNK) { /* what it points to is where the secret is readable */
-		_cleanup_free_ char *t = realpath(full, NULL);
-		int r = push_copy(&ls->v[i].hits, e->d_name);
-		if (r < 0 || !t || !strncmp(t, "/proc/", 6) || kept(ls, t))
-			return r;
-		return *rest ? ls_add2(ls, t, rest) : ls_add(ls, t);
-	}
+	if (type == DT_LNK) /* what it points to is where the secret is readable */
+		return match_link(ls, i, e->d_name, full, rest);
 	if (!*rest)
 		return mask_entry(ls, i, e->d_name, full, type);
 	return type == DT_DIR ? split_dir(ls, i, e->d_name, full, rest) : 0;
+}
+
+/* A name in a directory that cannot be listed, looked up: e (its name
+ * set) is filled as a listing would have. */
+static bool blind_lookup(const lnode *d, struct dirent64 *e)
+{
+	struct stat st;
+	if (dot_or_dotdot(e->d_name) || fstatat(d->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	e->d_ino = st.st_ino;
+	e->d_type = mode_type(st.st_mode);
+	return true;
 }
 
 /* The entries of node i a component names: itself (by binary search),
@@ -1280,6 +1424,8 @@ static int match_comp(lsplit *ls, size_t i, const char *comp, const char *rest)
 		return 0;
 	memcpy(key_storage.d_name, comp, n + 1);
 	const struct dirent64 **lit = bsearch(&key, d->idx, d->nidx, sizeof(*d->idx), by_name);
+	if (!lit && d->blind && blind_lookup(d, &key_storage))
+		lit = &key;
 	int r = lit ? match_entry(ls, i, *lit, rest) : 0;
 	if (r < 0 || !strpbrk(comp, "*?["))
 		return r;
@@ -1291,7 +1437,7 @@ static int match_comp(lsplit *ls, size_t i, const char *comp, const char *rest)
 	return r;
 }
 
-static bool entry_secret(const char *entry, size_t namelen, const char *const *deny);
+static bool entry_secret(const char *entry, size_t namelen, const char *const *deny, const char *const *envp);
 
 /* One line of a shell start-up file assigns a secret: "[export ]NAME=VALUE"
  * (also declare/typeset -x, readonly, csh's setenv, fish's set -gx) with a
@@ -1319,7 +1465,7 @@ static bool rc_line_secret(const char *l)
 	if (vn == 0 || n > 256 || strchr("/~.", v[0]) || memchr(v, '$', vn) || memchr(v, '`', vn))
 		return false;
 	snprintf(entry, sizeof entry, "%.*s=%.*s", (int)n, l, (int)vn, v); /* a long value: its start */
-	return entry_secret(entry, n, NULL);
+	return entry_secret(entry, n, NULL, NULL);
 }
 
 /* The start-up file name in dirfd assigns a secret somewhere in its first
@@ -1776,13 +1922,16 @@ int secrets_mask_paths(const char *const *paths, const char *home, const char *w
 	return mask_by_landlock(paths, abi, home, workspace, envp, ho, err);
 }
 
+/* The directories of a home the read layer always splits. */
+static const char *const home_split_dirs[] = {".", ".config", ".local/share", ".local/state", ".cache"};
+
 /* Without Landlock: home_classes[] and start-up files with a secret in
  * the home and in the directories of it the read layer always splits. */
 static int mask_classes(masker *m, int homefd, const char *base)
 {
-	static const char *const dirs[] = {".", ".config", ".local/share", ".local/state", ".cache"};
+	const char *const *dirs = home_split_dirs;
 	int r = 0;
-	for (size_t c = 0; r == 0 && c < ARRAY_SIZE(dirs); c++) {
+	for (size_t c = 0; r == 0 && c < ARRAY_SIZE(home_split_dirs); c++) {
 		int dfd = open_store(homefd, dirs[c], O_RDONLY | O_DIRECTORY);
 		_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 		if (!d) {
@@ -1796,6 +1945,33 @@ static int mask_classes(masker *m, int homefd, const char *base)
 				continue;
 			if (class_name(n) || (c == 0 && listed(n, shell_rc, ARRAY_SIZE(shell_rc)) && rc_has_secret(dirfd(d), n)))
 				r = mask_at(m, dirfd(d), base, n);
+		}
+	}
+	return r;
+}
+
+/* Without Landlock: other names of a covered file (~/.netrc.bak, a hard
+ * link of ~/.netrc) in the directories of the homes the read layer
+ * splits are covered too. An entry still showing the file (a name's
+ * stat, which sees the masks already mounted) is one. */
+static int mask_hard_links(masker *m, int homefd, const char *base)
+{
+	int r = 0;
+	for (size_t c = 0; r == 0 && m->linked.n && c < ARRAY_SIZE(home_split_dirs); c++) {
+		int dfd = open_store(homefd, home_split_dirs[c], O_RDONLY | O_DIRECTORY);
+		_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+		if (!d) {
+			if (dfd >= 0)
+				close(dfd);
+			continue;
+		}
+		for (struct dirent *de; r == 0 && (de = readdir(d));) {
+			struct stat st;
+			if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+				continue;
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+			    devino_has(&m->linked, &st))
+				r = mask_at(m, dirfd(d), base, de->d_name);
 		}
 	}
 	return r;
@@ -1822,9 +1998,14 @@ int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, con
 	if (rootfd < 0)
 		return txbox_fail_errno(err, -errno, "secrets: opening /");
 	if ((r = mask_builtin(&m, rootfd, "", "", system_secrets, ARRAY_SIZE(system_secrets))) < 0 ||
-	    (r = mask_env_stores(&m, rootfd, envp)) < 0)
+	    (r = mask_env_stores(&m, rootfd, envp)) < 0 || (r = mask_policy_paths(&m, rootfd, paths)) < 0)
 		return r;
-	return mask_policy_paths(&m, rootfd, paths);
+	for (size_t i = 0; i < m.nhomes; i++) {
+		_cleanup_close_ int h = open(m.homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (h >= 0 && (r = mask_hard_links(&m, h, m.homes[i].path)) < 0)
+			return r;
+	}
+	return 0;
 }
 
 /* ---- environment ------------------------------------------------------- */
@@ -1848,6 +2029,7 @@ static const char *const secret_names[] = {
 static const char *const ordinary_names[] = {
 	"XDG_SESSION_*", "DESKTOP_SESSION", "DBUS_SESSION_BUS_ADDRESS", "SESSION_MANAGER",
 	"*AUTHOR", "*AUTHOR_*", "*AUTHORS*", /* GIT_AUTHOR_NAME: "*AUTH*" */
+	"GIT_CONFIG_KEY_*", /* "*_KEY_*": a config key names a setting; its value is judged by it */
 };
 
 /* Names under which a long random-looking value is a credential, whatever
@@ -1917,18 +2099,64 @@ static bool has_token_prefix(const char *v)
 	return false;
 }
 
-/* scheme://user:password@host */
-static bool url_has_password(const char *v)
+/* The length of the first URL's userinfo at or after v (scheme://user@),
+ * with *password set when it holds one (user:password@); -1 if none. */
+static long url_userinfo(const char **v, bool *password)
 {
-	for (const char *p = strstr(v, "://"); p; p = strstr(p + 3, "://")) {
+	for (const char *p = strstr(*v, "://"); p; p = strstr(p + 3, "://")) {
 		const char *auth = p + 3;
 		size_t n = strcspn(auth, "/?# \t\n");
 		const char *at = memrchr(auth, '@', n);
 		if (!at)
 			continue;
 		const char *colon = memchr(auth, ':', (size_t)(at - auth));
-		if (colon && colon + 1 < at)
+		*password = colon && colon + 1 < at;
+		*v = at + 1;
+		return at - auth;
+	}
+	return -1;
+}
+
+/* scheme://user:password@host, or a token as the user
+ * (https://<40 characters>@github.com: a user name is short). */
+static bool url_has_password(const char *v)
+{
+	bool password;
+	for (long n; (n = url_userinfo(&v, &password)) >= 0;)
+		if (password || n >= 20)
 			return true;
+	return false;
+}
+
+static bool url_has_userinfo(const char *v)
+{
+	bool password;
+	return url_userinfo(&v, &password) > 0;
+}
+
+/* HTTP credentials as header text: "Authorization: ..." (git's
+ * http.extraheader), or an auth scheme followed by a credential-looking
+ * word ("Bearer <token>", "Basic <base64>"). */
+static const char *const auth_schemes[] = {"bearer", "basic", "token", "digest"};
+
+static bool has_auth_header(const char *v)
+{
+	for (const char *p = v; *p; p++) {
+		if (!word_start(v, p) || !isalpha((unsigned char)*p))
+			continue;
+		if (!strncasecmp(p, "authorization:", 14))
+			return true;
+		for (size_t i = 0; i < ARRAY_SIZE(auth_schemes); i++) {
+			size_t n = strlen(auth_schemes[i]);
+			if (strncasecmp(p, auth_schemes[i], n) || (p[n] != ' ' && p[n] != '\t'))
+				continue;
+			const char *q = p + n + strspn(p + n, " \t");
+			size_t len = 0, digits = 0;
+			for (; token_char(q[len]) || (q[len] && strchr("+/=~", q[len])); len++)
+				digits += isdigit((unsigned char)q[len]) != 0;
+			if (len >= 16 && digits)
+				return true;
+		}
 	}
 	return false;
 }
@@ -1971,14 +2199,87 @@ static bool has_jwt(const char *v)
 	return false;
 }
 
-static bool value_secret(const char *v)
+static bool text_secret(const char *v)
 {
 	if (strstr(v, "-----BEGIN") && strstr(v, "PRIVATE KEY"))
 		return true;
 	for (size_t i = 0; i < ARRAY_SIZE(secret_url_parts); i++)
 		if (strstr(v, secret_url_parts[i]))
 			return true;
-	return url_has_password(v) || has_secret_param(v) || has_token_prefix(v) || has_jwt(v);
+	return url_has_password(v) || has_secret_param(v) || has_token_prefix(v) || has_jwt(v) || has_auth_header(v);
+}
+
+static int base64_digit(unsigned char c)
+{
+	if (isupper(c))
+		return c - 'A';
+	if (islower(c))
+		return c - 'a' + 26;
+	if (isdigit(c))
+		return c - '0' + 52;
+	return c == '+' || c == '-' ? 62 : c == '/' || c == '_' ? 63 : -1;
+}
+
+/* Credentials in structured text (a kubeconfig, a docker config.json). */
+static const char *const decoded_secret_words[] = {
+	"token:", "password:", "client-key-data", "\"auth\":", "\"password\":", "\"token\":", "secret:",
+};
+
+/* v is base64 (either alphabet) of text holding a credential
+ * (KUBE_CONFIG_DATA, DOCKER_AUTH_CONFIG-like values under other names). */
+static bool base64_secret(const char *v)
+{
+	size_t n = strlen(v);
+	if (n < 24 || n > (4u << 20))
+		return false;
+	_cleanup_free_ char *d = malloc(n / 4 * 3 + 4);
+	if (!d)
+		return true; /* fail closed */
+	size_t len = 0;
+	unsigned acc = 0, bits = 0;
+	for (const unsigned char *p = (const unsigned char *)v; *p && *p != '='; p++) {
+		int x = base64_digit(*p);
+		if (x < 0)
+			return false;
+		acc = (acc << 6) | (unsigned)x, bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			char c = (char)((acc >> bits) & 0xff);
+			d[len++] = c ? c : ' ';
+		}
+	}
+	d[len] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(decoded_secret_words); i++)
+		if (strcasestr(d, decoded_secret_words[i]))
+			return true;
+	return text_secret(d);
+}
+
+static bool value_secret(const char *v)
+{
+	return text_secret(v) || base64_secret(v);
+}
+
+/* git's configuration from the environment (GIT_CONFIG_COUNT,
+ * GIT_CONFIG_KEY_N, GIT_CONFIG_VALUE_N): a value is a secret by the key
+ * it sets (http.extraheader, credential.*, a URL with a user in it). */
+static bool git_config_value_secret(const char *name, const char *value, const char *const *envp)
+{
+	static const char prefix[] = "GIT_CONFIG_VALUE_";
+	size_t n = sizeof prefix - 1;
+	if (strncmp(name, prefix, n) || !name[n] || strspn(name + n, "0123456789") != strlen(name + n))
+		return false;
+	char keyvar[64];
+	if (snprintf(keyvar, sizeof keyvar, "GIT_CONFIG_KEY_%s", name + n) >= (int)sizeof keyvar)
+		return true;
+	const char *key = env_value(envp, keyvar);
+	if (!key)
+		return false;
+	if (!fnmatch("*.extraheader", key, FNM_CASEFOLD) || !fnmatch("credential.*", key, FNM_CASEFOLD) ||
+	    !fnmatch("credential", key, FNM_CASEFOLD))
+		return true;
+	return (!fnmatch("*url", key, FNM_CASEFOLD) || !fnmatch("*.insteadof", key, FNM_CASEFOLD) ||
+		!fnmatch("*proxy", key, FNM_CASEFOLD)) && url_has_userinfo(value);
 }
 
 /* fnmatch(glob, up, 0) for the built-in globs (upper case, '*' only at
@@ -2064,9 +2365,9 @@ static bool credential_name(const char *name)
 	return false;
 }
 
-/* The entry NAME=VALUE carries a secret: by its name (the policy's globs,
- * the built-in ones) or by its value. */
-static bool entry_secret(const char *entry, size_t namelen, const char *const *deny)
+/* The entry NAME=VALUE of envp carries a secret: by its name (the
+ * policy's globs, the built-in ones) or by its value. */
+static bool entry_secret(const char *entry, size_t namelen, const char *const *deny, const char *const *envp)
 {
 	_cleanup_free_ char *name = strndup(entry, namelen);
 	if (!name)
@@ -2078,7 +2379,8 @@ static bool entry_secret(const char *entry, size_t namelen, const char *const *d
 	    !name_matches(name, ordinary_names, ARRAY_SIZE(ordinary_names)))
 		return true;
 	const char *value = entry + namelen + 1;
-	return value_secret(value) || (credential_name(name) && random_looking(value));
+	return value_secret(value) || (credential_name(name) && random_looking(value)) ||
+	       git_config_value_secret(name, value, envp);
 }
 
 void secrets_env_free(char **env)
@@ -2105,7 +2407,7 @@ char **secrets_filter_env(char *const *envp, const char *const *deny, txbox_erro
 		const char *eq = strchr(*e, '=');
 		if (!eq || eq == *e)
 			continue; /* malformed: no name or no '=' */
-		if (entry_secret(*e, (size_t)(eq - *e), deny))
+		if (entry_secret(*e, (size_t)(eq - *e), deny, (const char *const *)envp))
 			continue;
 		out[k] = strdup(*e);
 		if (!out[k]) {

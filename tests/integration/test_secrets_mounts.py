@@ -11,6 +11,7 @@ txbox as root and as the test user (rootless)."""
 
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import tempfile
@@ -385,3 +386,106 @@ echo SCENE-DONE
     for m in ("root", "rootless"):
         check("RAN-%s" % m in out, "[%s] the command did not run:\n%s" % (m, out[-1500:]))
     check(not _leaks(out), "relocated stores were read: %s\n%s" % (_leaks(out), out[-1500:]))
+
+
+def _count(out, word):
+    """How many times word occurs as a whole word ("RAN-root" is not in "RAN-rootless")."""
+    return len(re.findall(re.escape(word) + r"(?![\w-])", out))
+
+
+@test("secrets/home-spelt-through-links-and-dots", root_only=True)
+def home_spelt_oddly(ctx):
+    """rt4/24, 25, 27, 14: a home, a relocated store or a policy mask spelt
+    through a symlink (/home -> /var/home, NFS links) or with ".." is the
+    same place: every store in it stays hidden, as root and rootless (the
+    Landlock walk dropped the rest of a pattern at a symlink to a home and
+    looked ".." up literally)."""
+    out = _scene(ctx, r'''
+for m in root rootless; do
+  H=$(mktemp -d "$BASE/home-$m-XXXX"); plant "$H" $m; mkdir -p "$H/creds" "$H/a/deep"
+  echo "$CANARY-env-$m" > "$H/creds/aws"; echo "$CANARY-pol-$m" > "$H/private.key"; echo "$CANARY-dd-$m" > "$H/a/dd.key"
+  ln -s "$H" "$BASE/link-$m"; mkdir "$BASE/up-$m"; ln -s .. "$BASE/up-$m/back"
+  printf 'version: 1\nunresolved: hold\nrules: []\nsandbox:\n  masked_paths: ["%s", "%s"]\n' \
+    "$BASE/link-$m/private.key" "$H/a/deep/../dd.key" > "$BASE/pol-$m.yaml"; chmod 644 "$BASE/pol-$m.yaml"
+  [ $m = rootless ] && chown -R $TU: "$H"; chmod 755 "$H"
+  for hs in "$H/../$(basename "$H")" "$BASE/link-$m" "$BASE/up-$m/back/$(basename "$H")/" "$(dirname "$H")//$(basename "$H")/./"; do
+    ws=$(mkws $m); (cd "$ws" && as $m env HOME="$hs" AWS_SHARED_CREDENTIALS_FILE="$BASE/link-$m/creds/aws" \
+      "$TX" run -w "$ws" --policy "$BASE/pol-$m.yaml" -- sh -c "cat $H/.ssh/id_ed25519 $H/.bash_history \
+      $H/creds/aws $H/private.key $H/a/dd.key 2>/dev/null; cat $H/a/deep/../../.bash_history 2>/dev/null; \
+      echo RAN-$m") 2>&1 | sed "s|^|[$m $hs] |"
+  done
+done
+echo SCENE-DONE
+''')
+    for m in ("root", "rootless"):
+        check(_count(out, "RAN-" + m) == 4, "[%s] a command did not run:\n%s" % (m, out[-1500:]))
+    check(not _leaks(out), "stores of a home spelt through a link or '..' were read: %s\n%s"
+          % (_leaks(out), out[-2500:]))
+
+
+@test("secrets/workspace-inside-a-hidden-store", root_only=True)
+def workspace_inside_store(ctx):
+    """rt4/19: a workspace inside a store hidden whole (Codex keeps
+    worktrees in ~/.codex/worktrees, Claude projects in ~/.claude) leaves
+    the store's other entries hidden; the workspace itself works."""
+    out = _scene(ctx, r'''
+for m in root rootless; do
+  for s in .codex/worktrees/w1:.codex/auth.json .claude/projects/p1:.claude/.credentials.json \
+           .config/gh/repos/r1:.config/gh/hosts.yml; do
+    H=$(mktemp -d "$BASE/home-$m-XXXX"); ws="$H/${s%%:*}"; mkdir -p "$ws" "$(dirname "$ws")/w2"
+    echo "$CANARY-$m-${s#*:}" > "$H/${s#*:}"; echo "$CANARY-$m-sibling" > "$(dirname "$ws")/w2/f"
+    echo mine > "$ws/f"; [ $m = rootless ] && chown -R $TU: "$H"; chmod 755 "$H"
+    (cd "$ws" && as $m env HOME="$H" "$TX" run -w "$ws" ${POL:+--policy "$POL"} -- sh -c \
+      "cat $H/${s#*:} $(dirname "$ws")/w2/f 2>/dev/null; cat f && echo new > g && echo RAN-$m") 2>&1 | sed "s|^|[$m $s] |"
+    grep -q new "$ws/g" && echo "COMMITTED-$m"
+  done
+done
+echo SCENE-DONE
+''')
+    for m in ("root", "rootless"):
+        check(_count(out, "RAN-" + m) == 3 and _count(out, "COMMITTED-" + m) == 3,
+              "[%s] the workspace inside a store did not work:\n%s" % (m, out[-1500:]))
+    check(not _leaks(out), "entries of a store holding the workspace were read: %s\n%s" % (_leaks(out), out[-2500:]))
+
+
+@test("secrets/dangling-store-link-target-created-later", root_only=True)
+def dangling_store_link(ctx):
+    """rt4/11: a store that is a dangling symlink when the command starts
+    (~/.netrc -> data/dot/netrc through a chain of two links, a dotfiles
+    manager's layout) is hidden at its target's path: the host creating
+    the target while the command runs does not make it readable."""
+    out = _scene(ctx, r'''
+for m in root rootless; do
+  H=$(mktemp -d "$BASE/home-$m-XXXX"); D="$BASE/data-$m"; mkdir -p "$D/dot"
+  ln -s "$D/dot/netrc" "$BASE/netrc-$m"; ln -s "$BASE/netrc-$m" "$H/.netrc"; ln -s ../data-$m/dot/ssh "$H/.ssh"
+  [ $m = rootless ] && chown -R $TU: "$H" "$D"; chmod 755 "$H" "$D" "$D/dot"
+  (sleep 1; echo "machine x password $CANARY-netrc-$m" > "$D/dot/netrc"; mkdir "$D/dot/ssh"
+   echo "$CANARY-ssh-$m" > "$D/dot/ssh/id_ed25519"; chmod -R a+rX "$D") &
+  ws=$(mkws $m); (cd "$ws" && as $m env HOME="$H" "$TX" run -w "$ws" ${POL:+--policy "$POL"} -- sh -c \
+    "sleep 2.5; cat $H/.netrc $D/dot/netrc $H/.ssh/id_ed25519 2>/dev/null; echo RAN-$m") 2>&1 | sed "s|^|[$m] |"
+  wait
+done
+echo SCENE-DONE
+''')
+    for m in ("root", "rootless"):
+        check(_count(out, "RAN-" + m) == 1, "[%s] the command did not run:\n%s" % (m, out[-1500:]))
+    check(not _leaks(out), "a store created at a dangling link's target was read: %s\n%s" % (_leaks(out), out[-1500:]))
+
+
+@test("secrets/unlistable-home-parent-hidden-whole", root_only=True)
+def unlistable_home_parent(ctx):
+    """rt4/23: on a host whose /home is 0711 (the caller cannot list it),
+    a home not in /etc/passwd (a directory service's user) is still
+    somebody else's: rootless, /home gets no rule but the way to the
+    caller's own home, whose ordinary files stay readable."""
+    out = _scene(ctx, r'''
+mount -t tmpfs -o mode=0711 scenehome /home; mkdir -p "/home/$TU" /home/carol/pub
+echo "$CANARY-carol" > /home/carol/pub/notes.txt; chmod 755 /home/carol /home/carol/pub; chmod 644 /home/carol/pub/notes.txt
+echo ORDINARY > "/home/$TU/notes.txt"; plant "/home/$TU" rootless; chown -R "$TU": "/home/$TU"; chmod 711 /home
+txrun rootless "/home/$TU" "cat /home/carol/pub/notes.txt /home/$TU/.ssh/id_ed25519 2>/dev/null
+  grep -q ORDINARY /home/$TU/notes.txt && echo OWN-READABLE; true" | sed "s/^/[rootless] /"
+umount /home
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "a home below an unlistable /home was read: %s\n%s" % (_leaks(out), out[-1500:]))
+    check("OWN-READABLE" in out, "the caller's own home was hidden:\n" + out[-1500:])

@@ -177,6 +177,26 @@ static const struct {
 	{"P=https://hooks.slack.com/services/T000/B000/XXXX", false},
 	{"Q=Bearer ghs_0123456789abcdefghijABCDEFGHIJ0123", false},
 	{"R=https://ghp_0123456789abcdefghijABCDEFGHIJ0123@github.com/o/r.git", false},
+	/* rt4/29: HTTP credentials, a token as a URL's user, base64 of a credential file */
+	{"HDR=AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46YWJj", false},
+	{"H2=Proxy-Authorization: whatever", false},
+	{"H3=Bearer 0000000000000000000000000000000000000007", false},
+	{"H4=bearer\tabcdefghijklmno1", false},
+	{"H5=Basic dXNlcjpwYXNzd29yZDEyMw==", false},
+	{"REPO_URL=https://abcdef0123456789abcdef0123456789abcdef01@github.com/o/r.git", false},
+	{"KUBE_CONFIG_DATA=YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmlnCnVzZXJzOgotIG5hbWU6IGNpCiAgdXNlcjoKICAgIHRva2VuOiBhYmNkZWYwMTIzNDU2Nzg5Cg==", false},
+	{"KCFG=dXNlcnM6Ci0gdXNlcjoKICAgIGNsaWVudC1rZXktZGF0YTogTFMwdExTMUNSVWRKVGc9PQo=", false},
+	{"DCFG=eyJhdXRocyI6eyJyLmlvIjp7ImF1dGgiOiJkWE5sY2pwd2R3PT0ifX19", false},
+	/* ... and what CI sets that looks alike */
+	{"CLONE=https://git@github.com/o/r.git", true},
+	{"MODE=basic", true},
+	{"DOC_TEXT=Basic authentication is used", true},
+	{"DESCRIPTION=a bearer of good news since 1999", true},
+	{"CONFIG_DATA=YXBpVmVyc2lvbjogdjEKa2luZDogQ29uZmlnTWFwCmRhdGE6CiAgbGV2ZWw6IGRlYnVnCg==", true},
+	{"GITHUB_RUN_ID=9876543210", true},
+	{"IMAGE_DIGEST=sha256:3f786850e387550fdab836ed7e6dc881de23001b3f786850e387550fdab836ed", true},
+	{"CHECKSUM=3f786850e387550fdab836ed7e6dc881de23001b", true},
+	{"B64_NAME=aGVsbG8gd29ybGQsIHRoaXMgaXMgYSBub3RlCg==", true},
 };
 
 static void test_env_table(void **state)
@@ -190,6 +210,36 @@ static void test_env_table(void **state)
 			fail_msg("%s: %s", env_table[i].entry, env_table[i].kept ? "dropped" : "kept");
 		secrets_env_free(out);
 	}
+}
+
+/* rt4/29: GIT_CONFIG_VALUE_N is judged by the key GIT_CONFIG_KEY_N sets. */
+static void test_env_git_config_pairs(void **state)
+{
+	(void)state;
+	char *envp[] = {
+		"GIT_CONFIG_COUNT=5",
+		"GIT_CONFIG_KEY_0=http.https://github.com/.extraheader", "GIT_CONFIG_VALUE_0=X-Custom: abc",
+		"GIT_CONFIG_KEY_1=credential.helper", "GIT_CONFIG_VALUE_1=!f() { echo password=x; }; f",
+		"GIT_CONFIG_KEY_2=remote.origin.url", "GIT_CONFIG_VALUE_2=https://ci:x@example.com/r.git",
+		"GIT_CONFIG_KEY_3=url.https://tok@github.com/.insteadOf", "GIT_CONFIG_VALUE_3=https://u@github.com/",
+		"GIT_CONFIG_KEY_4=safe.directory", "GIT_CONFIG_VALUE_4=*",
+		"GIT_CONFIG_KEY_5=remote.origin.url", "GIT_CONFIG_VALUE_5=https://github.com/o/r.git",
+		NULL,
+	};
+	char **out = secrets_filter_env(envp, NULL, NULL);
+	assert_non_null(out);
+	for (int i = 0; i <= 3; i++) {
+		char v[32];
+		snprintf(v, sizeof v, "GIT_CONFIG_VALUE_%d=", i);
+		for (char **e = out; *e; e++)
+			if (!strncmp(*e, v, strlen(v)))
+				fail_msg("%s kept", *e);
+	}
+	assert_true(has(out, "GIT_CONFIG_VALUE_4=*"));
+	assert_true(has(out, "GIT_CONFIG_VALUE_5=https://github.com/o/r.git"));
+	assert_true(has(out, "GIT_CONFIG_KEY_0=http.https://github.com/.extraheader"));
+	assert_true(has(out, "GIT_CONFIG_COUNT=5"));
+	secrets_env_free(out);
 }
 
 static void test_env_filter_policy_globs(void **state)
@@ -444,6 +494,60 @@ static void test_mask_symlink_to_root_skipped(void **state)
 	rmdir(g_home);
 }
 
+/* rt4/31: without Landlock, a hard link of a hidden store in a directory
+ * of the home the read layer splits (~/.netrc.bak, ~/.config/copy) is
+ * hidden too; an ordinary file with links of its own is not. */
+static void child_mask_hard_links(void *arg)
+{
+	if (arg ? enter_userns() < 0 : unshare(CLONE_NEWNS) < 0)
+		_exit(CHILD_SKIP);
+	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+	const char *none[] = {NULL};
+	txbox_error err = TXBOX_ERROR_INIT;
+	CHILD_CHECK(secrets_mask_paths_by_mounts(none, g_home, NULL, NULL, &err) == 0);
+	char p[160], buf[64];
+	static const char *const hidden[] = {".netrc", ".netrc.bak", "netrc-copy", ".config/copy"};
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", g_home, hidden[i]);
+		CHILD_CHECK(slurp(p, buf, sizeof(buf)) <= 0);
+	}
+	snprintf(p, sizeof(p), "%s/notes-link", g_home);
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 6);
+}
+
+static void mask_hard_links(bool userns)
+{
+	char p[128], q[128];
+	strcpy(g_home, "/tmp/txbox-links-XXXXXX");
+	assert_non_null(mkdtemp(g_home));
+	put_at(g_home, ".netrc", "machine h password pw");
+	put_at(g_home, "notes", "notes\n");
+	put_at(g_home, ".config/app.conf", "x");
+	static const char *const links[][2] = {{".netrc", ".netrc.bak"}, {".netrc", "netrc-copy"},
+					       {".netrc", ".config/copy"}, {"notes", "notes-link"}};
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", g_home, links[i][0]);
+		snprintf(q, sizeof(q), "%s/%s", g_home, links[i][1]);
+		assert_int_equal(link(p, q), 0);
+	}
+	run_child(child_mask_hard_links, userns ? &g_home : NULL);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", g_home);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_mask_hard_links(void **state)
+{
+	(void)state;
+	mask_hard_links(false);
+}
+
+static void test_mask_hard_links_in_userns(void **state)
+{
+	(void)state;
+	mask_hard_links(true);
+}
+
 /* ---- the built-in stores, globs, the workspace ------------------------- */
 
 static const char *const planted[] = {
@@ -643,6 +747,9 @@ int main(void)
 		cmocka_unit_test(test_env_filter),
 		cmocka_unit_test(test_env_table),
 		cmocka_unit_test(test_env_filter_policy_globs),
+		cmocka_unit_test(test_env_git_config_pairs),
+		cmocka_unit_test(test_mask_hard_links),
+		cmocka_unit_test(test_mask_hard_links_in_userns),
 		cmocka_unit_test(test_env_filter_empty),
 		cmocka_unit_test(test_mask_paths),
 		cmocka_unit_test(test_mask_paths_in_userns),
