@@ -740,6 +740,13 @@ static int own_home(masker *m, const char *path)
 	struct stat st;
 	if (fd < 0)
 		return unreachable(errno) ? 0 : txbox_fail_errno(m->err, -errno, "secrets: opening the home %s", path);
+	/* A $HOME the caller cannot search (`runuser -u bob` keeps HOME=/root)
+	 * holds nothing the command could read: not a home of the caller's.
+	 * Whose it is decides whether it is hidden whole (/root is, for bob). */
+	if (faccessat(fd, "", X_OK, AT_EMPTY_PATH | AT_EACCESS) < 0 && errno == EACCES) {
+		close(fd);
+		return 0;
+	}
 	int r = fstat(fd, &st) < 0 ? -errno : home_add(m, path, &st);
 	if (r < 0) {
 		close(fd);

@@ -489,3 +489,19 @@ echo SCENE-DONE
 ''')
     check(not _leaks(out), "a home below an unlistable /home was read: %s\n%s" % (_leaks(out), out[-1500:]))
     check("OWN-READABLE" in out, "the caller's own home was hidden:\n" + out[-1500:])
+
+
+@test("secrets/home-the-caller-cannot-search", root_only=True)
+def home_not_searchable(ctx):
+    """`runuser -u bob` and `sudo -u bob` without -H keep HOME=/root: a home
+    the caller cannot search holds nothing it could read, so the run goes
+    on (it used to fail: "the directories above /root: Permission
+    denied"), and /root stays unreadable."""
+    out = _scene(ctx, r'''
+ws=$(mkws rootless)
+(cd "$ws" && runuser -u "$TU" -- env HOME=/root "$TX" run -w "$ws" ${POL:+--policy "$POL"} -- \
+   sh -c 'ls /root >/dev/null 2>&1 || echo ROOT-UNREADABLE; echo RAN') 2>&1; echo "rc=$?"
+echo SCENE-DONE
+''')
+    check("RAN" in out and "rc=0" in out, "the run failed with HOME=/root:\n" + out[-1500:])
+    check("ROOT-UNREADABLE" in out, "/root became readable:\n" + out[-1500:])
