@@ -158,7 +158,7 @@ static bool change_selected(const effect_rule *e, const effect_facts *f, const e
 static const char *const git_effect_names[] = {
 	"refs deleted", "reflog deleted or rewritten", "pack files deleted", "loose objects deleted",
 	".git/shallow changed", "git objects or pack files rewritten (objects never change)",
-	"stash entries dropped"};
+	"stash entries dropped", "a git remote redirected"};
 
 /* Selected by git_config globs: some glob matches and no "!glob" does
  * (the same as paths; "*" with exclusions is an allow-list of keys). */
@@ -612,4 +612,195 @@ int gitconfig_changed_keys(gitconfig_entry *a, size_t na, gitconfig_entry *b, si
 		r = add_key(keys, nkeys, d < 0 ? a[i++].key : b[j++].key);
 	}
 	return r; /* the merge visits keys in order: they come out sorted, each once */
+}
+
+/* ---- git config: traffic of an existing remote sent elsewhere ------------- */
+
+typedef struct cfg {
+	const gitconfig_entry *e; /* sorted by entry_cmp */
+	size_t n;
+} cfg;
+
+/* The entries of key: [*lo, *hi). */
+static void cfg_range(cfg c, const char *key, size_t *lo, size_t *hi)
+{
+	size_t l = 0, h = c.n;
+	while (l < h) {
+		size_t m = l + (h - l) / 2;
+		if (strcmp(c.e[m].key, key) < 0)
+			l = m + 1;
+		else
+			h = m;
+	}
+	*lo = l;
+	while (l < c.n && !strcmp(c.e[l].key, key))
+		l++;
+	*hi = l;
+}
+
+static const char *cfg_first(cfg c, const char *key)
+{
+	size_t lo, hi;
+	cfg_range(c, key, &lo, &hi);
+	return lo == hi ? NULL : c.e[lo].value ? c.e[lo].value : "true";
+}
+
+static const char *cfg_last(cfg c, const char *key)
+{
+	size_t lo, hi;
+	cfg_range(c, key, &lo, &hi);
+	return lo == hi ? NULL : c.e[hi - 1].value ? c.e[hi - 1].value : "true";
+}
+
+/* Do a's key1 and b's key2 hold the same values? */
+static bool cfg_same(cfg a, const char *k1, cfg b, const char *k2)
+{
+	size_t al, ah, bl, bh;
+	cfg_range(a, k1, &al, &ah);
+	cfg_range(b, k2, &bl, &bh);
+	if (ah - al != bh - bl)
+		return false;
+	for (; al < ah; al++, bl++)
+		if (entry_cmp(&(gitconfig_entry){"", a.e[al].value}, &(gitconfig_entry){"", b.e[bl].value}))
+			return false;
+	return true;
+}
+
+/* key = section[.subsection].name: the section and the name. */
+static bool key_is(const char *key, const char *section, const char *name)
+{
+	size_t sl = strlen(section);
+	const char *dot = strrchr(key, '.');
+	return !strncmp(key, section, sl) && key[sl] == '.' && dot && !strcmp(dot + 1, name);
+}
+
+/* remote.NAME.<name>, malloc'd; NULL: out of memory. */
+static char *remote_key(const char *remote, size_t len, const char *name)
+{
+	char *k;
+	return asprintf(&k, "remote.%.*s.%s", (int)len, remote, name) < 0 ? NULL : k;
+}
+
+/* The name of the remote of a remote.NAME.* key, or NULL. */
+static const char *remote_name(const char *key, size_t *len)
+{
+	if (strncmp(key, "remote.", 7))
+		return NULL;
+	const char *dot = strrchr(key + 7, '.');
+	if (!dot)
+		return NULL;
+	*len = (size_t)(dot - key - 7);
+	return key + 7;
+}
+
+/* Has c a key remote.R.*? Or, with r NULL, any remote.*.*? */
+static bool remote_exists(cfg c, const char *r, size_t len)
+{
+	_cleanup_free_ char *prefix = NULL;
+	if (r ? asprintf(&prefix, "remote.%.*s.", (int)len, r) < 0 : !(prefix = strdup("remote.")))
+		return true; /* out of memory: the stricter answer */
+	size_t lo, hi, plen = strlen(prefix);
+	cfg_range(c, prefix, &lo, &hi);
+	for (; lo < c.n && !strncmp(c.e[lo].key, prefix, plen); lo++)
+		if (r || strchr(c.e[lo].key + plen, '.'))
+			return true;
+	return false;
+}
+
+/* Is remote v of b one of a's remotes (the same urls and pushurls, under
+ * any name: `git remote rename` keeps them)? -ENOMEM, 0 or 1. */
+static int remote_known(cfg a, cfg b, const char *v)
+{
+	_cleanup_free_ char *bu = remote_key(v, strlen(v), "url"), *bp = remote_key(v, strlen(v), "pushurl");
+	if (!bu || !bp)
+		return -ENOMEM;
+	if (!cfg_first(b, bu) && !cfg_first(b, bp))
+		return 0; /* no such remote: git takes the name for a URL or path */
+	const char *prev = NULL;
+	size_t prevlen = 0, budget = 4096; /* remotes compared; more: not known */
+	for (size_t i = 0; i < a.n && budget; i++) {
+		size_t len;
+		const char *r = remote_name(a.e[i].key, &len);
+		if (!r || (prev && prevlen == len && !strncmp(prev, r, len)))
+			continue;
+		prev = r, prevlen = len, budget--;
+		_cleanup_free_ char *au = remote_key(r, len, "url"), *ap = remote_key(r, len, "pushurl");
+		if (!au || !ap)
+			return -ENOMEM;
+		if ((cfg_first(a, au) || cfg_first(a, ap)) && cfg_same(a, au, b, bu) && cfg_same(a, ap, b, bp))
+			return 1;
+	}
+	return 0;
+}
+
+static bool name_in(const char *key, const char *const *names)
+{
+	const char *dot = strrchr(key, '.');
+	for (; dot && *names; names++)
+		if (!strcmp(dot + 1, *names))
+			return true;
+	return false;
+}
+
+/* Does a change of key, from config a to b, send git's fetches, pushes or
+ * credentials for what the repository had elsewhere? -ENOMEM, 0 or 1. */
+static int key_redirects(cfg a, cfg b, const char *key)
+{
+	static const char *const transport[] = {"proxy", "proxyauthmethod", "proxysslcert", "proxysslkey",
+						"proxysslcainfo", "sslverify", "sslcainfo", "sslcapath", "sslcert",
+						"sslkey", "sslbackend", "pinnedpubkey", "extraheader", "cookiefile",
+						"savecookies", "curloptresolve", "followredirects", "emptyauth", NULL};
+	if (key_is(key, "url", "insteadof") || key_is(key, "url", "pushinsteadof"))
+		return 1; /* rewrites the URLs of every remote, whatever its name */
+	if ((!strncmp(key, "http.", 5) && name_in(key, transport)) || key_is(key, "remote", "proxy") ||
+	    key_is(key, "remote", "proxyauthmethod"))
+		return 1; /* where the traffic goes, or who can read it */
+	if (!a.n)
+		return 0; /* a new config (`git clone`, `git init`): no traffic to redirect */
+	if (!strcmp(key, "lfs.url") || !strcmp(key, "lfs.pushurl") || key_is(key, "remote", "lfsurl") || key_is(key, "remote", "lfspushurl"))
+		return 1;
+	size_t len;
+	const char *r = remote_name(key, &len);
+	if (r && (key_is(key, "remote", "url") || key_is(key, "remote", "pushurl")))
+		return remote_exists(a, r, len) && remote_exists(b, r, len); /* removed or renamed whole: goes nowhere */
+	if (key_is(key, "submodule", "url"))
+		return cfg_first(a, key) && cfg_first(b, key);
+	if (!key_is(key, "branch", "remote") && !key_is(key, "branch", "pushremote") && strcmp(key, "remote.pushdefault"))
+		return 0;
+	const char *v = cfg_last(b, key);
+	if (!v || !strcmp(v, ".") || !remote_exists(a, NULL, 0))
+		return 0; /* none (git's default), the repository itself, or no remote to redirect */
+	int known = remote_known(a, b, v);
+	return known < 0 ? known : !known;
+}
+
+/* Printable, bounded: the values are the command's. */
+static void shown(char *dst, size_t size, const char *v)
+{
+	snprintf(dst, size, "%s", v);
+	for (char *p = dst; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
+int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
+		       const char *const *keys, size_t nkeys, char **what)
+{
+	*what = NULL;
+	cfg ca = {a, na}, cb = {b, nb};
+	for (size_t i = 0; i < nkeys; i++) {
+		int r = key_redirects(ca, cb, keys[i]);
+		if (r <= 0) {
+			if (r < 0)
+				return r;
+			continue;
+		}
+		const char *o = cfg_first(ca, keys[i]), *n = cfg_last(cb, keys[i]);
+		char k[160], ov[160], nv[160];
+		shown(k, sizeof k, keys[i]);
+		shown(ov, sizeof ov, o ? o : "(unset)");
+		shown(nv, sizeof nv, n ? n : "(unset)");
+		return asprintf(what, "%s %s -> %s", k, ov, nv) < 0 ? -ENOMEM : 1;
+	}
+	return 0;
 }
