@@ -707,30 +707,53 @@ static bool remote_exists(cfg c, const char *r, size_t len)
 	return false;
 }
 
-/* Is remote v of b one of a's remotes (the same urls and pushurls, under
- * any name: `git remote rename` keeps them)? -ENOMEM, 0 or 1. */
-static int remote_known(cfg a, cfg b, const char *v)
+/* Has remote v of b the urls and pushurls that remote w of a had (a
+ * rename keeps them)? v not a remote: git takes it for a URL or path.
+ * -ENOMEM, 0 or 1. */
+static int remote_same(cfg a, const char *w, cfg b, const char *v)
 {
+	_cleanup_free_ char *au = remote_key(w, strlen(w), "url"), *ap = remote_key(w, strlen(w), "pushurl");
 	_cleanup_free_ char *bu = remote_key(v, strlen(v), "url"), *bp = remote_key(v, strlen(v), "pushurl");
-	if (!bu || !bp)
+	if (!au || !ap || !bu || !bp)
 		return -ENOMEM;
 	if (!cfg_first(b, bu) && !cfg_first(b, bp))
-		return 0; /* no such remote: git takes the name for a URL or path */
-	const char *prev = NULL;
-	size_t prevlen = 0, budget = 4096; /* remotes compared; more: not known */
-	for (size_t i = 0; i < a.n && budget; i++) {
+		return 0;
+	return cfg_same(a, au, b, bu) && cfg_same(a, ap, b, bp);
+}
+
+/* The name of a's remote when it has one alone (an origin renamed), or
+ * NULL (also out of memory). */
+static char *only_remote(cfg a)
+{
+	const char *name = NULL;
+	size_t namelen = 0;
+	for (size_t i = 0; i < a.n; i++) {
 		size_t len;
 		const char *r = remote_name(a.e[i].key, &len);
-		if (!r || (prev && prevlen == len && !strncmp(prev, r, len)))
+		if (!r)
 			continue;
-		prev = r, prevlen = len, budget--;
-		_cleanup_free_ char *au = remote_key(r, len, "url"), *ap = remote_key(r, len, "pushurl");
-		if (!au || !ap)
-			return -ENOMEM;
-		if ((cfg_first(a, au) || cfg_first(a, ap)) && cfg_same(a, au, b, bu) && cfg_same(a, ap, b, bp))
-			return 1;
+		if (name && (len != namelen || strncmp(r, name, len)))
+			return NULL;
+		name = r, namelen = len;
 	}
-	return 0;
+	return name ? strndup(name, namelen) : NULL;
+}
+
+/* key (a branch's remote or pushRemote, remote.pushDefault) names remote
+ * v after the change: is it where this traffic went before, the key's old
+ * remote or the repository's default (remote.pushDefault, else origin)?
+ * A remote merely added earlier is not: that would let one transaction
+ * add it and the next send the user's branches to it. */
+static int remote_kept(cfg a, cfg b, const char *key, const char *v)
+{
+	const char *old = cfg_last(a, key), *dflt = cfg_last(a, "remote.pushdefault");
+	int r = old ? remote_same(a, old, b, v) : 0;
+	if (r == 0)
+		r = remote_same(a, dflt ? dflt : "origin", b, v);
+	_cleanup_free_ char *only = NULL;
+	if (r == 0 && !dflt && (only = only_remote(a)))
+		r = remote_same(a, only, b, v);
+	return r;
 }
 
 static bool name_in(const char *key, const char *const *names)
@@ -770,8 +793,8 @@ static int key_redirects(cfg a, cfg b, const char *key)
 	const char *v = cfg_last(b, key);
 	if (!v || !strcmp(v, ".") || !remote_exists(a, NULL, 0))
 		return 0; /* none (git's default), the repository itself, or no remote to redirect */
-	int known = remote_known(a, b, v);
-	return known < 0 ? known : !known;
+	int kept = remote_kept(a, b, key, v);
+	return kept < 0 ? kept : !kept;
 }
 
 /* Printable, bounded: the values are the command's. */

@@ -107,8 +107,9 @@ int gitconfig_changed_keys(gitconfig_entry *a, size_t na, gitconfig_entry *b, si
  * url/pushurl of a remote that stays changed, url.*.insteadOf or
  * pushInsteadOf, http transport keys (proxy, TLS, extra headers,
  * cookies), lfs urls, a submodule's url changed, or a branch or
- * remote.pushDefault made to name a remote the old config did not have
- * (compared by its urls: a rename keeps them)? A new config (na == 0)
+ * remote.pushDefault made to name a remote other than the one it named
+ * or the default one (origin or remote.pushDefault), compared by urls so
+ * that a rename keeps them? A new config (na == 0)
  * redirects nothing but by insteadOf and transport keys. 1 with *what
  * (malloc'd: "key old -> new", printable), 0, or -ENOMEM. */
 int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,

@@ -447,6 +447,11 @@ def config_redirect(ctx):
         r = _held(ctx, ws, cmd, pol, "git-config-redirect")
         reason = _reason(r)
         check(key in reason and old in reason, "the reason does not name %s and %s: %r" % (key, old, reason))
+    # a remote added in one transaction is no place to send main in the next
+    _committed(ctx, ws, "git remote add fork %s" % evil, pol)
+    for cmd in ("git config remote.pushDefault fork", "git config branch.main.pushRemote fork",
+                "git branch -q --set-upstream-to=origin/main && git config branch.main.remote fork"):
+        _held(ctx, ws, cmd, pol, "git-config-redirect")
     # a user's config in the workspace (HOME=$WS/...) rewrites every repository's URLs
     _held(ctx, ws, "mkdir -p home && printf '[url \"%s\"]\n\tinsteadOf = https://github.com/\n' > home/.gitconfig"
           % evil, pol, "git-config-redirect")
@@ -458,13 +463,13 @@ def config_remote_work(ctx):
     a rename, an upstream on an existing remote, user.*, removing one."""
     pol = _effects_policy(ctx)
     ws = _remote_repo(ctx)
-    for cmd in ("git remote add upstream https://example.com/up.git",
-                "git config user.name someone && git config user.email s@example.com",
+    for cmd in ("git config user.name someone && git config user.email s@example.com",
                 "git branch -q --set-upstream-to=origin/main && git config branch.topic.remote origin",
                 "git checkout -q topic && git branch -q --set-upstream-to=origin/topic && git checkout -q main",
                 "git remote rename origin up && git branch -q --set-upstream-to=up/main",
                 "git config branch.main.pushRemote up",
                 "git remote remove up",
+                "git remote add upstream https://example.com/up.git",
                 "%s init -q sub && cd sub && git remote add origin https://example.com/s.git && "
                 "git config branch.main.remote origin" % GIT):
         _committed(ctx, ws, cmd, pol)
