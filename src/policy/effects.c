@@ -645,11 +645,20 @@ static const char *cfg_first(cfg c, const char *key)
 	return lo == hi ? NULL : c.e[lo].value ? c.e[lo].value : "true";
 }
 
-static const char *cfg_last(cfg c, const char *key)
+/* The first value of key in b that a has not, else b's first, or NULL
+ * (both ranges are sorted: one merge). */
+static const char *cfg_added(cfg a, cfg b, const char *key)
 {
-	size_t lo, hi;
-	cfg_range(c, key, &lo, &hi);
-	return lo == hi ? NULL : c.e[hi - 1].value ? c.e[hi - 1].value : "true";
+	size_t al, ah, bl, bh;
+	cfg_range(a, key, &al, &ah);
+	cfg_range(b, key, &bl, &bh);
+	for (size_t j = bl; j < bh; j++) {
+		while (al < ah && entry_cmp(&a.e[al], &b.e[j]) < 0)
+			al++;
+		if (al == ah || entry_cmp(&a.e[al], &b.e[j]) > 0)
+			return b.e[j].value ? b.e[j].value : "true";
+	}
+	return cfg_first(b, key);
 }
 
 /* Do a's key1 and b's key2 hold the same values? */
@@ -746,13 +755,35 @@ static char *only_remote(cfg a)
  * add it and the next send the user's branches to it. */
 static int remote_kept(cfg a, cfg b, const char *key, const char *v)
 {
-	const char *old = cfg_last(a, key), *dflt = cfg_last(a, "remote.pushdefault");
-	int r = old ? remote_same(a, old, b, v) : 0;
-	if (r == 0)
-		r = remote_same(a, dflt ? dflt : "origin", b, v);
+	if (!strcmp(v, "."))
+		return 1; /* the repository itself */
+	size_t lo, hi, dlo, dhi;
+	cfg_range(a, key, &lo, &hi);
+	cfg_range(a, "remote.pushdefault", &dlo, &dhi);
+	int r = 0;
+	for (size_t i = lo; r == 0 && i < hi; i++)
+		r = a.e[i].value ? remote_same(a, a.e[i].value, b, v) : 0;
+	for (size_t i = dlo; r == 0 && i < dhi; i++)
+		r = a.e[i].value ? remote_same(a, a.e[i].value, b, v) : 0;
+	if (r == 0 && dlo == dhi)
+		r = remote_same(a, "origin", b, v);
 	_cleanup_free_ char *only = NULL;
-	if (r == 0 && !dflt && (only = only_remote(a)))
+	if (r == 0 && dlo == dhi && (only = only_remote(a)))
 		r = remote_same(a, only, b, v);
+	return r;
+}
+
+/* Every value key has in b (git takes the last in file order, which the
+ * sorted entries no longer show) names a remote kept? -ENOMEM, 0 or 1. */
+static int remotes_kept(cfg a, cfg b, const char *key)
+{
+	size_t lo, hi;
+	cfg_range(b, key, &lo, &hi);
+	if (hi - lo > 64)
+		return 0; /* no branch needs that many: not judged, held */
+	int r = 1;
+	for (; r == 1 && lo < hi; lo++)
+		r = remote_kept(a, b, key, b.e[lo].value ? b.e[lo].value : "true");
 	return r;
 }
 
@@ -790,10 +821,9 @@ static int key_redirects(cfg a, cfg b, const char *key)
 		return cfg_first(a, key) && cfg_first(b, key);
 	if (!key_is(key, "branch", "remote") && !key_is(key, "branch", "pushremote") && strcmp(key, "remote.pushdefault"))
 		return 0;
-	const char *v = cfg_last(b, key);
-	if (!v || !strcmp(v, ".") || !remote_exists(a, NULL, 0))
-		return 0; /* none (git's default), the repository itself, or no remote to redirect */
-	int kept = remote_kept(a, b, key, v);
+	if (!remote_exists(a, NULL, 0))
+		return 0; /* no remote to redirect */
+	int kept = remotes_kept(a, b, key);
 	return kept < 0 ? kept : !kept;
 }
 
@@ -818,7 +848,7 @@ int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entr
 				return r;
 			continue;
 		}
-		const char *o = cfg_first(ca, keys[i]), *n = cfg_last(cb, keys[i]);
+		const char *o = cfg_first(ca, keys[i]), *n = cfg_added(ca, cb, keys[i]);
 		char k[160], ov[160], nv[160];
 		shown(k, sizeof k, keys[i]);
 		shown(ov, sizeof ov, o ? o : "(unset)");
