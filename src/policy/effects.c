@@ -670,7 +670,7 @@ static bool cfg_same(cfg a, const char *k1, cfg b, const char *k2)
 	if (ah - al != bh - bl)
 		return false;
 	for (; al < ah; al++, bl++)
-		if (entry_cmp(&(gitconfig_entry){"", a.e[al].value}, &(gitconfig_entry){"", b.e[bl].value}))
+		if (entry_cmp(&(gitconfig_entry){a.e[al].key, a.e[al].value}, &(gitconfig_entry){a.e[al].key, b.e[bl].value}))
 			return false;
 	return true;
 }
@@ -787,6 +787,30 @@ static int remotes_kept(cfg a, cfg b, const char *key)
 	return r;
 }
 
+/* Has remote w of a gone to another name in b, the same urls kept
+ * (`git remote rename`)? Removing it outright is held: a next
+ * transaction could add it again, as new, with another url. -ENOMEM, 0
+ * or 1. */
+static int renamed_to(cfg a, const char *w, cfg b)
+{
+	const char *prev = NULL;
+	size_t prevlen = 0, budget = 4096; /* names compared; more: not renamed */
+	for (size_t i = 0; i < b.n && budget; i++) {
+		size_t len;
+		const char *r = remote_name(b.e[i].key, &len);
+		if (!r || (prev && prevlen == len && !strncmp(prev, r, len)))
+			continue;
+		prev = r, prevlen = len, budget--;
+		_cleanup_free_ char *v = strndup(r, len);
+		if (!v)
+			return -ENOMEM;
+		int same = remote_same(a, w, b, v);
+		if (same)
+			return same;
+	}
+	return 0;
+}
+
 static bool name_in(const char *key, const char *const *names)
 {
 	const char *dot = strrchr(key, '.');
@@ -798,7 +822,7 @@ static bool name_in(const char *key, const char *const *names)
 
 /* Does a change of key, from config a to b, send git's fetches, pushes or
  * credentials for what the repository had elsewhere? -ENOMEM, 0 or 1. */
-static int key_redirects(cfg a, cfg b, const char *key)
+static int key_redirects(cfg a, cfg b, const char *key, enum gitconfig_role role)
 {
 	static const char *const transport[] = {"proxy", "proxyauthmethod", "proxysslcert", "proxysslkey",
 						"proxysslcainfo", "sslverify", "sslcainfo", "sslcapath", "sslcert",
@@ -809,17 +833,31 @@ static int key_redirects(cfg a, cfg b, const char *key)
 	if ((!strncmp(key, "http.", 5) && name_in(key, transport)) || key_is(key, "remote", "proxy") ||
 	    key_is(key, "remote", "proxyauthmethod"))
 		return 1; /* where the traffic goes, or who can read it */
-	if (!a.n)
-		return 0; /* a new config (`git clone`, `git init`): no traffic to redirect */
+	if (role == GITCONFIG_NEW_REPO)
+		return 0; /* `git clone`, `git init`: no traffic to redirect */
 	if (!strcmp(key, "lfs.url") || !strcmp(key, "lfs.pushurl") || key_is(key, "remote", "lfsurl") || key_is(key, "remote", "lfspushurl"))
 		return 1;
 	size_t len;
 	const char *r = remote_name(key, &len);
-	if (r && (key_is(key, "remote", "url") || key_is(key, "remote", "pushurl")))
-		return remote_exists(a, r, len) && remote_exists(b, r, len); /* removed or renamed whole: goes nowhere */
+	bool urls = r && (key_is(key, "remote", "url") || key_is(key, "remote", "pushurl"));
+	bool selects = key_is(key, "branch", "remote") || key_is(key, "branch", "pushremote") ||
+		       !strcmp(key, "remote.pushdefault");
+	if (role == GITCONFIG_OVERLAY)
+		return urls || selects;
+	if (urls) {
+		if (!remote_exists(a, r, len))
+			return 0; /* a new remote: nothing went there before */
+		if (remote_exists(b, r, len))
+			return 1;
+		_cleanup_free_ char *name = strndup(r, len);
+		if (!name)
+			return -ENOMEM;
+		int renamed = renamed_to(a, name, b);
+		return renamed < 0 ? renamed : !renamed;
+	}
 	if (key_is(key, "submodule", "url"))
 		return cfg_first(a, key) && cfg_first(b, key);
-	if (!key_is(key, "branch", "remote") && !key_is(key, "branch", "pushremote") && strcmp(key, "remote.pushdefault"))
+	if (!selects)
 		return 0;
 	if (!remote_exists(a, NULL, 0))
 		return 0; /* no remote to redirect */
@@ -837,12 +875,12 @@ static void shown(char *dst, size_t size, const char *v)
 }
 
 int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
-		       const char *const *keys, size_t nkeys, char **what)
+		       const char *const *keys, size_t nkeys, enum gitconfig_role role, char **what)
 {
 	*what = NULL;
 	cfg ca = {a, na}, cb = {b, nb};
 	for (size_t i = 0; i < nkeys; i++) {
-		int r = key_redirects(ca, cb, keys[i]);
+		int r = key_redirects(ca, cb, keys[i], role);
 		if (r <= 0) {
 			if (r < 0)
 				return r;

@@ -104,13 +104,21 @@ int gitconfig_changed_keys(gitconfig_entry *a, size_t na, gitconfig_entry *b, si
 
 /* Does the change from config a to b (both sorted by
  * gitconfig_changed_keys, which gave keys) redirect an existing remote:
- * url/pushurl of a remote that stays changed, url.*.insteadOf or
+ * url/pushurl of a remote changed, or removed but not renamed, url.*.insteadOf or
  * pushInsteadOf, http transport keys (proxy, TLS, extra headers,
  * cookies), lfs urls, a submodule's url changed, or a branch or
  * remote.pushDefault made to name a remote other than the one it named
  * or the default one (origin or remote.pushDefault), compared by urls so
- * that a rename keeps them? A new config (na == 0)
- * redirects nothing but by insteadOf and transport keys. 1 with *what
+ * that a rename keeps them? A new repository's config redirects nothing
+ * but by insteadOf and transport keys. 1 with *what
  * (malloc'd: "key old -> new", printable), 0, or -ENOMEM. */
+enum gitconfig_role {
+	GITCONFIG_REPO,     /* a repository's own config */
+	GITCONFIG_NEW_REPO, /* the config of a repository the change made (clone, init) */
+	/* a config git merges with a repository's (config.worktree, a user's):
+	 * the remotes it names are defined elsewhere, so every redirecting
+	 * key is held */
+	GITCONFIG_OVERLAY,
+};
 int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
-		       const char *const *keys, size_t nkeys, char **what);
+		       const char *const *keys, size_t nkeys, enum gitconfig_role role, char **what);

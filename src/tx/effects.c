@@ -613,12 +613,30 @@ static bool git_config_file(const gitscan *g, const char *path)
 	       sibling_after(g, path, n, "commondir");
 }
 
+/* A repository's own config (`config` beside HEAD, objects and refs, not
+ * a user's), new when that HEAD was not in the workspace: a clone or an
+ * init, not a config deleted by one transaction and remade by the next.
+ * Any other config (config.worktree, a user's) is merged with one whose
+ * remotes it can redirect. */
+static enum gitconfig_role config_role(const gitscan *g, const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	size_t n = (size_t)(base - path);
+	if (strcmp(base, "config") || !strcmp(path, ".config/git/config") || suffix_of(path, "/.config/git/config"))
+		return GITCONFIG_OVERLAY;
+	_cleanup_free_ char *head = NULL;
+	if (asprintf(&head, "%.*sHEAD", (int)n, path) < 0)
+		return GITCONFIG_REPO; /* out of memory: the stricter answer */
+	_cleanup_close_ int fd = fs_open_beneath(g->s->ws_fd, head, O_PATH, 0);
+	return fd >= 0 ? GITCONFIG_REPO : GITCONFIG_NEW_REPO;
+}
+
 /* Note the first redirect of an existing remote, by key and values. */
-static int config_redirect(gitscan *g, const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
-			   char **keys, size_t nk)
+static int config_redirect(gitscan *g, const char *path, const gitconfig_entry *a, size_t na,
+			   const gitconfig_entry *b, size_t nb, char **keys, size_t nk)
 {
 	_cleanup_free_ char *what = NULL;
-	int r = gitconfig_redirect(a, na, b, nb, (const char *const *)keys, nk, &what);
+	int r = gitconfig_redirect(a, na, b, nb, (const char *const *)keys, nk, config_role(g, path), &what);
 	if (r > 0)
 		git_hit(g, EFFECT_GIT_REMOTE_REDIRECTED, what);
 	return r < 0 ? r : 0;
@@ -645,7 +663,7 @@ static int config_change(gitscan *g, const effect_change *c, keyset *k)
 	if (r == 0)
 		r = gitconfig_changed_keys(a, na, b, nb, &keys, &nk);
 	if (r == 0)
-		r = config_redirect(g, a, na, b, nb, keys, nk);
+		r = config_redirect(g, c->path, a, na, b, nb, keys, nk);
 	gitconfig_free(a, na);
 	gitconfig_free(b, nb);
 	if (r == -ENOMEM) {

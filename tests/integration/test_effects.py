@@ -447,6 +447,15 @@ def config_redirect(ctx):
         r = _held(ctx, ws, cmd, pol, "git-config-redirect")
         reason = _reason(r)
         check(key in reason and old in reason, "the reason does not name %s and %s: %r" % (key, old, reason))
+    # a remote removed, or a config gone, may come back as new with another url
+    _held(ctx, ws, "git remote remove origin", pol, "git-config-redirect")
+    _held(ctx, ws, "rm .git/config", pol, "git-config-redirect")
+    # a linked worktree's config.worktree adds to the repository's remotes
+    sh("%s config extensions.worktreeConfig true && %s worktree add -q ../wt-%s 2>/dev/null"
+       % (GIT, GIT, os.path.basename(ws)), cwd=ws)
+    _held(ctx, ws, "git config --worktree remote.origin.pushurl %s" % evil, pol, "git-config-redirect")
+    _held(ctx, ws, "d=$(ls .git/worktrees) && printf '[remote \"origin\"]\n\tpushurl = %s\n' "
+          "> .git/worktrees/$d/config.worktree" % evil, pol, "git-config-redirect")
     # a remote added in one transaction is no place to send main in the next
     _committed(ctx, ws, "git remote add fork %s" % evil, pol)
     for cmd in ("git config remote.pushDefault fork", "git config branch.main.pushRemote fork",
@@ -468,7 +477,6 @@ def config_remote_work(ctx):
                 "git checkout -q topic && git branch -q --set-upstream-to=origin/topic && git checkout -q main",
                 "git remote rename origin up && git branch -q --set-upstream-to=up/main",
                 "git config branch.main.pushRemote up",
-                "git remote remove up",
                 "git remote add upstream https://example.com/up.git",
                 "%s init -q sub && cd sub && git remote add origin https://example.com/s.git && "
                 "git config branch.main.remote origin" % GIT):
