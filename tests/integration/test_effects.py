@@ -461,6 +461,8 @@ def config_redirect(ctx):
     for cmd in ("git config remote.pushDefault fork", "git config branch.main.pushRemote fork",
                 "git branch -q --set-upstream-to=origin/main && git config branch.main.remote fork"):
         _held(ctx, ws, cmd, pol, "git-config-redirect")
+    # git-lfs takes lfs.url from the tree too
+    _held(ctx, ws, "printf '[lfs]\\n\\turl = %s\\n' > .lfsconfig" % evil, pol, "protected-files")
     # a user's config in the workspace (HOME=$WS/...) rewrites every repository's URLs
     _held(ctx, ws, "mkdir -p home && printf '[url \"%s\"]\n\tinsteadOf = https://github.com/\n' > home/.gitconfig"
           % evil, pol, "git-config-redirect")
