@@ -627,8 +627,8 @@ static enum gitconfig_role config_role(const gitscan *g, const char *path)
 	_cleanup_free_ char *head = NULL;
 	if (asprintf(&head, "%.*sHEAD", (int)n, path) < 0)
 		return GITCONFIG_REPO; /* out of memory: the stricter answer */
-	_cleanup_close_ int fd = fs_open_beneath(g->s->ws_fd, head, O_PATH, 0);
-	return fd >= 0 ? GITCONFIG_REPO : GITCONFIG_NEW_REPO;
+	/* any HEAD (a symlink, junk, unreadable) was a repository */
+	return exists_beneath(g->s->ws_fd, head) ? GITCONFIG_REPO : GITCONFIG_NEW_REPO;
 }
 
 /* Note the first redirect of an existing remote, by key and values. */

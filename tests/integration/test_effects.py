@@ -450,6 +450,10 @@ def config_redirect(ctx):
     # a remote removed, or a config gone, may come back as new with another url
     _held(ctx, ws, "git remote remove origin", pol, "git-config-redirect")
     _held(ctx, ws, "rm .git/config", pol, "git-config-redirect")
+    # a repository whose HEAD is a symlink is still one (not a new clone)
+    sh("mv .git/HEAD .git/HEAD.real && ln -s refs/heads/main .git/HEAD", cwd=ws)
+    _held(ctx, ws, "git remote set-url origin %s" % evil, pol, "git-config-redirect")
+    sh("rm .git/HEAD && mv .git/HEAD.real .git/HEAD", cwd=ws)
     # a linked worktree's config.worktree adds to the repository's remotes
     sh("%s config extensions.worktreeConfig true && %s worktree add -q ../wt-%s 2>/dev/null"
        % (GIT, GIT, os.path.basename(ws)), cwd=ws)
