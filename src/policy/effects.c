@@ -835,8 +835,9 @@ static int key_redirects(cfg a, cfg b, const char *key, enum gitconfig_role role
 		return 1; /* where the traffic goes, or who can read it */
 	if (role == GITCONFIG_NEW_REPO)
 		return 0; /* `git clone`, `git init`: no traffic to redirect */
-	if (!strcmp(key, "lfs.url") || !strcmp(key, "lfs.pushurl") || key_is(key, "remote", "lfsurl") || key_is(key, "remote", "lfspushurl"))
-		return 1;
+	if (!strcmp(key, "lfs.url") || !strcmp(key, "lfs.pushurl") || key_is(key, "remote", "lfsurl") ||
+	    key_is(key, "remote", "lfspushurl"))
+		return 1; /* where git-lfs sends the objects */
 	size_t len;
 	const char *r = remote_name(key, &len);
 	bool urls = r && (key_is(key, "remote", "url") || key_is(key, "remote", "pushurl"));
