@@ -158,7 +158,7 @@ static bool change_selected(const effect_rule *e, const effect_facts *f, const e
 static const char *const git_effect_names[] = {
 	"refs deleted", "reflog deleted or rewritten", "pack files deleted", "loose objects deleted",
 	".git/shallow changed", "git objects or pack files rewritten (objects never change)",
-	"stash entries dropped"};
+	"stash entries dropped", "a git remote redirected"};
 
 /* Selected by git_config globs: some glob matches and no "!glob" does
  * (the same as paths; "*" with exclusions is an allow-list of keys). */
@@ -612,4 +612,287 @@ int gitconfig_changed_keys(gitconfig_entry *a, size_t na, gitconfig_entry *b, si
 		r = add_key(keys, nkeys, d < 0 ? a[i++].key : b[j++].key);
 	}
 	return r; /* the merge visits keys in order: they come out sorted, each once */
+}
+
+/* ---- git config: traffic of an existing remote sent elsewhere ------------- */
+
+typedef struct cfg {
+	const gitconfig_entry *e; /* sorted by entry_cmp */
+	size_t n;
+} cfg;
+
+/* The entries of key: [*lo, *hi). */
+static void cfg_range(cfg c, const char *key, size_t *lo, size_t *hi)
+{
+	size_t l = 0, h = c.n;
+	while (l < h) {
+		size_t m = l + (h - l) / 2;
+		if (strcmp(c.e[m].key, key) < 0)
+			l = m + 1;
+		else
+			h = m;
+	}
+	*lo = l;
+	while (l < c.n && !strcmp(c.e[l].key, key))
+		l++;
+	*hi = l;
+}
+
+static const char *cfg_first(cfg c, const char *key)
+{
+	size_t lo, hi;
+	cfg_range(c, key, &lo, &hi);
+	return lo == hi ? NULL : c.e[lo].value ? c.e[lo].value : "true";
+}
+
+/* The first value of key in b that a has not, else b's first, or NULL
+ * (both ranges are sorted: one merge). */
+static const char *cfg_added(cfg a, cfg b, const char *key)
+{
+	size_t al, ah, bl, bh;
+	cfg_range(a, key, &al, &ah);
+	cfg_range(b, key, &bl, &bh);
+	for (size_t j = bl; j < bh; j++) {
+		while (al < ah && entry_cmp(&a.e[al], &b.e[j]) < 0)
+			al++;
+		if (al == ah || entry_cmp(&a.e[al], &b.e[j]) > 0)
+			return b.e[j].value ? b.e[j].value : "true";
+	}
+	return cfg_first(b, key);
+}
+
+/* Do a's key1 and b's key2 hold the same values? */
+static bool cfg_same(cfg a, const char *k1, cfg b, const char *k2)
+{
+	size_t al, ah, bl, bh;
+	cfg_range(a, k1, &al, &ah);
+	cfg_range(b, k2, &bl, &bh);
+	if (ah - al != bh - bl)
+		return false;
+	for (; al < ah; al++, bl++)
+		if (entry_cmp(&(gitconfig_entry){a.e[al].key, a.e[al].value}, &(gitconfig_entry){a.e[al].key, b.e[bl].value}))
+			return false;
+	return true;
+}
+
+/* key = section[.subsection].name: the section and the name. */
+static bool key_is(const char *key, const char *section, const char *name)
+{
+	size_t sl = strlen(section);
+	const char *dot = strrchr(key, '.');
+	return !strncmp(key, section, sl) && key[sl] == '.' && dot && !strcmp(dot + 1, name);
+}
+
+/* remote.NAME.<name>, malloc'd; NULL: out of memory. */
+static char *remote_key(const char *remote, size_t len, const char *name)
+{
+	char *k;
+	return asprintf(&k, "remote.%.*s.%s", (int)len, remote, name) < 0 ? NULL : k;
+}
+
+/* The name of the remote of a remote.NAME.* key, or NULL. */
+static const char *remote_name(const char *key, size_t *len)
+{
+	if (strncmp(key, "remote.", 7))
+		return NULL;
+	const char *dot = strrchr(key + 7, '.');
+	if (!dot)
+		return NULL;
+	*len = (size_t)(dot - key - 7);
+	return key + 7;
+}
+
+/* Has c a key remote.R.*? Or, with r NULL, any remote.*.*? */
+static bool remote_exists(cfg c, const char *r, size_t len)
+{
+	_cleanup_free_ char *prefix = NULL;
+	if (r ? asprintf(&prefix, "remote.%.*s.", (int)len, r) < 0 : !(prefix = strdup("remote.")))
+		return true; /* out of memory: the stricter answer */
+	size_t lo, hi, plen = strlen(prefix);
+	cfg_range(c, prefix, &lo, &hi);
+	for (; lo < c.n && !strncmp(c.e[lo].key, prefix, plen); lo++)
+		if (r || strchr(c.e[lo].key + plen, '.'))
+			return true;
+	return false;
+}
+
+/* Has remote v of b the urls and pushurls that remote w of a had (a
+ * rename keeps them)? v not a remote: git takes it for a URL or path.
+ * -ENOMEM, 0 or 1. */
+static int remote_same(cfg a, const char *w, cfg b, const char *v)
+{
+	_cleanup_free_ char *au = remote_key(w, strlen(w), "url"), *ap = remote_key(w, strlen(w), "pushurl");
+	_cleanup_free_ char *bu = remote_key(v, strlen(v), "url"), *bp = remote_key(v, strlen(v), "pushurl");
+	if (!au || !ap || !bu || !bp)
+		return -ENOMEM;
+	if (!cfg_first(b, bu) && !cfg_first(b, bp))
+		return 0;
+	return cfg_same(a, au, b, bu) && cfg_same(a, ap, b, bp);
+}
+
+/* The name of a's remote when it has one alone (an origin renamed), or
+ * NULL (also out of memory). */
+static char *only_remote(cfg a)
+{
+	const char *name = NULL;
+	size_t namelen = 0;
+	for (size_t i = 0; i < a.n; i++) {
+		size_t len;
+		const char *r = remote_name(a.e[i].key, &len);
+		if (!r)
+			continue;
+		if (name && (len != namelen || strncmp(r, name, len)))
+			return NULL;
+		name = r, namelen = len;
+	}
+	return name ? strndup(name, namelen) : NULL;
+}
+
+/* key (a branch's remote or pushRemote, remote.pushDefault) names remote
+ * v after the change: is it where this traffic went before, the key's old
+ * remote or the repository's default (remote.pushDefault, else origin)?
+ * A remote merely added earlier is not: that would let one transaction
+ * add it and the next send the user's branches to it. */
+static int remote_kept(cfg a, cfg b, const char *key, const char *v)
+{
+	if (!strcmp(v, "."))
+		return 1; /* the repository itself */
+	size_t lo, hi, dlo, dhi;
+	cfg_range(a, key, &lo, &hi);
+	cfg_range(a, "remote.pushdefault", &dlo, &dhi);
+	int r = 0;
+	for (size_t i = lo; r == 0 && i < hi; i++)
+		r = a.e[i].value ? remote_same(a, a.e[i].value, b, v) : 0;
+	for (size_t i = dlo; r == 0 && i < dhi; i++)
+		r = a.e[i].value ? remote_same(a, a.e[i].value, b, v) : 0;
+	if (r == 0 && dlo == dhi)
+		r = remote_same(a, "origin", b, v);
+	_cleanup_free_ char *only = NULL;
+	if (r == 0 && dlo == dhi && (only = only_remote(a)))
+		r = remote_same(a, only, b, v);
+	return r;
+}
+
+/* Every value key has in b (git takes the last in file order, which the
+ * sorted entries no longer show) names a remote kept? -ENOMEM, 0 or 1. */
+static int remotes_kept(cfg a, cfg b, const char *key)
+{
+	size_t lo, hi;
+	cfg_range(b, key, &lo, &hi);
+	if (hi - lo > 64)
+		return 0; /* no branch needs that many: not judged, held */
+	int r = 1;
+	for (; r == 1 && lo < hi; lo++)
+		r = remote_kept(a, b, key, b.e[lo].value ? b.e[lo].value : "true");
+	return r;
+}
+
+/* Has remote w of a gone to another name in b, the same urls kept
+ * (`git remote rename`)? Removing it outright is held: a next
+ * transaction could add it again, as new, with another url. -ENOMEM, 0
+ * or 1. */
+static int renamed_to(cfg a, const char *w, cfg b)
+{
+	const char *prev = NULL;
+	size_t prevlen = 0, budget = 4096; /* names compared; more: not renamed */
+	for (size_t i = 0; i < b.n && budget; i++) {
+		size_t len;
+		const char *r = remote_name(b.e[i].key, &len);
+		if (!r || (prev && prevlen == len && !strncmp(prev, r, len)))
+			continue;
+		prev = r, prevlen = len, budget--;
+		_cleanup_free_ char *v = strndup(r, len);
+		if (!v)
+			return -ENOMEM;
+		int same = remote_same(a, w, b, v);
+		if (same)
+			return same;
+	}
+	return 0;
+}
+
+static bool name_in(const char *key, const char *const *names)
+{
+	const char *dot = strrchr(key, '.');
+	for (; dot && *names; names++)
+		if (!strcmp(dot + 1, *names))
+			return true;
+	return false;
+}
+
+/* Does a change of key, from config a to b, send git's fetches, pushes or
+ * credentials for what the repository had elsewhere? -ENOMEM, 0 or 1. */
+static int key_redirects(cfg a, cfg b, const char *key, enum gitconfig_role role)
+{
+	static const char *const transport[] = {"proxy", "proxyauthmethod", "proxysslcert", "proxysslkey",
+						"proxysslcainfo", "sslverify", "sslcainfo", "sslcapath", "sslcert",
+						"sslkey", "sslbackend", "pinnedpubkey", "extraheader", "cookiefile",
+						"savecookies", "curloptresolve", "followredirects", "emptyauth", NULL};
+	if (key_is(key, "url", "insteadof") || key_is(key, "url", "pushinsteadof"))
+		return 1; /* rewrites the URLs of every remote, whatever its name */
+	if ((!strncmp(key, "http.", 5) && name_in(key, transport)) || key_is(key, "remote", "proxy") ||
+	    key_is(key, "remote", "proxyauthmethod"))
+		return 1; /* where the traffic goes, or who can read it */
+	if (role == GITCONFIG_NEW_REPO)
+		return 0; /* `git clone`, `git init`: no traffic to redirect */
+	if (!strcmp(key, "lfs.url") || !strcmp(key, "lfs.pushurl") || key_is(key, "remote", "lfsurl") ||
+	    key_is(key, "remote", "lfspushurl"))
+		return 1; /* where git-lfs sends the objects */
+	size_t len;
+	const char *r = remote_name(key, &len);
+	bool urls = r && (key_is(key, "remote", "url") || key_is(key, "remote", "pushurl"));
+	bool selects = key_is(key, "branch", "remote") || key_is(key, "branch", "pushremote") ||
+		       !strcmp(key, "remote.pushdefault");
+	if (role == GITCONFIG_OVERLAY)
+		return urls || selects;
+	if (urls) {
+		if (!remote_exists(a, r, len))
+			return 0; /* a new remote: nothing went there before */
+		if (remote_exists(b, r, len))
+			return 1;
+		_cleanup_free_ char *name = strndup(r, len);
+		if (!name)
+			return -ENOMEM;
+		int renamed = renamed_to(a, name, b);
+		return renamed < 0 ? renamed : !renamed;
+	}
+	if (key_is(key, "submodule", "url"))
+		return cfg_first(a, key) && cfg_first(b, key);
+	if (!selects)
+		return 0;
+	if (!remote_exists(a, NULL, 0))
+		return 0; /* no remote to redirect */
+	int kept = remotes_kept(a, b, key);
+	return kept < 0 ? kept : !kept;
+}
+
+/* Printable, bounded: the values are the command's. */
+static void shown(char *dst, size_t size, const char *v)
+{
+	snprintf(dst, size, "%s", v);
+	for (char *p = dst; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
+int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
+		       const char *const *keys, size_t nkeys, enum gitconfig_role role, char **what)
+{
+	*what = NULL;
+	cfg ca = {a, na}, cb = {b, nb};
+	for (size_t i = 0; i < nkeys; i++) {
+		int r = key_redirects(ca, cb, keys[i], role);
+		if (r <= 0) {
+			if (r < 0)
+				return r;
+			continue;
+		}
+		const char *o = cfg_first(ca, keys[i]), *n = cfg_added(ca, cb, keys[i]);
+		char k[160], ov[160], nv[160];
+		shown(k, sizeof k, keys[i]);
+		shown(ov, sizeof ov, o ? o : "(unset)");
+		shown(nv, sizeof nv, n ? n : "(unset)");
+		return asprintf(what, "%s %s -> %s", k, ov, nv) < 0 ? -ENOMEM : 1;
+	}
+	return 0;
 }

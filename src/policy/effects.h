@@ -27,8 +27,11 @@ enum effect_git {
 	/* two or more stash entries gone at once (`git stash clear`); one is
 	 * `git stash pop` */
 	EFFECT_GIT_STASH_DROPPED = 1u << 6,
+	/* a config change that sends an existing remote's fetches, pushes or
+	 * credentials elsewhere (gitconfig_redirect) */
+	EFFECT_GIT_REMOTE_REDIRECTED = 1u << 7,
 };
-#define EFFECT_GIT_KINDS 7
+#define EFFECT_GIT_KINDS 8
 
 /* One changed entry at file granularity (a directory moved whole by the
  * commit is listed with everything beneath it). */
@@ -48,7 +51,9 @@ typedef struct effect_facts {
 	bool incomplete;       /* the change list was cut at its limit: path rules cannot be trusted */
 	uint64_t tracked;      /* files in the git index; 0: unknown (no git) */
 	unsigned git;          /* enum effect_git seen */
-	const char *git_path[EFFECT_GIT_KINDS]; /* for each bit of git: the first file that showed it, or NULL */
+	/* for each bit of git: the first file that showed it (for
+	 * remote-redirected: the key and its old and new value), or NULL */
+	const char *git_path[EFFECT_GIT_KINDS];
 	const char *const *config_keys; /* git config keys added, changed or removed */
 	size_t nconfig_keys;
 	bool config_unreadable; /* a changed git config could not be read or parsed */
@@ -96,3 +101,24 @@ void gitconfig_free(gitconfig_entry *e, size_t n);
  * in place): NULL-terminated, malloc'd strings in one malloc'd array. */
 int gitconfig_changed_keys(gitconfig_entry *a, size_t na, gitconfig_entry *b, size_t nb, char ***keys,
 			   size_t *nkeys);
+
+/* Does the change from config a to b (both sorted by
+ * gitconfig_changed_keys, which gave keys) redirect an existing remote:
+ * url/pushurl of a remote changed, or removed but not renamed, url.*.insteadOf or
+ * pushInsteadOf, http transport keys (proxy, TLS, extra headers,
+ * cookies), lfs urls, a submodule's url changed, or a branch or
+ * remote.pushDefault made to name a remote other than the one it named
+ * or the default one (origin or remote.pushDefault), compared by urls so
+ * that a rename keeps them? A new repository's config redirects nothing
+ * but by insteadOf and transport keys. 1 with *what
+ * (malloc'd: "key old -> new", printable), 0, or -ENOMEM. */
+enum gitconfig_role {
+	GITCONFIG_REPO,     /* a repository's own config */
+	GITCONFIG_NEW_REPO, /* the config of a repository the change made (clone, init) */
+	/* a config git merges with a repository's (config.worktree, a user's):
+	 * the remotes it names are defined elsewhere, so every redirecting
+	 * key is held */
+	GITCONFIG_OVERLAY,
+};
+int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
+		       const char *const *keys, size_t nkeys, enum gitconfig_role role, char **what);

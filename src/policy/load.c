@@ -754,7 +754,7 @@ static int parse_effect_names(lctx *L, const ynode *n, const char *what, const c
 static const char *const effect_kind_names[] = {"added", "modified", "deleted", "type_changed", "metadata", NULL};
 static const char *const effect_git_names[] = {"refs-deleted",    "reflog-deleted",  "packs-deleted",
 					       "objects-deleted", "shallow-changed", "objects-rewritten", "stash-dropped",
-					       NULL};
+					       "remote-redirected", NULL};
 
 static int get_share(lctx *L, const ynode *n, double *out)
 {

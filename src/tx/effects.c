@@ -394,6 +394,16 @@ static int packed_refs(const gitscan *g, const char *path, bool after, char **te
 	return *names ? 0 : -ENOMEM;
 }
 
+static bool prefix_of(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
+
+/* A remote-tracking ref or its reflog: a copy of what a remote holds,
+ * which `git remote rename`/`remove` and `git fetch --prune` delete as a
+ * matter of course; the objects stay (their deletion is judged). */
+static bool remote_tracking(const char *rest)
+{
+	return prefix_of(rest, "refs/remotes/") || prefix_of(rest, "logs/refs/remotes/");
+}
+
 /* packed-refs changed: a name it loses that no loose ref keeps is deleted. */
 static int packed_refs_lost(gitscan *g, const char *path, size_t dirlen)
 {
@@ -405,7 +415,8 @@ static int packed_refs_lost(gitscan *g, const char *path, size_t dirlen)
 		return 0;
 	}
 	for (size_t i = 0; i < no; i++) {
-		if ((nnew && bsearch(&on[i], nn, nnew, sizeof *nn, strcmp_p)) || !strcmp(on[i], "refs/stash"))
+		if ((nnew && bsearch(&on[i], nn, nnew, sizeof *nn, strcmp_p)) || !strcmp(on[i], "refs/stash") ||
+		    remote_tracking(on[i]))
 			continue;
 		_cleanup_free_ char *loose = NULL, *what = NULL;
 		if (asprintf(&loose, "%.*s/%s", (int)dirlen, path, on[i]) < 0)
@@ -436,7 +447,6 @@ static bool loose_ref_kept(const gitscan *g, const char *path, size_t dirlen, co
 	return n && bsearch(&name, names, n, sizeof *names, strcmp_p) != NULL;
 }
 
-static bool prefix_of(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
 
 static bool suffix_of(const char *s, const char *suffix)
 {
@@ -517,6 +527,8 @@ static int git_change(gitscan *g, const effect_change *c)
 	bool deleted = kind == TXBOX_CHANGE_DELETED;
 	if (!strcmp(rest, "refs/stash") || !strcmp(rest, "logs/refs/stash"))
 		return kind == TXBOX_CHANGE_METADATA ? 0 : stash_change(g, c->path, dirlen);
+	if (remote_tracking(rest))
+		return 0;
 	if (prefix_of(rest, "refs/")) {
 		/* gone, or no longer a file git reads as a ref (a directory, a
 		 * symlink, junk), and not kept in a rewritten packed-refs */
@@ -601,8 +613,37 @@ static bool git_config_file(const gitscan *g, const char *path)
 	       sibling_after(g, path, n, "commondir");
 }
 
+/* A repository's own config (`config` beside HEAD, objects and refs, not
+ * a user's), new when that HEAD was not in the workspace: a clone or an
+ * init, not a config deleted by one transaction and remade by the next.
+ * Any other config (config.worktree, a user's) is merged with one whose
+ * remotes it can redirect. */
+static enum gitconfig_role config_role(const gitscan *g, const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	size_t n = (size_t)(base - path);
+	if (strcmp(base, "config") || !strcmp(path, ".config/git/config") || suffix_of(path, "/.config/git/config"))
+		return GITCONFIG_OVERLAY;
+	_cleanup_free_ char *head = NULL;
+	if (asprintf(&head, "%.*sHEAD", (int)n, path) < 0)
+		return GITCONFIG_REPO; /* out of memory: the stricter answer */
+	/* any HEAD (a symlink, junk, unreadable) was a repository */
+	return exists_beneath(g->s->ws_fd, head) ? GITCONFIG_REPO : GITCONFIG_NEW_REPO;
+}
+
+/* Note the first redirect of an existing remote, by key and values. */
+static int config_redirect(gitscan *g, const char *path, const gitconfig_entry *a, size_t na,
+			   const gitconfig_entry *b, size_t nb, char **keys, size_t nk)
+{
+	_cleanup_free_ char *what = NULL;
+	int r = gitconfig_redirect(a, na, b, nb, (const char *const *)keys, nk, config_role(g, path), &what);
+	if (r > 0)
+		git_hit(g, EFFECT_GIT_REMOTE_REDIRECTED, what);
+	return r < 0 ? r : 0;
+}
+
 /* One changed git config file: the keys whose values differ. */
-static int config_change(const gitscan *g, const effect_change *c, keyset *k)
+static int config_change(gitscan *g, const effect_change *c, keyset *k)
 {
 	const scan *s = g->s;
 	if (c->dir || !git_config_file(g, c->path))
@@ -621,6 +662,8 @@ static int config_change(const gitscan *g, const effect_change *c, keyset *k)
 	size_t nk = 0;
 	if (r == 0)
 		r = gitconfig_changed_keys(a, na, b, nb, &keys, &nk);
+	if (r == 0)
+		r = config_redirect(g, c->path, a, na, b, nb, keys, nk);
 	gitconfig_free(a, na);
 	gitconfig_free(b, nb);
 	if (r == -ENOMEM) {
@@ -675,7 +718,7 @@ static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k, char *
 	gitscan g = {s, sorted, 0, where};
 	for (size_t i = 0; i < s->n; i++) {
 		int r = (need & EFFECT_NEED_GIT) ? git_change(&g, &s->v[i]) : 0;
-		if (r == 0 && (need & EFFECT_NEED_CONFIG))
+		if (r == 0 && (need & (EFFECT_NEED_CONFIG | EFFECT_NEED_GIT)))
 			r = config_change(&g, &s->v[i], k);
 		if (r < 0)
 			return txbox_fail(s->err, r, "out of memory");

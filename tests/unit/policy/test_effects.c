@@ -125,6 +125,111 @@ static void expect_changed(const char *old, const char *new_, const char *keys)
 	free(got);
 }
 
+/* gitconfig_redirect on old -> new: the "key old -> new" it names, or "". */
+static char *redirect_as(const char *old, const char *new_, enum gitconfig_role role)
+{
+	gitconfig_entry *a, *b;
+	size_t na, nb, nk;
+	char **keys, *what = NULL;
+	assert_int_equal(gitconfig_parse(old, strlen(old), &a, &na), 0);
+	assert_int_equal(gitconfig_parse(new_, strlen(new_), &b, &nb), 0);
+	assert_int_equal(gitconfig_changed_keys(a, na, b, nb, &keys, &nk), 0);
+	int r = gitconfig_redirect(a, na, b, nb, (const char *const *)keys, nk, role, &what);
+	assert_true(r == 0 || r == 1);
+	assert_true((r == 1) == (what != NULL));
+	for (size_t i = 0; i < nk; i++)
+		free(keys[i]);
+	free(keys);
+	gitconfig_free(a, na);
+	gitconfig_free(b, nb);
+	return what ? what : strdup("");
+}
+
+static char *redirect(const char *old, const char *new_)
+{
+	return redirect_as(old, new_, *old ? GITCONFIG_REPO : GITCONFIG_NEW_REPO);
+}
+
+#define ORIGIN "[remote \"origin\"]\n\turl = https://github.com/u/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+#define EVIL "https://evil.example/x.git"
+
+static void test_gitconfig_redirect_overlay(void **state)
+{
+	(void)state;
+	/* config.worktree or a user's config: the remotes are elsewhere */
+	static const char *const held[] = {"[remote \"origin\"]\n\tpushurl = " EVIL "\n",
+					   "[branch \"main\"]\n\tpushRemote = fork\n",
+					   "[remote]\n\tpushDefault = fork\n"};
+	for (size_t i = 0; i < sizeof held / sizeof *held; i++) {
+		char *got = redirect_as("", held[i], GITCONFIG_OVERLAY);
+		if (!*got)
+			fail_msg("overlay config not held:\n%s", held[i]);
+		free(got);
+		got = redirect_as("", held[i], GITCONFIG_NEW_REPO);
+		assert_string_equal(got, "");
+		free(got);
+	}
+	char *got = redirect_as("", "[user]\n\tname = x\n", GITCONFIG_OVERLAY);
+	assert_string_equal(got, "");
+	free(got);
+}
+
+static void test_gitconfig_redirect(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *old, *new_, *what; /* what: "" for none */
+	} cases[] = {
+		{ORIGIN, "[remote \"origin\"]\n\turl = " EVIL "\n",
+		 "remote.origin.url https://github.com/u/r.git -> " EVIL},
+		{ORIGIN, "[Remote \"origin\"]\n\tURL = " EVIL "\n\tfetch = x\n",
+		 "remote.origin.url https://github.com/u/r.git -> " EVIL},
+		{ORIGIN, ORIGIN "\tpushurl = " EVIL "\n", "remote.origin.pushurl (unset) -> " EVIL},
+		{ORIGIN, ORIGIN "\turl = " EVIL "\n", "remote.origin.url https://github.com/u/r.git -> " EVIL},
+		{ORIGIN, "[remote \"origin\"]\n\tfetch = x\n", "remote.origin.url https://github.com/u/r.git -> (unset)"},
+		{ORIGIN, ORIGIN "[url \"https://e/\"]\n\tinsteadOf = https://github.com/\n",
+		 "url.https://e/.insteadof (unset) -> https://github.com/"},
+		{"", "[url \"https://e/\"]\n\tpushInsteadOf = g\n", "url.https://e/.pushinsteadof (unset) -> g"},
+		{"", "[http]\n\tproxy = http://e\n", "http.proxy (unset) -> http://e"},
+		{ORIGIN, ORIGIN "[http \"https://github.com/\"]\n\textraHeader = a\\tb\n",
+		 "http.https://github.com/.extraheader (unset) -> a?b"},
+		{ORIGIN, ORIGIN "[lfs]\n\turl = https://e\n", "lfs.url (unset) -> https://e"},
+		{"[submodule \"s\"]\n\turl = a\n", "[submodule \"s\"]\n\turl = b\n", "submodule.s.url a -> b"},
+		{ORIGIN, ORIGIN "[remote \"f\"]\n\turl = " EVIL "\n[remote]\n\tpushDefault = f\n",
+		 "remote.pushdefault (unset) -> f"},
+		{ORIGIN, ORIGIN "[branch \"main\"]\n\tremote = " EVIL "\n",
+		 "branch.main.remote (unset) -> " EVIL},
+		{ORIGIN "[remote \"f\"]\n\turl = " EVIL "\n", ORIGIN "[remote \"f\"]\n\turl = " EVIL
+		 "\n[branch \"main\"]\n\tpushRemote = f\n", "branch.main.pushremote (unset) -> f"},
+		/* git takes the last value in file order: every one is judged */
+		{ORIGIN, ORIGIN "[branch \"main\"]\n\tremote = origin\n\tremote = " EVIL "\n",
+		 "branch.main.remote (unset) -> " EVIL},
+		{ORIGIN, ORIGIN "[branch \"main\"]\n\tremote = " EVIL "\n\tremote = origin\n",
+		 "branch.main.remote (unset) -> " EVIL},
+		/* what agents do */
+		{ORIGIN, ORIGIN "[remote \"up\"]\n\turl = https://e/up.git\n", ""},
+		{ORIGIN, "[remote \"up\"]\n\turl = https://github.com/u/r.git\n[branch \"main\"]\n\tremote = up\n", ""},
+		{ORIGIN, ORIGIN "[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n", ""},
+		{ORIGIN, ORIGIN "[branch \"main\"]\n\tremote = .\n", ""},
+		{ORIGIN, "", "remote.origin.url https://github.com/u/r.git -> (unset)"},
+		{ORIGIN, "[remote \"up\"]\n\turl = https://github.com/u/r.git\n", ""},
+		{ORIGIN, "[remote \"up\"]\n\turl = https://github.com/u/r.git\n\tpushurl = " EVIL "\n",
+		 "remote.origin.url https://github.com/u/r.git -> (unset)"},
+		{ORIGIN, ORIGIN "[user]\n\tname = x\n", ""},
+		{"", ORIGIN "[branch \"main\"]\n\tremote = origin\n", ""},
+		{"[core]\n\tbare = false\n", "[core]\n\tbare = false\n[remote \"o\"]\n\turl = a\n[branch \"m\"]\n\tremote = o\n",
+		 ""},
+		{"[submodule \"s\"]\n\turl = a\n", "", ""},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *got = redirect(cases[i].old, cases[i].new_);
+		if (strcmp(got, cases[i].what))
+			fail_msg("case %zu: redirect '%s', expected '%s'\nold:\n%s\nnew:\n%s", i, got, cases[i].what,
+				 cases[i].old, cases[i].new_);
+		free(got);
+	}
+}
+
 static void test_gitconfig(void **state)
 {
 	(void)state;
@@ -433,6 +538,7 @@ int main(void)
 		cmocka_unit_test(test_gitconfig),     cmocka_unit_test(test_default_rules),
 		cmocka_unit_test(test_mass_delete),   cmocka_unit_test(test_custom_rules),
 		cmocka_unit_test(test_limit),         cmocka_unit_test(test_reason_printable),
+		cmocka_unit_test(test_gitconfig_redirect),  cmocka_unit_test(test_gitconfig_redirect_overlay),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
