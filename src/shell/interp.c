@@ -85,6 +85,10 @@ static const struct ipat lua_pats[] = {
 	{"os.execute", IK_SHELL}, {"io.popen", IK_SHELL}, {"os.remove", IK_RM},
 	{"os.rename", IK_MV}, {NULL, 0},
 };
+static const struct ipat r_pats[] = {
+	{"system", IK_SHELL}, {"shell", IK_SHELL}, {"system2", IK_SPAWN}, {"unlink", IK_RMRF},
+	{"file.remove", IK_RM}, {"file.rename", IK_MV}, {NULL, 0},
+};
 static const struct ipat awk_pats[] = {
 	{"system", IK_SHELL}, {NULL, 0},
 };
@@ -541,6 +545,25 @@ static int backticks(struct scan *sc)
 
 /* awk: system("…") handled by patterns; here pipes: "cmd" | getline,
  * print … | "cmd", cmd | getline with a variable. */
+/* Does this command text start a shell or interpreter reading stdin? */
+static bool pipe_to_shell(const char *cmd)
+{
+	static const char *const l[] = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox",
+					"python", "python3", "perl", "ruby", "node", "php", "lua",
+					"tclsh", "xargs", "env", "sudo", "exec", NULL};
+	cmd += strspn(cmd, " \t");
+	size_t n = strcspn(cmd, " \t;|&");
+	const char *base = cmd;
+	for (size_t i = 0; i < n; i++)
+		if (cmd[i] == '/')
+			base = cmd + i + 1;
+	size_t bl = n - (size_t)(base - cmd);
+	for (const char *const *p = l; *p; p++)
+		if (strlen(*p) == bl && strncmp(*p, base, bl) == 0)
+			return true;
+	return false;
+}
+
 static int awk_pipes(struct scan *sc)
 {
 	const char *s = sc->s;
@@ -590,6 +613,13 @@ static int awk_pipes(struct scan *sc)
 					rc = emit_shell(sc, cmd.s ? cmd.s : "", cmd.len);
 				else
 					unresolved(sc, "print | command");
+				if (rc == 0 && r == 1 && pipe_to_shell(cmd.s ? cmd.s : "")) {
+					/* what is printed is the shell's program */
+					if (before_lit)
+						rc = emit_shell(sc, last.s ? last.s : "", last.len);
+					else
+						unresolved(sc, "print | shell");
+				}
 				sbuf_free(&cmd);
 			} else {
 				unresolved(sc, "print | command");
@@ -695,6 +725,32 @@ static char *python_dynamic_imports(const char *code, size_t len, size_t *out_le
 	return b.s;
 }
 
+/* A command-running or deleting function used as a value: its name as a
+ * whole string literal ("unlink" passed to array_map, getattr(os,
+ * "system")) or assigned / passed without a call (f=os.popen). Whatever
+ * later calls it is not visible to this scan. */
+static bool named_not_called(const struct scan *sc, const struct ipat *pt, size_t at, size_t nl)
+{
+	if (pt->kind == IK_OPEN || pt->kind == IK_PATH || pt->kind == IK_KILL ||
+	    pt->kind == IK_KILL2 || pt->kind == IK_CHMOD || pt->kind == IK_WRITE)
+		return false;
+	const char *s = sc->s;
+	if (at > 0 && at + nl < sc->n && (s[at - 1] == '"' || s[at - 1] == '\'') &&
+	    s[at + nl] == s[at - 1])
+		return true;
+	if (lang_is(sc, "perl") || lang_is(sc, "ruby"))
+		return false;
+	size_t i = at + nl;
+	while (i < sc->n && strchr(" \t", s[i]))
+		i++;
+	if (i < sc->n && s[i] == '(')
+		return false;
+	size_t b = at;
+	while (b > 0 && strchr(" \t", s[b - 1]))
+		b--;
+	return b > 0 && s[b - 1] == '=' && (b < 2 || !strchr("=!<>", s[b - 2]));
+}
+
 int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_t len,
 		   const char *via, unsigned depth, int cmd_idx)
 {
@@ -729,6 +785,7 @@ int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_
 				  : strcmp(lang, "node") == 0 ? node_pats
 				  : strcmp(lang, "php") == 0  ? php_pats
 				  : strcmp(lang, "lua") == 0  ? lua_pats
+				  : strcmp(lang, "r") == 0    ? r_pats
 							      : awk_pats;
 	int rc = 0;
 	size_t *done = NULL, ndone = 0, dcap = 0, matches = 0;
@@ -744,6 +801,10 @@ int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_
 				continue;
 			if (at + nl < len && ident(code[at + nl]))
 				continue;
+			if (!lang_is(&sc, "awk") && named_not_called(&sc, &pats[pi], at, nl)) {
+				unresolved(&sc, "a function named, not called (callback or alias)");
+				continue;
+			}
 			/* os.system and system match the same call: once only */
 			bool seen = false;
 			for (size_t k = 0; k < ndone && !seen; k++)
