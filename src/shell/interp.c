@@ -26,7 +26,7 @@
 /* IK_RMRF and after: a call on one path, reported as the command doing the
  * same (IK_PATH: pathlib's Path("p").method(), IK_OPEN: open(p, mode) only
  * when mode writes); IK_KILL: kill(pid, …) with a literal number. */
-enum ik { IK_SHELL, IK_ARGV, IK_SPAWN, IK_RMRF, IK_RM, IK_RMDIR, IK_MV, IK_CHMOD, IK_WRITE,
+enum ik { IK_SHELL, IK_ARGV, IK_SPAWN, IK_DOWNLOAD, IK_RMRF, IK_RM, IK_RMDIR, IK_MV, IK_CHMOD, IK_WRITE,
 	  IK_OPEN, IK_PATH, IK_KILL, IK_KILL2 /* kill(SIGNAL, PID) */ };
 
 struct ipat {
@@ -48,7 +48,7 @@ static const struct ipat py_pats[] = {
 	{"os.replace", IK_MV}, {"os.renames", IK_MV}, {"shutil.move", IK_MV}, {"os.chmod", IK_CHMOD},
 	{"os.chown", IK_CHMOD}, {"os.lchown", IK_CHMOD}, {"os.truncate", IK_WRITE},
 	{"shutil.copy", IK_MV}, {"open", IK_OPEN}, {"Path", IK_PATH}, {"os.kill", IK_KILL},
-	{"os.killpg", IK_KILL}, {"kill", IK_KILL},
+	{"os.killpg", IK_KILL}, {"kill", IK_KILL}, {"urlretrieve", IK_DOWNLOAD},
 	{NULL, 0},
 };
 static const struct ipat perl_pats[] = {
@@ -130,11 +130,42 @@ static bool lang_is(const struct scan *sc, const char *l)
 
 /* String literal at *i → out. Returns 1 when a static literal was read, 0
  * if there is no literal here, -1 if it is a literal with interpolation. */
+static int literal(const struct scan *sc, size_t *i, struct sbuf *out);
+
+/* Python's os.path.expanduser("~/x") is the literal "~/x": the path the
+ * commands it is reported as expand the same way. */
+static int expanduser_literal(const struct scan *sc, size_t *i, struct sbuf *out)
+{
+	static const char *const fns[] = {"os.path.expanduser(", "path.expanduser(",
+					  "expanduser(", NULL};
+	for (const char *const *f = fns; *f; f++) {
+		size_t fl = strlen(*f);
+		if (sc->n - *i < fl || strncmp(sc->s + *i, *f, fl) != 0)
+			continue;
+		size_t k = *i + fl;
+		skip_ws(sc, &k);
+		int r = literal(sc, &k, out);
+		if (r != 1)
+			return r == 0 ? -1 : r;
+		skip_ws(sc, &k);
+		if (k >= sc->n || sc->s[k] != ')')
+			return -1;
+		*i = k + 1;
+		return 1;
+	}
+	return 0;
+}
+
 static int literal(const struct scan *sc, size_t *i, struct sbuf *out)
 {
 	const char *s = sc->s;
 	size_t n = sc->n, p = *i;
 	bool raw = false, fmt = false;
+	if (lang_is(sc, "python") && *i < n && (s[*i] == 'o' || s[*i] == 'p' || s[*i] == 'e')) {
+		int r = expanduser_literal(sc, i, out);
+		if (r != 0)
+			return r;
+	}
 	if (lang_is(sc, "python")) {
 		size_t k = p;
 		while (k < n && k - p < 2 && strchr("rRbBuUfF", s[k])) {
@@ -373,6 +404,31 @@ static const char *path_command(const struct scan *sc, const struct ipat *pt, si
 	}
 }
 
+/* urlretrieve(URL, PATH): the download `curl -o PATH URL` would make. */
+static int download_call(struct scan *sc, struct sbuf *url, size_t i, bool more)
+{
+	if (!more)
+		return 0;
+	i++;
+	skip_ws(sc, &i);
+	struct sbuf path = {0};
+	int r = literal(sc, &i, &path);
+	if (r != 1) {
+		sbuf_free(&path);
+		unresolved(sc, "urlretrieve");
+		return 0;
+	}
+	char *words[4] = {strdup("curl"), strdup("-o"), sbuf_take(&path), sbuf_take(url)};
+	bool unres[4] = {false, false, false, false};
+	for (size_t k = 0; k < 4; k++)
+		if (!words[k]) {
+			for (size_t m = 0; m < 4; m++)
+				free(words[m]);
+			return -ENOMEM;
+		}
+	return emit_argv(sc, words, unres, 4);
+}
+
 static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 {
 	skip_ws(sc, &i);
@@ -473,6 +529,9 @@ static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 		rc = emit_argv(sc, words, unres, nw);
 		break;
 	}
+	case IK_DOWNLOAD:
+		rc = download_call(sc, &b, i, more);
+		break;
 	default: {
 		const char *cmd = path_command(sc, pt, i, more);
 		if (!cmd)

@@ -2480,6 +2480,33 @@ static int do_rscript(struct uw *u)
 	return do_interp(u, "r", "e", "", NULL, NULL, la, NULL);
 }
 
+/* curl -K/--config FILE, wget --config FILE / -i FILE: options (output=,
+ * url=) read from a file; one that is not a file of the workspace (a
+ * process substitution, stdin) sets what nobody can see here. */
+static int do_curl(struct uw *u)
+{
+	for (size_t k = 1; k < u->n; k++) {
+		struct sh_field val;
+		size_t next = k + 1;
+		const struct sh_field *f = &u->v[k];
+		bool cfg = opt_value(u, k, NULL, "--config", &val, &next) ||
+			   (strcmp(u->name, "curl") == 0 && opt_value(u, k, "-K", NULL, &val, &next));
+		if (!cfg && strcmp(u->name, "curl") == 0 && !f->unres && f->text[0] == '-' &&
+		    f->text[1] != '-' && strchr(f->text, 'K') && !strchr(f->text, 'K')[1] &&
+		    k + 1 < u->n) {
+			val = u->v[k + 1]; /* -sK FILE */
+			cfg = true;
+		}
+		if (cfg && (val.procsub || val.unres || !strcmp(val.text, "-") ||
+			    starts_with(val.text, "/dev/") || starts_with(val.text, "/proc/"))) {
+			markf(u, "%s reads its options from a stream nobody can read here", u->name);
+			return 0;
+		}
+		k = next - 1;
+	}
+	return 0;
+}
+
 /* ---- sed: the `e` command and the `e` flag of `s` run commands ---------- */
 
 /* End of a delimited part of s/y starting after its delimiter d. */
@@ -2693,7 +2720,7 @@ static const struct handler handlers[] = {
 	{"dtach", do_dtach}, {"abduco", do_dtach}, {"cmake", do_cmake}, {"less", do_less},
 	{"ed", do_ed}, {"red", do_ed}, {"tclsh", do_tclsh}, {"wish", do_tclsh},
 	{"jimsh", do_tclsh}, {"tclsh8.6", do_tclsh}, {"emacs", do_emacs},
-	{"Rscript", do_rscript}, {"R", do_rscript},
+	{"Rscript", do_rscript}, {"R", do_rscript}, {"curl", do_curl}, {"wget", do_curl},
 };
 
 static bool is_python(const char *n)
