@@ -27,7 +27,8 @@
  * same (IK_PATH: pathlib's Path("p").method(), IK_OPEN: open(p, mode) only
  * when mode writes); IK_KILL: kill(pid, …) with a literal number. */
 enum ik { IK_SHELL, IK_ARGV, IK_SPAWN, IK_DOWNLOAD, IK_RMRF, IK_RM, IK_RMDIR, IK_MV, IK_CHMOD, IK_WRITE,
-	  IK_OPEN, IK_PATH, IK_KILL, IK_KILL2 /* kill(SIGNAL, PID) */ };
+	  IK_OPEN, IK_PATH, IK_KILL, IK_KILL2 /* kill(SIGNAL, PID) */,
+	  IK_COMPUTED /* getattr(o, NAME), __import__(NAME): NAME must be a literal */ };
 
 struct ipat {
 	const char *name;
@@ -49,6 +50,7 @@ static const struct ipat py_pats[] = {
 	{"os.chown", IK_CHMOD}, {"os.lchown", IK_CHMOD}, {"os.truncate", IK_WRITE},
 	{"shutil.copy", IK_MV}, {"open", IK_OPEN}, {"Path", IK_PATH}, {"os.kill", IK_KILL},
 	{"os.killpg", IK_KILL}, {"kill", IK_KILL}, {"urlretrieve", IK_DOWNLOAD},
+	{"getattr", IK_COMPUTED}, {"__import__", IK_COMPUTED}, {"import_module", IK_COMPUTED},
 	{NULL, 0},
 };
 static const struct ipat perl_pats[] = {
@@ -429,6 +431,32 @@ static int download_call(struct scan *sc, struct sbuf *url, size_t i, bool more)
 	return emit_argv(sc, words, unres, 4);
 }
 
+/* getattr(obj, NAME) / __import__(NAME) / import_module(NAME): a name put
+ * together at run time ('sys'+'tem') can be any function or module, so
+ * the scan cannot see what is called. A plain literal name is fine. */
+static int computed_name(struct scan *sc, const struct ipat *pt, size_t i)
+{
+	if (i >= sc->n || sc->s[i] != '(')
+		return 0;
+	i++;
+	if (pt->name[0] == 'g') { /* skip the object: to the first top-level comma */
+		int depth = 0;
+		for (; i < sc->n && !(depth == 0 && sc->s[i] == ','); i++)
+			depth += sc->s[i] == '(' || sc->s[i] == '[' ? 1 : sc->s[i] == ')' || sc->s[i] == ']' ? -1 : 0;
+		if (i >= sc->n)
+			return 0;
+		i++;
+	}
+	skip_ws(sc, &i);
+	struct sbuf b = {0};
+	int r = literal(sc, &i, &b);
+	sbuf_free(&b);
+	skip_ws(sc, &i);
+	if (r != 1 || !arg_ends(sc, i))
+		unresolved(sc, pt->name);
+	return 0;
+}
+
 static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 {
 	skip_ws(sc, &i);
@@ -449,6 +477,8 @@ static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 		int r = kill_call(sc, i);
 		return r == -ENOMEM ? txbox_fail(sc->ctx->err, -ENOMEM, "shell: out of memory") : r;
 	}
+	if (pt->kind == IK_COMPUTED)
+		return computed_name(sc, pt, i);
 	bool paren = i < sc->n && sc->s[i] == '(';
 	bool bare_ok = lang_is(sc, "perl") || lang_is(sc, "ruby");
 	if (!paren && !bare_ok)
@@ -460,6 +490,11 @@ static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 			return 0; /* no arguments: e.g. platform.system() */
 	} else if (i >= sc->n || !(sc->s[i] == '"' || sc->s[i] == '\'' || sc->s[i] == '$' ||
 				   sc->s[i] == '@')) {
+		size_t k = i;
+		while (k < sc->n && ident(sc->s[k]))
+			k++;
+		if (k > i && k < sc->n && sc->s[k] == '(' && pt->kind <= IK_RMDIR)
+			unresolved(sc, pt->name); /* system pack("H*", …): computed */
 		return 0; /* e.g. a method named system without arguments */
 	}
 	char *words[MAXW];
@@ -790,7 +825,7 @@ static char *python_dynamic_imports(const char *code, size_t len, size_t *out_le
  * later calls it is not visible to this scan. */
 static bool named_not_called(const struct scan *sc, const struct ipat *pt, size_t at, size_t nl)
 {
-	if (pt->kind == IK_OPEN || pt->kind == IK_PATH || pt->kind == IK_KILL ||
+	if (pt->kind == IK_OPEN || pt->kind == IK_PATH || pt->kind == IK_KILL || pt->kind == IK_COMPUTED ||
 	    pt->kind == IK_KILL2 || pt->kind == IK_CHMOD || pt->kind == IK_WRITE)
 		return false;
 	const char *s = sc->s;
