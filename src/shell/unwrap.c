@@ -2357,8 +2357,12 @@ static int do_less(struct uw *u)
 static int ed_line(struct uw *u, const char *ln, const char *via)
 {
 	const char *p = ln + strspn(ln, " \t:0123456789,.;$+-");
-	if (starts_with(p, "silent"))
-		p += strspn(p + 6, " \t!") + 6;
+	if (starts_with(p, "silent")) { /* silent !CMD, silent! !CMD */
+		p += 6;
+		if (p[0] == '!' && (p[1] == ' ' || p[1] == '\t'))
+			p++;
+		p += strspn(p, " \t");
+	}
 	if (*p && strchr("wWreE", *p)) {
 		p++;
 		p += strspn(p, "q ");
