@@ -104,6 +104,7 @@ struct scan {
 	unsigned depth;
 	int idx;
 	char reason[160];
+	bool spawns; /* a call that runs a command was seen */
 };
 
 static bool ident(char c)
@@ -254,6 +255,7 @@ static bool arg_ends(const struct scan *sc, size_t i)
 
 static int emit_argv(struct scan *sc, char **words, bool *unres, size_t nw)
 {
+	sc->spawns = true;
 	if (nw == 0)
 		return 0;
 	struct sh_field *f = calloc(nw, sizeof(*f));
@@ -275,6 +277,7 @@ static int emit_argv(struct scan *sc, char **words, bool *unres, size_t nw)
 
 static int emit_shell(struct scan *sc, const char *text, size_t len)
 {
+	sc->spawns = true;
 	return sh_reparse(sc->ctx, text, len, sc->via, sc->depth, sc->idx, NULL);
 }
 
@@ -845,6 +848,19 @@ static bool named_not_called(const struct scan *sc, const struct ipat *pt, size_
 	return b > 0 && s[b - 1] == '=' && (b < 2 || !strchr("=!<>", s[b - 2]));
 }
 
+/* An endless loop (while true / while(1) / for(;;) / loop do / repeat
+ * … until false): with a call that runs commands, unbounded spawning. */
+static bool endless_loop(const char *code, size_t len)
+{
+	static const char *const l[] = {"while true", "while True", "while 1", "while(1)",
+					"while (1)", "while(true)", "while (true)", "for(;;)",
+					"for (;;)", "loop do", "until false", "repeat", NULL};
+	for (const char *const *p = l; *p; p++)
+		if (memmem(code, len, *p, strlen(*p)))
+			return true;
+	return false;
+}
+
 int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_t len,
 		   const char *via, unsigned depth, int cmd_idx)
 {
@@ -923,5 +939,7 @@ int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_
 		rc = backticks(&sc);
 	if (rc == 0 && lang_is(&sc, "awk"))
 		rc = awk_pipes(&sc);
+	if (rc == 0 && sc.spawns && endless_loop(code, len))
+		sh_mark_unresolved(ctx, cmd_idx, "interpreter code runs commands in an endless loop");
 	return rc;
 }
