@@ -2,7 +2,9 @@
  * look-alike characters that every command goes through before matching. */
 #include "policy/internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,6 +265,45 @@ static int append(char ***out, size_t *n, size_t *cap, char *w)
 	return 0;
 }
 
+/* ---- IPv4 literals ------------------------------------------------------------
+ * Programs that resolve a host with inet_aton (curl, wget, ping, nc) read
+ * 0xa9fea9fe, 2852039166, 0251.0376.0251.0376 and 169.254.43518 as
+ * 169.254.169.254. A URL's host (after "://" or "@", or a word's host
+ * followed by '/' or ':') spelt as such a number is rewritten as its dotted
+ * quad, so rules name an address once. A bare number without a scheme
+ * stays as it is (head -n 2852039166 is a count, not a host). */
+static char *canonical_ipv4_host(const char *w)
+{
+	const char *h = strstr(w, "://");
+	h = h ? h + 3 : w;
+	const char *end = h + strcspn(h, "/?#");
+	const char *at = memchr(h, '@', (size_t)(end - h));
+	bool scheme = h != w || at;
+	if (at)
+		h = at + 1;
+	size_t hl = strcspn(h, "/:?#");
+	if (hl == 0 || hl > 40 || strspn(h, "0123456789abcdefABCDEFxX.") != hl)
+		return NULL;
+	if (!scheme && (h[hl] != '/' && h[hl] != ':'))
+		return NULL;
+	char host[48];
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	struct in_addr a;
+	if (!strpbrk(host, "0123456789") || inet_aton(host, &a) == 0)
+		return NULL;
+	char dotted[INET_ADDRSTRLEN];
+	if (!inet_ntop(AF_INET, &a, dotted, sizeof(dotted)) || strcmp(dotted, host) == 0)
+		return NULL;
+	if (!scheme && strchr(host, '.') == NULL && strstr(host, "0x") == NULL &&
+	    strstr(host, "0X") == NULL && ntohl(a.s_addr) < (1u << 24))
+		return NULL; /* "12/…" reads as a path, not a host */
+	char *r = NULL;
+	if (asprintf(&r, "%.*s%s%s", (int)(h - w), w, dotted, h + hl) < 0)
+		return NULL;
+	return r;
+}
+
 int builtin_normalise_word(const char *w, char ***out, size_t *n, size_t *cap)
 {
 	size_t len = strlen(w);
@@ -308,6 +349,11 @@ int builtin_normalise_word(const char *w, char ***out, size_t *n, size_t *cap)
 	if (o == 0 && any_split) {
 		free(cur);
 		return 0;
+	}
+	char *ip = canonical_ipv4_host(cur);
+	if (ip) {
+		free(cur);
+		cur = ip;
 	}
 	return append(out, n, cap, cur);
 }

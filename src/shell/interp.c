@@ -26,8 +26,9 @@
 /* IK_RMRF and after: a call on one path, reported as the command doing the
  * same (IK_PATH: pathlib's Path("p").method(), IK_OPEN: open(p, mode) only
  * when mode writes); IK_KILL: kill(pid, …) with a literal number. */
-enum ik { IK_SHELL, IK_ARGV, IK_SPAWN, IK_RMRF, IK_RM, IK_RMDIR, IK_MV, IK_CHMOD, IK_WRITE,
-	  IK_OPEN, IK_PATH, IK_KILL, IK_KILL2 /* kill(SIGNAL, PID) */ };
+enum ik { IK_SHELL, IK_ARGV, IK_SPAWN, IK_DOWNLOAD, IK_RMRF, IK_RM, IK_RMDIR, IK_MV, IK_CHMOD, IK_WRITE,
+	  IK_OPEN, IK_PATH, IK_KILL, IK_KILL2 /* kill(SIGNAL, PID) */,
+	  IK_COMPUTED /* getattr(o, NAME), __import__(NAME): NAME must be a literal */ };
 
 struct ipat {
 	const char *name;
@@ -48,7 +49,8 @@ static const struct ipat py_pats[] = {
 	{"os.replace", IK_MV}, {"os.renames", IK_MV}, {"shutil.move", IK_MV}, {"os.chmod", IK_CHMOD},
 	{"os.chown", IK_CHMOD}, {"os.lchown", IK_CHMOD}, {"os.truncate", IK_WRITE},
 	{"shutil.copy", IK_MV}, {"open", IK_OPEN}, {"Path", IK_PATH}, {"os.kill", IK_KILL},
-	{"os.killpg", IK_KILL}, {"kill", IK_KILL},
+	{"os.killpg", IK_KILL}, {"kill", IK_KILL}, {"urlretrieve", IK_DOWNLOAD},
+	{"getattr", IK_COMPUTED}, {"__import__", IK_COMPUTED}, {"import_module", IK_COMPUTED},
 	{NULL, 0},
 };
 static const struct ipat perl_pats[] = {
@@ -85,6 +87,10 @@ static const struct ipat lua_pats[] = {
 	{"os.execute", IK_SHELL}, {"io.popen", IK_SHELL}, {"os.remove", IK_RM},
 	{"os.rename", IK_MV}, {NULL, 0},
 };
+static const struct ipat r_pats[] = {
+	{"system", IK_SHELL}, {"shell", IK_SHELL}, {"system2", IK_SPAWN}, {"unlink", IK_RMRF},
+	{"file.remove", IK_RM}, {"file.rename", IK_MV}, {NULL, 0},
+};
 static const struct ipat awk_pats[] = {
 	{"system", IK_SHELL}, {NULL, 0},
 };
@@ -98,6 +104,7 @@ struct scan {
 	unsigned depth;
 	int idx;
 	char reason[160];
+	bool spawns; /* a call that runs a command was seen */
 };
 
 static bool ident(char c)
@@ -126,11 +133,42 @@ static bool lang_is(const struct scan *sc, const char *l)
 
 /* String literal at *i → out. Returns 1 when a static literal was read, 0
  * if there is no literal here, -1 if it is a literal with interpolation. */
+static int literal(const struct scan *sc, size_t *i, struct sbuf *out);
+
+/* Python's os.path.expanduser("~/x") is the literal "~/x": the path the
+ * commands it is reported as expand the same way. */
+static int expanduser_literal(const struct scan *sc, size_t *i, struct sbuf *out)
+{
+	static const char *const fns[] = {"os.path.expanduser(", "path.expanduser(",
+					  "expanduser(", NULL};
+	for (const char *const *f = fns; *f; f++) {
+		size_t fl = strlen(*f);
+		if (sc->n - *i < fl || strncmp(sc->s + *i, *f, fl) != 0)
+			continue;
+		size_t k = *i + fl;
+		skip_ws(sc, &k);
+		int r = literal(sc, &k, out);
+		if (r != 1)
+			return r == 0 ? -1 : r;
+		skip_ws(sc, &k);
+		if (k >= sc->n || sc->s[k] != ')')
+			return -1;
+		*i = k + 1;
+		return 1;
+	}
+	return 0;
+}
+
 static int literal(const struct scan *sc, size_t *i, struct sbuf *out)
 {
 	const char *s = sc->s;
 	size_t n = sc->n, p = *i;
 	bool raw = false, fmt = false;
+	if (lang_is(sc, "python") && *i < n && (s[*i] == 'o' || s[*i] == 'p' || s[*i] == 'e')) {
+		int r = expanduser_literal(sc, i, out);
+		if (r != 0)
+			return r;
+	}
 	if (lang_is(sc, "python")) {
 		size_t k = p;
 		while (k < n && k - p < 2 && strchr("rRbBuUfF", s[k])) {
@@ -217,6 +255,7 @@ static bool arg_ends(const struct scan *sc, size_t i)
 
 static int emit_argv(struct scan *sc, char **words, bool *unres, size_t nw)
 {
+	sc->spawns = true;
 	if (nw == 0)
 		return 0;
 	struct sh_field *f = calloc(nw, sizeof(*f));
@@ -238,6 +277,7 @@ static int emit_argv(struct scan *sc, char **words, bool *unres, size_t nw)
 
 static int emit_shell(struct scan *sc, const char *text, size_t len)
 {
+	sc->spawns = true;
 	return sh_reparse(sc->ctx, text, len, sc->via, sc->depth, sc->idx, NULL);
 }
 
@@ -369,6 +409,57 @@ static const char *path_command(const struct scan *sc, const struct ipat *pt, si
 	}
 }
 
+/* urlretrieve(URL, PATH): the download `curl -o PATH URL` would make. */
+static int download_call(struct scan *sc, struct sbuf *url, size_t i, bool more)
+{
+	if (!more)
+		return 0;
+	i++;
+	skip_ws(sc, &i);
+	struct sbuf path = {0};
+	int r = literal(sc, &i, &path);
+	if (r != 1) {
+		sbuf_free(&path);
+		unresolved(sc, "urlretrieve");
+		return 0;
+	}
+	char *words[4] = {strdup("curl"), strdup("-o"), sbuf_take(&path), sbuf_take(url)};
+	bool unres[4] = {false, false, false, false};
+	for (size_t k = 0; k < 4; k++)
+		if (!words[k]) {
+			for (size_t m = 0; m < 4; m++)
+				free(words[m]);
+			return -ENOMEM;
+		}
+	return emit_argv(sc, words, unres, 4);
+}
+
+/* getattr(obj, NAME) / __import__(NAME) / import_module(NAME): a name put
+ * together at run time ('sys'+'tem') can be any function or module, so
+ * the scan cannot see what is called. A plain literal name is fine. */
+static int computed_name(struct scan *sc, const struct ipat *pt, size_t i)
+{
+	if (i >= sc->n || sc->s[i] != '(')
+		return 0;
+	i++;
+	if (pt->name[0] == 'g') { /* skip the object: to the first top-level comma */
+		int depth = 0;
+		for (; i < sc->n && !(depth == 0 && sc->s[i] == ','); i++)
+			depth += sc->s[i] == '(' || sc->s[i] == '[' ? 1 : sc->s[i] == ')' || sc->s[i] == ']' ? -1 : 0;
+		if (i >= sc->n)
+			return 0;
+		i++;
+	}
+	skip_ws(sc, &i);
+	struct sbuf b = {0};
+	int r = literal(sc, &i, &b);
+	sbuf_free(&b);
+	skip_ws(sc, &i);
+	if (r != 1 || !arg_ends(sc, i))
+		unresolved(sc, pt->name);
+	return 0;
+}
+
 static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 {
 	skip_ws(sc, &i);
@@ -389,6 +480,8 @@ static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 		int r = kill_call(sc, i);
 		return r == -ENOMEM ? txbox_fail(sc->ctx->err, -ENOMEM, "shell: out of memory") : r;
 	}
+	if (pt->kind == IK_COMPUTED)
+		return computed_name(sc, pt, i);
 	bool paren = i < sc->n && sc->s[i] == '(';
 	bool bare_ok = lang_is(sc, "perl") || lang_is(sc, "ruby");
 	if (!paren && !bare_ok)
@@ -400,6 +493,11 @@ static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 			return 0; /* no arguments: e.g. platform.system() */
 	} else if (i >= sc->n || !(sc->s[i] == '"' || sc->s[i] == '\'' || sc->s[i] == '$' ||
 				   sc->s[i] == '@')) {
+		size_t k = i;
+		while (k < sc->n && ident(sc->s[k]))
+			k++;
+		if (k > i && k < sc->n && sc->s[k] == '(' && pt->kind <= IK_RMDIR)
+			unresolved(sc, pt->name); /* system pack("H*", …): computed */
 		return 0; /* e.g. a method named system without arguments */
 	}
 	char *words[MAXW];
@@ -469,6 +567,9 @@ static int handle_call(struct scan *sc, const struct ipat *pt, size_t i)
 		rc = emit_argv(sc, words, unres, nw);
 		break;
 	}
+	case IK_DOWNLOAD:
+		rc = download_call(sc, &b, i, more);
+		break;
 	default: {
 		const char *cmd = path_command(sc, pt, i, more);
 		if (!cmd)
@@ -541,6 +642,25 @@ static int backticks(struct scan *sc)
 
 /* awk: system("…") handled by patterns; here pipes: "cmd" | getline,
  * print … | "cmd", cmd | getline with a variable. */
+/* Does this command text start a shell or interpreter reading stdin? */
+static bool pipe_to_shell(const char *cmd)
+{
+	static const char *const l[] = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox",
+					"python", "python3", "perl", "ruby", "node", "php", "lua",
+					"tclsh", "xargs", "env", "sudo", "exec", NULL};
+	cmd += strspn(cmd, " \t");
+	size_t n = strcspn(cmd, " \t;|&");
+	const char *base = cmd;
+	for (size_t i = 0; i < n; i++)
+		if (cmd[i] == '/')
+			base = cmd + i + 1;
+	size_t bl = n - (size_t)(base - cmd);
+	for (const char *const *p = l; *p; p++)
+		if (strlen(*p) == bl && strncmp(*p, base, bl) == 0)
+			return true;
+	return false;
+}
+
 static int awk_pipes(struct scan *sc)
 {
 	const char *s = sc->s;
@@ -590,6 +710,13 @@ static int awk_pipes(struct scan *sc)
 					rc = emit_shell(sc, cmd.s ? cmd.s : "", cmd.len);
 				else
 					unresolved(sc, "print | command");
+				if (rc == 0 && r == 1 && pipe_to_shell(cmd.s ? cmd.s : "")) {
+					/* what is printed is the shell's program */
+					if (before_lit)
+						rc = emit_shell(sc, last.s ? last.s : "", last.len);
+					else
+						unresolved(sc, "print | shell");
+				}
 				sbuf_free(&cmd);
 			} else {
 				unresolved(sc, "print | command");
@@ -695,6 +822,45 @@ static char *python_dynamic_imports(const char *code, size_t len, size_t *out_le
 	return b.s;
 }
 
+/* A command-running or deleting function used as a value: its name as a
+ * whole string literal ("unlink" passed to array_map, getattr(os,
+ * "system")) or assigned / passed without a call (f=os.popen). Whatever
+ * later calls it is not visible to this scan. */
+static bool named_not_called(const struct scan *sc, const struct ipat *pt, size_t at, size_t nl)
+{
+	if (pt->kind == IK_OPEN || pt->kind == IK_PATH || pt->kind == IK_KILL || pt->kind == IK_COMPUTED ||
+	    pt->kind == IK_KILL2 || pt->kind == IK_CHMOD || pt->kind == IK_WRITE)
+		return false;
+	const char *s = sc->s;
+	if (at > 0 && at + nl < sc->n && (s[at - 1] == '"' || s[at - 1] == '\'') &&
+	    s[at + nl] == s[at - 1])
+		return true;
+	if (lang_is(sc, "perl") || lang_is(sc, "ruby"))
+		return false;
+	size_t i = at + nl;
+	while (i < sc->n && strchr(" \t", s[i]))
+		i++;
+	if (i < sc->n && s[i] == '(')
+		return false;
+	size_t b = at;
+	while (b > 0 && strchr(" \t", s[b - 1]))
+		b--;
+	return b > 0 && s[b - 1] == '=' && (b < 2 || !strchr("=!<>", s[b - 2]));
+}
+
+/* An endless loop (while true / while(1) / for(;;) / loop do / repeat
+ * … until false): with a call that runs commands, unbounded spawning. */
+static bool endless_loop(const char *code, size_t len)
+{
+	static const char *const l[] = {"while true", "while True", "while 1", "while(1)",
+					"while (1)", "while(true)", "while (true)", "for(;;)",
+					"for (;;)", "loop do", "until false", "repeat", NULL};
+	for (const char *const *p = l; *p; p++)
+		if (memmem(code, len, *p, strlen(*p)))
+			return true;
+	return false;
+}
+
 int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_t len,
 		   const char *via, unsigned depth, int cmd_idx)
 {
@@ -729,6 +895,7 @@ int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_
 				  : strcmp(lang, "node") == 0 ? node_pats
 				  : strcmp(lang, "php") == 0  ? php_pats
 				  : strcmp(lang, "lua") == 0  ? lua_pats
+				  : strcmp(lang, "r") == 0    ? r_pats
 							      : awk_pats;
 	int rc = 0;
 	size_t *done = NULL, ndone = 0, dcap = 0, matches = 0;
@@ -744,6 +911,10 @@ int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_
 				continue;
 			if (at + nl < len && ident(code[at + nl]))
 				continue;
+			if (!lang_is(&sc, "awk") && named_not_called(&sc, &pats[pi], at, nl)) {
+				unresolved(&sc, "a function named, not called (callback or alias)");
+				continue;
+			}
 			/* os.system and system match the same call: once only */
 			bool seen = false;
 			for (size_t k = 0; k < ndone && !seen; k++)
@@ -768,5 +939,7 @@ int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_
 		rc = backticks(&sc);
 	if (rc == 0 && lang_is(&sc, "awk"))
 		rc = awk_pipes(&sc);
+	if (rc == 0 && sc.spawns && endless_loop(code, len))
+		sh_mark_unresolved(ctx, cmd_idx, "interpreter code runs commands in an endless loop");
 	return rc;
 }

@@ -98,6 +98,91 @@ static int note(struct written **w, size_t *n, const char *name, char *text, con
 	return 0;
 }
 
+static const struct written *find(const struct written *w, size_t n, const char *name);
+
+/* A stream rather than a file (install /dev/stdin x): what it carries is
+ * not known here. */
+static bool is_stream(const char *s)
+{
+	return !strcmp(s, "-") || !strncmp(s, "/dev/", 5) || !strncmp(s, "/proc/", 6);
+}
+
+/* The replacement of s/RE/REPLACEMENT/ (t at the delimiter): text that
+ * lands in the file. */
+static char *sed_replacement(const char *t)
+{
+	char d = t[0];
+	size_t i = 1;
+	for (int part = 0; t[i]; i++) {
+		if (t[i] == '\\' && t[i + 1]) {
+			i++;
+		} else if (t[i] == d && ++part == 1) {
+			size_t b = i + 1, e = b;
+			while (t[e] && t[e] != d)
+				e += t[e] == '\\' && t[e + 1] ? 2 : 1;
+			return strndup(t + b, e - b);
+		}
+	}
+	return NULL;
+}
+
+/* sed -i with an insert, append or change command (`1i TEXT`, `$a TEXT`)
+ * or a substitution: TEXT becomes (part of) lines of the file, shell code
+ * when the file is run; the rest of the file was there before the line. */
+static char *sed_inserted_text(const shell_cmd *c)
+{
+	for (size_t k = 1; k < c->argc; k++) {
+		const char *t = c->argv[k];
+		if (c->word_unresolved[k] || t[0] == '-')
+			continue;
+		t += strspn(t, "0123456789$,/ ");
+		if (t[0] == 's' && t[1] && !strchr(" \\\n", t[1]))
+			return sed_replacement(t + 1);
+		if (!*t || !strchr("iac", *t) || !strchr(" \\", t[1]))
+			return NULL;
+		t++;
+		t += strspn(t, " \\");
+		return strdup(t);
+	}
+	return NULL;
+}
+
+/* cc/gcc/clang/g++/tcc: the program built from sources this line wrote
+ * (-o NAME, or a.out) — its code is not known here. */
+static int compiled(const shell_cmd *c, struct written **w, size_t *n)
+{
+	static const char *const cc[] = {"cc", "gcc", "clang", "c++", "g++", "clang++", "tcc",
+					 "c99", "gcc-12", "clang-14", NULL};
+	if (!is_name(sh_basename(c->argv[0]), cc))
+		return 0;
+	const char *out = "a.out";
+	bool from_written = false;
+	for (size_t k = 1; k < c->argc; k++) {
+		if (!strcmp(c->argv[k], "-o") && k + 1 < c->argc) {
+			out = c->argv[++k];
+			continue;
+		}
+		if (!strncmp(c->argv[k], "-o", 2) && c->argv[k][2])
+			out = c->argv[k] + 2;
+		else if (c->argv[k][0] != '-' && (is_stream(c->argv[k]) || find(*w, *n, c->argv[k])))
+			from_written = true;
+	}
+	return from_written ? note(w, n, out, NULL, NULL) : 0;
+}
+
+/* A copy of a stream or of a file this line wrote carries that content. */
+static int copied(const shell_cmd *c, struct written **w, size_t *n)
+{
+	const char *src = c->word_unresolved[c->argc - 2] ? NULL : c->argv[c->argc - 2];
+	const struct written *from = src ? find(*w, *n, src) : NULL;
+	if (src && is_stream(src))
+		return note(w, n, c->argv[c->argc - 1], NULL, NULL);
+	if (from)
+		return note(w, n, c->argv[c->argc - 1], from->text ? strdup(from->text) : NULL,
+			    from->copy_of);
+	return note(w, n, c->argv[c->argc - 1], NULL, src && src[0] != '-' ? src : NULL);
+}
+
 /* Files command c writes. */
 static int collect(const shell_cmd *c, struct written **w, size_t *n)
 {
@@ -113,15 +198,24 @@ static int collect(const shell_cmd *c, struct written **w, size_t *n)
 	const char *dl = download_target(c);
 	if (dl)
 		return note(w, n, dl, NULL, NULL);
-	if (is_name(name, copiers) && !c->word_unresolved[c->argc - 1] && c->argc >= 3) {
-		const char *src = c->word_unresolved[c->argc - 2] ? NULL : c->argv[c->argc - 2];
-		return note(w, n, c->argv[c->argc - 1], NULL, src && src[0] != '-' ? src : NULL);
+	if (is_name(name, copiers) && !c->word_unresolved[c->argc - 1] && c->argc >= 3)
+		return copied(c, w, n);
+	bool sed_i = (!strcmp(name, "sed") || !strcmp(name, "perl")) && c->argc > 2;
+	bool inplace = false;
+	for (size_t k = 1; sed_i && k < c->argc; k++)
+		if (!strncmp(c->argv[k], "-i", 2) || !strncmp(c->argv[k], "-pi", 3) ||
+		    !strcmp(c->argv[k], "--in-place"))
+			inplace = true;
+	if (inplace) { /* the edited files: the last operand at least */
+		const char *t = c->word_unresolved[c->argc - 1] ? "" : c->argv[c->argc - 1];
+		return note(w, n, t, strcmp(name, "sed") ? NULL : sed_inserted_text(c), NULL);
 	}
 	if (is_name(name, writers))
 		for (size_t k = 1; k < c->argc && rc == 0; k++)
 			if (!c->word_unresolved[k] && c->argv[k][0] != '-')
-				rc = note(w, n, c->argv[k], NULL, NULL);
-	return rc;
+				rc = note(w, n, !strncmp(c->argv[k], "of=", 3) ? c->argv[k] + 3 : c->argv[k],
+					  NULL, NULL);
+	return rc == 0 ? compiled(c, w, n) : rc;
 }
 
 static const struct written *find(const struct written *w, size_t n, const char *name)

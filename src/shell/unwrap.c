@@ -1988,7 +1988,36 @@ static int do_screen(struct uw *u)
 	return inner(u, i, "screen");
 }
 
-/* expect -c SCRIPT: Tcl; `spawn CMD …` and `exec CMD …` run commands. */
+/* Tcl text: `exec CMD …`, `spawn CMD …` (expect), `system …` at the start
+ * of a command or of a [bracketed] one run a command up to the end of
+ * that command; `file delete` and `open "|…"` are held. */
+static int tcl_text(struct uw *u, const char *text, const char *via)
+{
+	static const char *const runs[] = {"exec ", "spawn ", "system ", NULL};
+	int rc = 0;
+	for (size_t i = 0; text[i] && rc == 0; i++) {
+		if (i > 0 && !strchr(" \t\n;[{", text[i - 1]))
+			continue;
+		if (starts_with(text + i, "file delete") || starts_with(text + i, "open \"|") ||
+		    starts_with(text + i, "open |") || starts_with(text + i, "eval ")) {
+			markf(u, "%s: script deletes files or runs computed commands", via);
+			continue;
+		}
+		for (const char *const *r = runs; *r && rc == 0; r++) {
+			if (!starts_with(text + i, *r))
+				continue;
+			const char *b = text + i + strlen(*r);
+			size_t len = strcspn(b, "];\n");
+			_cleanup_free_ char *cmd = strndup(b, len);
+			if (!cmd)
+				return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+			rc = reparse(u, cmd, via);
+		}
+	}
+	return rc;
+}
+
+/* expect -c SCRIPT: Tcl. */
 static int do_expect(struct uw *u)
 {
 	int rc = 0;
@@ -2000,21 +2029,71 @@ static int do_expect(struct uw *u)
 			continue;
 		}
 		k = next;
-		if (val.unres) {
+		if (val.unres)
 			mark(u, "expect -c: script is not static");
-			continue;
-		}
-		_cleanup_free_ char *copy = strdup(val.text);
-		if (!copy)
-			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-		for (char *save = NULL, *st = strtok_r(copy, ";\n", &save); st && rc == 0;
-		     st = strtok_r(NULL, ";\n", &save)) {
-			st += strspn(st, " \t[");
-			if (starts_with(st, "spawn ") || starts_with(st, "exec ") || starts_with(st, "system "))
-				rc = reparse(u, strchr(st, ' ') + 1, "expect spawn");
-		}
+		else
+			rc = tcl_text(u, val.text, "expect spawn");
 	}
 	return rc;
+}
+
+/* tclsh/wish/jimsh: a script file, or the program read from stdin. */
+static int do_tclsh(struct uw *u)
+{
+	size_t i = 1;
+	while (i < u->n && !u->v[i].unres && u->v[i].text[0] == '-' && u->v[i].text[1])
+		i++;
+	if (i < u->n && !(fis(&u->v[i], "-") || fis(&u->v[i], "/dev/stdin"))) {
+		if (u->v[i].procsub)
+			markf(u, "%s runs a process substitution", u->name);
+		return 0;
+	}
+	const struct sh_stdin *in = u->in ? u->in : &no_stdin;
+	if (in->body) {
+		if (in->body_unres)
+			markf(u, "%s: here-document with unresolved expansions", u->name);
+		return tcl_text(u, in->body, u->name);
+	}
+	return stdin_code(u, "tcl");
+}
+
+/* A recipe as the shell sees it: make expands $(NAME) and ${NAME} (here:
+ * the environment's variable, unknown) and $$ to $; $(shell CMD) runs CMD. */
+static char *make_vars_as_shell(const char *rec)
+{
+	struct sbuf b = {0};
+	for (size_t i = 0; rec[i]; i++) {
+		if (rec[i] != '$') {
+			sbuf_putc(&b, rec[i]);
+			continue;
+		}
+		if (rec[i + 1] == '$') {
+			sbuf_putc(&b, '$');
+			i++;
+		} else if (rec[i + 1] == '(' && starts_with(rec + i + 2, "shell ")) {
+			sbuf_puts(&b, "$(");
+			i += 7;
+		} else if (rec[i + 1] == '(' || rec[i + 1] == '{') {
+			char close = rec[i + 1] == '(' ? ')' : '}';
+			size_t n = strspn(rec + i + 2, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+			if (n && rec[i + 2 + n] == close) {
+				sbuf_puts(&b, "${");
+				for (size_t k = 0; k < n; k++)
+					sbuf_putc(&b, rec[i + 2 + k]);
+				sbuf_putc(&b, '}');
+				i += 2 + n;
+			} else {
+				sbuf_putc(&b, '$');
+			}
+		} else {
+			sbuf_putc(&b, '$');
+		}
+	}
+	if (b.oom || !b.s) {
+		sbuf_free(&b);
+		return b.oom ? NULL : strdup("");
+	}
+	return b.s;
 }
 
 /* Recipes of makefile text (--eval, or a makefile read from a here-document). */
@@ -2034,14 +2113,19 @@ static int makefile_text(struct uw *u, const char *text, const char *via)
 		if (!rec)
 			continue;
 		rec += strspn(rec, " \t@-+");
-		rc = reparse(u, rec, via);
+		_cleanup_free_ char *sh = make_vars_as_shell(rec);
+		if (!sh)
+			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+		rc = reparse(u, sh, via);
 	}
 	return rc;
 }
 
+static int make_overrides(struct uw *u);
+
 static int do_make(struct uw *u)
 {
-	int rc = 0;
+	int rc = make_overrides(u);
 	for (size_t k = 1; k < u->n && rc == 0;) {
 		struct sh_field val;
 		size_t next = k + 1;
@@ -2068,6 +2152,363 @@ static int do_make(struct uw *u)
 		k = next;
 	}
 	return rc;
+}
+
+/* A make variable set on the command line whose value make runs as a
+ * command (CC=…, SHELL=…), or that carries shell separators into the
+ * recipes that expand it: its value is shell text. */
+static bool make_command_var(const char *name, size_t len)
+{
+	static const char *const l[] = {"CC", "CXX", "CPP", "LD", "AR", "AS", "FC", "RANLIB",
+					"STRIP", "OBJCOPY", "INSTALL", "RM", "MAKE", "YACC", "LEX",
+					"PKG_CONFIG", "SHELL", "HOSTCC", "NM", "PYTHON", "PERL",
+					"MKDIR", "CP", "MV", "LN", "SED", "AWK", "TAR", NULL};
+	for (const char *const *p = l; *p; p++)
+		if (strlen(*p) == len && strncmp(*p, name, len) == 0)
+			return true;
+	return len > 3 && (strncmp(name + len - 3, "_CC", 3) == 0 ||
+			   strncmp(name + len - 3, "CMD", 3) == 0);
+}
+
+static int make_assignment(struct uw *u, const struct sh_field *f, const char *shell)
+{
+	const char *eq = strchr(f->text, '=');
+	size_t len = (size_t)(eq - f->text);
+	while (len > 0 && strchr(":+?!", f->text[len - 1]))
+		len--;
+	struct sh_field val = *f;
+	val.text = (char *)eq + 1;
+	if (len == 11 && strncmp(f->text, ".SHELLFLAGS", 11) == 0) {
+		if (val.unres) {
+			mark(u, "make .SHELLFLAGS: flags are not static");
+			return 0;
+		}
+		_cleanup_free_ char *t = NULL;
+		if (asprintf(&t, "%s %s :", shell, val.text) < 0)
+			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+		return reparse(u, t, "make .SHELLFLAGS");
+	}
+	if (make_command_var(f->text, len) || strpbrk(val.text, ";&|`\n") ||
+	    strstr(val.text, "$("))
+		return shell_text(u, &val, "make variable");
+	return 0;
+}
+
+/* make VAR=VALUE operands: SHELL and .SHELLFLAGS run every recipe. */
+static int make_overrides(struct uw *u)
+{
+	const char *shell = "/bin/sh";
+	for (size_t k = 1; k < u->n; k++)
+		if (!u->v[k].unres && starts_with(u->v[k].text, "SHELL="))
+			shell = u->v[k].text + 6;
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		const char *eq = strchr(f->text, '=');
+		if (f->text[0] == '-' || !eq || eq == f->text)
+			continue;
+		if (strspn(f->text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:+?!") !=
+		    (size_t)(eq - f->text))
+			continue;
+		rc = make_assignment(u, f, shell);
+	}
+	return rc;
+}
+
+/* npx [opts] -c TEXT / npm exec -c TEXT: shell text. Options after the
+ * package's name belong to the package. */
+static int do_npx(struct uw *u)
+{
+	size_t k = 1;
+	if (strcmp(u->name, "npx") != 0) {
+		if (u->n < 2 || !(fis(&u->v[1], "exec") || fis(&u->v[1], "x")))
+			return 0;
+		k = 2;
+	}
+	int rc = 0;
+	while (k < u->n && rc == 0) {
+		struct sh_field val;
+		size_t next = k + 1;
+		const struct sh_field *f = &u->v[k];
+		if (opt_value(u, k, "-c", "--call", &val, &next))
+			rc = shell_text(u, &val, "npx -c");
+		else if (fis(f, "-p") || fis(f, "--package"))
+			next = k + 2;
+		else if (f->unres || f->text[0] != '-')
+			break;
+		k = next;
+	}
+	return rc;
+}
+
+/* dtach -n|-c|-A|-N SOCKET [opts] CMD…, abduco -c|-n|-A NAME CMD… */
+static int do_dtach(struct uw *u)
+{
+	static const char *const modes[] = {"-n", "-c", "-A", "-N", "-a", NULL};
+	if (u->n < 3 || u->v[1].unres || !in_list(u->v[1].text, modes) ||
+	    fis(&u->v[1], "-a"))
+		return 0;
+	bool unk = false;
+	size_t i = skip_opts(u, 3, "er", NULL, &unk);
+	if (unk) {
+		markf(u, "%s: cannot tell which command runs", u->name);
+		return 0;
+	}
+	return inner(u, i, u->name);
+}
+
+/* The argv of a cmake -E tool as the command doing the same: rm. */
+static int cmake_as_rm(struct uw *u, size_t i, bool recursive)
+{
+	size_t n = u->n - i + (recursive ? 1 : 0);
+	_cleanup_free_ struct sh_field *v = calloc(n, sizeof(*v));
+	if (!v)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	v[0] = u->v[i];
+	v[0].text = (char *)"rm";
+	size_t o = 1;
+	if (recursive) {
+		v[1] = u->v[i];
+		v[1].text = (char *)"-r";
+		o = 2;
+	}
+	for (size_t k = i + 1; k < u->n; k++)
+		v[o++] = u->v[k];
+	return sh_unwrap(u->ctx, v, n, NULL, 0, "cmake -E", u->depth, u->in, u->ns);
+}
+
+/* cmake -E TOOL: rm/remove/remove_directory are file deletions; chdir,
+ * env and time run a command. */
+static int cmake_tool(struct uw *u, size_t i)
+{
+	if (i >= u->n || u->v[i].unres)
+		return 0;
+	const char *t = u->v[i].text;
+	if (!strcmp(t, "rm") || !strcmp(t, "remove"))
+		return cmake_as_rm(u, i, false);
+	if (!strcmp(t, "remove_directory"))
+		return cmake_as_rm(u, i, true);
+	if (!strcmp(t, "time"))
+		return inner(u, i + 1, "cmake -E time");
+	if (!strcmp(t, "env")) {
+		size_t k = i + 1;
+		while (k < u->n && !u->v[k].unres &&
+		       (u->v[k].text[0] == '-' || strchr(u->v[k].text, '=')))
+			k++;
+		return inner(u, k, "cmake -E env");
+	}
+	if (!strcmp(t, "chdir") && i + 2 < u->n) {
+		char *saved;
+		bool saved_unres;
+		int rc = chdir_push(u->ctx, &u->v[i + 1], &saved, &saved_unres);
+		if (rc == 0)
+			rc = inner(u, i + 2, "cmake -E chdir");
+		chdir_pop(u->ctx, saved, saved_unres);
+		return rc;
+	}
+	return 0;
+}
+
+/* cmake -E TOOL …; cmake -P SCRIPT read from stdin or a process
+ * substitution is a program nobody can read here. */
+static int do_cmake(struct uw *u)
+{
+	for (size_t k = 1; k < u->n;) {
+		struct sh_field val;
+		size_t next = k + 1;
+		if (fis(&u->v[k], "-E"))
+			return cmake_tool(u, k + 1);
+		if (opt_value(u, k, "-P", NULL, &val, &next) &&
+		    (val.procsub || val.unres || !strcmp(val.text, "-") ||
+		     starts_with(val.text, "/dev/stdin") || starts_with(val.text, "/dev/fd/") ||
+		     starts_with(val.text, "/proc/self/fd/"))) {
+			mark(u, "cmake -P runs a script that is not a file of the workspace");
+			return 0;
+		}
+		k = next;
+	}
+	return 0;
+}
+
+/* less +CMD / -+CMD / --init… : an initial command; `!TEXT` runs shell
+ * text, `|…` pipes to one. */
+static int do_less(struct uw *u)
+{
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->text[0] != '+')
+			continue;
+		const char *bang = strchr(f->text, '!');
+		if (f->unres || f->lookalike) {
+			if (bang || strchr(f->text, '|'))
+				mark_by(u, f, "less +: initial command is not static");
+		} else if (bang) {
+			rc = reparse(u, bang + 1, "less +!");
+		} else if (strchr(f->text, '|')) {
+			mark(u, "less +|: pipes to a shell command");
+		}
+	}
+	return rc;
+}
+
+/* One line of an ed/ex script: `!CMD`, `w !CMD`, `r !CMD`, `e !CMD` run
+ * shell text (after an address). */
+static int ed_line(struct uw *u, const char *ln, const char *via)
+{
+	const char *p = ln + strspn(ln, " \t:0123456789,.;$+-");
+	if (starts_with(p, "silent")) { /* silent !CMD, silent! !CMD */
+		p += 6;
+		if (p[0] == '!' && (p[1] == ' ' || p[1] == '\t'))
+			p++;
+		p += strspn(p, " \t");
+	}
+	if (*p && strchr("wWreE", *p)) {
+		p++;
+		p += strspn(p, "q ");
+	}
+	if (*p == '!' && p[1])
+		return reparse(u, p + 1, via);
+	if (strstr(ln, "system(") || strstr(ln, "systemlist("))
+		markf(u, "%s: script calls system()", u->name);
+	return 0;
+}
+
+static int ed_script(struct uw *u, const char *text, const char *via)
+{
+	_cleanup_free_ char *copy = strdup(text);
+	if (!copy)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	int rc = 0;
+	for (char *save = NULL, *ln = strtok_r(copy, "\n", &save); ln && rc == 0;
+	     ln = strtok_r(NULL, "\n", &save))
+		rc = ed_line(u, ln, via);
+	return rc;
+}
+
+/* ed/ex reading their script from stdin. */
+static int ed_stdin(struct uw *u)
+{
+	const struct sh_stdin *in = u->in ? u->in : &no_stdin;
+	char via[64];
+	snprintf(via, sizeof(via), "%s !", u->name);
+	if (in->body) {
+		if (in->body_unres)
+			markf(u, "%s: here-document with unresolved expansions", u->name);
+		return ed_script(u, in->body, via);
+	}
+	if (in->procsub)
+		markf(u, "%s reads its script from a process substitution", u->name);
+	else if (in->piped && (in->downloaded || in->decoded))
+		markf(u, "%s reads a %s script", u->name, in->downloaded ? "downloaded" : "decoded");
+	return 0;
+}
+
+static int do_ed(struct uw *u)
+{
+	return ed_stdin(u);
+}
+
+static int do_ex(struct uw *u)
+{
+	int rc = do_vim(u);
+	return rc == 0 ? ed_stdin(u) : rc;
+}
+
+/* Emacs Lisp: (shell-command "TEXT") and friends run shell text; other
+ * process starters and file deletions are held. */
+static int elisp_code(struct uw *u, const char *code)
+{
+	static const char *const shell[] = {"(shell-command-to-string", "(async-shell-command",
+					    "(call-process-shell-command", "(shell-command", NULL};
+	static const char *const other[] = {"(call-process", "(start-process", "(make-process",
+					    "(process-lines", "(delete-directory", "(delete-file",
+					    "(rename-file", "(eval", "(funcall", "(apply", NULL};
+	int rc = 0;
+	for (const char *p = strchr(code, '('); p && rc == 0; p = strchr(p + 1, '(')) {
+		bool sh = false, oth = false;
+		size_t len = 0;
+		for (const char *const *l = shell; *l && !sh; l++)
+			if (starts_with(p, *l) && !strchr("-", p[strlen(*l)]))
+				sh = true, len = strlen(*l);
+		for (const char *const *l = other; *l && !sh && !oth; l++)
+			if (starts_with(p, *l) && strchr(" \t\n)", p[strlen(*l)]))
+				oth = true;
+		if (oth)
+			markf(u, "%s: code starts processes or deletes files", u->name);
+		if (!sh)
+			continue;
+		const char *q = p + len + strspn(p + len, " \t\n");
+		size_t n = *q == '"' ? strcspn(q + 1, "\"\\") : 0;
+		if (*q != '"' || q[1 + n] != '"') {
+			markf(u, "%s: shell-command with a non-literal argument", u->name);
+			continue;
+		}
+		_cleanup_free_ char *t = strndup(q + 1, n);
+		if (!t)
+			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+		rc = reparse(u, t, "emacs shell-command");
+	}
+	return rc;
+}
+
+/* emacs --eval CODE / -eval / --execute; -l/--load of stdin is held. */
+static int do_emacs(struct uw *u)
+{
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0;) {
+		struct sh_field val;
+		size_t next = k + 1;
+		if (opt_value(u, k, NULL, "--eval", &val, &next) ||
+		    opt_value(u, k, NULL, "-eval", &val, &next) ||
+		    opt_value(u, k, NULL, "--execute", &val, &next)) {
+			if (val.unres || val.lookalike)
+				mark_by(u, &val, "emacs --eval: code is not static");
+			else
+				rc = elisp_code(u, val.text);
+		} else if ((opt_value(u, k, "-l", "--load", &val, &next) ||
+			    opt_value(u, k, NULL, "--script", &val, &next)) &&
+			   (val.procsub || val.unres || starts_with(val.text, "/dev/") ||
+			    starts_with(val.text, "/proc/"))) {
+			mark(u, "emacs loads code that is not a file of the workspace");
+		}
+		k = next;
+	}
+	return rc;
+}
+
+/* Rscript -e EXPR / R -e EXPR */
+static int do_rscript(struct uw *u)
+{
+	static const char *const la[] = {"file", NULL};
+	return do_interp(u, "r", "e", "", NULL, NULL, la, NULL);
+}
+
+/* curl -K/--config FILE, wget --config FILE / -i FILE: options (output=,
+ * url=) read from a file; one that is not a file of the workspace (a
+ * process substitution, stdin) sets what nobody can see here. */
+static int do_curl(struct uw *u)
+{
+	for (size_t k = 1; k < u->n; k++) {
+		struct sh_field val;
+		size_t next = k + 1;
+		const struct sh_field *f = &u->v[k];
+		bool cfg = opt_value(u, k, NULL, "--config", &val, &next) ||
+			   (strcmp(u->name, "curl") == 0 && opt_value(u, k, "-K", NULL, &val, &next));
+		if (!cfg && strcmp(u->name, "curl") == 0 && !f->unres && f->text[0] == '-' &&
+		    f->text[1] != '-' && strchr(f->text, 'K') && !strchr(f->text, 'K')[1] &&
+		    k + 1 < u->n) {
+			val = u->v[k + 1]; /* -sK FILE */
+			cfg = true;
+		}
+		if (cfg && (val.procsub || val.unres || !strcmp(val.text, "-") ||
+			    starts_with(val.text, "/dev/") || starts_with(val.text, "/proc/"))) {
+			markf(u, "%s reads its options from a stream nobody can read here", u->name);
+			return 0;
+		}
+		k = next - 1;
+	}
+	return 0;
 }
 
 /* ---- sed: the `e` command and the `e` flag of `s` run commands ---------- */
@@ -2270,7 +2711,7 @@ static const struct handler handlers[] = {
 	{"rsync", do_optcmd}, {"zip", do_optcmd}, {"man", do_optcmd}, {"sort", do_optcmd},
 	{"xterm", do_optcmd}, {"uxterm", do_optcmd}, {"konsole", do_optcmd}, {"urxvt", do_optcmd},
 	{"entr", do_optcmd}, {"vim", do_vim}, {"vi", do_vim}, {"nvim", do_vim}, {"view", do_vim},
-	{"vimdiff", do_vim}, {"ex", do_vim}, {"gvim", do_vim}, {"sg", do_sg},
+	{"vimdiff", do_vim}, {"ex", do_ex}, {"gvim", do_vim}, {"sg", do_sg},
 	{"setpriv", do_setpriv}, {"start-stop-daemon", do_start_stop_daemon}, {"trap", do_trap},
 	{"ssh", do_ssh}, {"docker", do_container_exec}, {"podman", do_container_exec},
 	{"nerdctl", do_container_exec}, {"kubectl", do_kubectl}, {"oc", do_kubectl},
@@ -2279,6 +2720,11 @@ static const struct handler handlers[] = {
 	{"luajit", do_lua}, {"lua5.1", do_lua}, {"lua5.3", do_lua}, {"lua5.4", do_lua},
 	{"xvfb-run", do_plain}, {"dbus-launch", do_plain}, {"chronic", do_plain},
 	{"gdb", do_gdb}, {"gdb-multiarch", do_gdb}, {"sed", do_sed}, {"gsed", do_sed},
+	{"bmake", do_make}, {"npx", do_npx}, {"npm", do_npx}, {"pnpm", do_npx},
+	{"dtach", do_dtach}, {"abduco", do_dtach}, {"cmake", do_cmake}, {"less", do_less},
+	{"ed", do_ed}, {"red", do_ed}, {"tclsh", do_tclsh}, {"wish", do_tclsh},
+	{"jimsh", do_tclsh}, {"tclsh8.6", do_tclsh}, {"emacs", do_emacs},
+	{"Rscript", do_rscript}, {"R", do_rscript}, {"curl", do_curl}, {"wget", do_curl},
 };
 
 static bool is_python(const char *n)
