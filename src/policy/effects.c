@@ -161,17 +161,22 @@ static const char *const git_effect_names[] = {
 	"stash entries dropped", "a git remote redirected"};
 
 /* Selected by git_config globs: some glob matches and no "!glob" does
- * (the same as paths; "*" with exclusions is an allow-list of keys). */
-static bool config_key_selected(const strlist *globs, const char *key)
+ * (the same as paths; "*" with exclusions is an allow-list of keys). A
+ * glob with '=' is about values (KEY=VALUE, a value the key gained), one
+ * without about keys: each kind of glob sees only its own kind of entry,
+ * so "*" less data keys never reads a value as a key. */
+static bool config_key_selected(const strlist *globs, const char *entry, bool value)
 {
 	bool in = false;
 	for (size_t i = 0; i < globs->n; i++) {
-		const char *g = globs->v[i];
+		const char *g = globs->v[i], *pat = g + (g[0] == '!');
+		if ((strchr(pat, '=') != NULL) != value)
+			continue;
 		if (g[0] == '!') {
-			if (fnmatch(g + 1, key, FNM_CASEFOLD) == 0)
+			if (fnmatch(pat, entry, FNM_CASEFOLD) == 0)
 				return false;
 		} else if (!in)
-			in = fnmatch(g, key, FNM_CASEFOLD) == 0;
+			in = fnmatch(pat, entry, FNM_CASEFOLD) == 0;
 	}
 	return in;
 }
@@ -243,8 +248,11 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 	if (e->git_config.n) {
 		const char *key = f->config_unreadable ? "a git config that cannot be read" : NULL;
 		for (size_t i = 0; !key && i < f->nconfig_keys; i++)
-			if (config_key_selected(&e->git_config, f->config_keys[i]))
+			if (config_key_selected(&e->git_config, f->config_keys[i], false))
 				key = f->config_keys[i];
+		for (size_t i = 0; !key && i < f->nconfig_values; i++)
+			if (config_key_selected(&e->git_config, f->config_values[i], true))
+				key = f->config_values[i];
 		if (!key)
 			goto no;
 		free(*detail);
@@ -895,4 +903,94 @@ int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entr
 		return asprintf(what, "%s %s -> %s", k, ov, nv) < 0 ? -ENOMEM : 1;
 	}
 	return 0;
+}
+
+/* ---- git config: values gained ------------------------------------------ */
+
+/* What git's config reader takes for true (git_parse_maybe_bool): a bare
+ * key, true/yes/on, or a non-zero number. */
+static bool cfg_true(const char *v)
+{
+	if (!v)
+		return true;
+	if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
+		return true;
+	char *end;
+	long n = strtol(v, &end, 10);
+	return *v && !*end && n != 0;
+}
+
+static int add_value(char ***vals, size_t *n, const char *key, const char *value)
+{
+	char **v = realloc(*vals, (*n + 2) * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	*vals = v;
+	if (asprintf(&v[*n], "%s=%s", key, value ? value : "true") < 0)
+		return -ENOMEM;
+	v[++*n] = NULL;
+	return 0;
+}
+
+/* The values key has in b and not in a. */
+static int key_gained(cfg a, cfg b, const char *key, char ***vals, size_t *n)
+{
+	size_t al, ah, bl, bh;
+	cfg_range(a, key, &al, &ah);
+	cfg_range(b, key, &bl, &bh);
+	int r = 0;
+	for (size_t j = bl; r == 0 && j < bh; j++) {
+		while (al < ah && entry_cmp(&a.e[al], &b.e[j]) < 0)
+			al++;
+		if (al == ah || entry_cmp(&a.e[al], &b.e[j]) > 0)
+			r = add_value(vals, n, key, b.e[j].value);
+	}
+	return r;
+}
+
+/* Pruning turned on changes what every fetch refspec it covers does (a
+ * refspec into refs/heads/ then deletes the user's branches the remote
+ * lacks): those refspecs count as gained too. */
+static int prune_gained(cfg a, cfg b, const char *key, char ***vals, size_t *n)
+{
+	size_t rlen = 0;
+	const char *remote = key_is(key, "remote", "prune") ? remote_name(key, &rlen) : NULL;
+	const char *now = cfg_first(b, key), *was = cfg_first(a, key); /* a bare key reads "true" */
+	if ((!remote && strcmp(key, "fetch.prune")) || !now || !cfg_true(now) || (was && cfg_true(was)))
+		return 0;
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < b.n; i++) {
+		size_t len;
+		const char *rn = remote_name(b.e[i].key, &len);
+		if (rn && key_is(b.e[i].key, "remote", "fetch") && (!remote || (len == rlen && !strncmp(rn, remote, len))))
+			r = add_value(vals, n, b.e[i].key, b.e[i].value);
+	}
+	return r;
+}
+
+int gitconfig_gained(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
+		     const char *const *keys, size_t nkeys, enum gitconfig_role role, char ***vals, size_t *nvals)
+{
+	*vals = NULL;
+	*nvals = 0;
+	cfg ca = {a, na}, cb = {b, nb};
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < nkeys; i++) {
+		/* a repository the change made has no work of the user's for
+		 * its format or checkout settings to break; its remotes and
+		 * fetch settings still act on the remote's */
+		if (role == GITCONFIG_NEW_REPO && strncmp(keys[i], "remote.", 7) && strncmp(keys[i], "fetch.", 6))
+			continue;
+		r = key_gained(ca, cb, keys[i], vals, nvals);
+		if (r == 0)
+			r = prune_gained(ca, cb, keys[i], vals, nvals);
+	}
+	if (r < 0) {
+		for (size_t i = 0; i < *nvals; i++)
+			free((*vals)[i]);
+		free(*vals);
+		*vals = NULL;
+		*nvals = 0;
+	}
+	return r;
 }

@@ -56,6 +56,10 @@ typedef struct effect_facts {
 	const char *git_path[EFFECT_GIT_KINDS];
 	const char *const *config_keys; /* git config keys added, changed or removed */
 	size_t nconfig_keys;
+	/* KEY=VALUE for each value a changed key gained (gitconfig_gained),
+	 * matched by git_config globs that have a '=' */
+	const char *const *config_values;
+	size_t nconfig_values;
 	bool config_unreadable; /* a changed git config could not be read or parsed */
 	const char *policy_rel; /* the --policy file relative to the workspace, or NULL */
 } effect_facts;
@@ -122,3 +126,12 @@ enum gitconfig_role {
 };
 int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
 		       const char *const *keys, size_t nkeys, enum gitconfig_role role, char **what);
+
+/* The values each changed key gained from config a to b (both sorted by
+ * gitconfig_changed_keys), as "KEY=VALUE" (a bare key: "KEY=true"), for
+ * git_config globs with '='; turning pruning on (fetch.prune,
+ * remote.NAME.prune) also counts the fetch refspecs it covers as gained.
+ * For a GITCONFIG_NEW_REPO only remote.* and fetch.* keys. NULL-terminated,
+ * malloc'd; 0 or -ENOMEM. */
+int gitconfig_gained(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
+		     const char *const *keys, size_t nkeys, enum gitconfig_role role, char ***vals, size_t *nvals);

@@ -555,17 +555,45 @@ static int git_change(gitscan *g, const effect_change *c)
 
 /* ---- git config ---------------------------------------------------------- */
 
-typedef struct keyset {
+typedef struct strvec {
 	char **v;
 	size_t n;
+} strvec;
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Move the n strings of src (a malloc'd array, freed) to the end of d. */
+static int strvec_take(strvec *d, char **src, size_t n)
+{
+	char **v = realloc(d->v, (d->n + n + 1) * sizeof *v);
+	if (!v) {
+		strv_free(src, n);
+		return -ENOMEM;
+	}
+	d->v = v;
+	if (n) /* src is NULL when there is nothing */
+		memcpy(d->v + d->n, src, n * sizeof *src);
+	d->n += n;
+	d->v[d->n] = NULL;
+	free(src);
+	return 0;
+}
+
+typedef struct keyset {
+	strvec keys;   /* keys whose values changed */
+	strvec values; /* KEY=VALUE gained */
 	bool unreadable;
 } keyset;
 
 static void keyset_free(keyset *k)
 {
-	for (size_t i = 0; i < k->n; i++)
-		free(k->v[i]);
-	free(k->v);
+	strv_free(k->keys.v, k->keys.n);
+	strv_free(k->values.v, k->values.n);
 }
 
 static int config_version(int fd, const char *path, bool present, gitconfig_entry **e, size_t *n)
@@ -631,15 +659,21 @@ static enum gitconfig_role config_role(const gitscan *g, const char *path)
 	return exists_beneath(g->s->ws_fd, head) ? GITCONFIG_REPO : GITCONFIG_NEW_REPO;
 }
 
-/* Note the first redirect of an existing remote, by key and values. */
-static int config_redirect(gitscan *g, const char *path, const gitconfig_entry *a, size_t na,
-			   const gitconfig_entry *b, size_t nb, char **keys, size_t nk)
+/* Note the first redirect of an existing remote, by key and values, and
+ * the values the keys gained. */
+static int config_values(gitscan *g, const char *path, const gitconfig_entry *a, size_t na,
+			 const gitconfig_entry *b, size_t nb, char **keys, size_t nk, keyset *k)
 {
 	_cleanup_free_ char *what = NULL;
-	int r = gitconfig_redirect(a, na, b, nb, (const char *const *)keys, nk, config_role(g, path), &what);
+	enum gitconfig_role role = config_role(g, path);
+	int r = gitconfig_redirect(a, na, b, nb, (const char *const *)keys, nk, role, &what);
 	if (r > 0)
 		git_hit(g, EFFECT_GIT_REMOTE_REDIRECTED, what);
-	return r < 0 ? r : 0;
+	char **vals = NULL;
+	size_t nv = 0;
+	if (r >= 0)
+		r = gitconfig_gained(a, na, b, nb, (const char *const *)keys, nk, role, &vals, &nv);
+	return r < 0 ? r : strvec_take(&k->values, vals, nv);
 }
 
 /* One changed git config file: the keys whose values differ. */
@@ -663,33 +697,18 @@ static int config_change(gitscan *g, const effect_change *c, keyset *k)
 	if (r == 0)
 		r = gitconfig_changed_keys(a, na, b, nb, &keys, &nk);
 	if (r == 0)
-		r = config_redirect(g, c->path, a, na, b, nb, keys, nk);
+		r = config_values(g, c->path, a, na, b, nb, keys, nk, k);
 	gitconfig_free(a, na);
 	gitconfig_free(b, nb);
-	if (r == -ENOMEM) {
-		for (size_t i = 0; i < nk; i++)
-			free(keys[i]);
-		free(keys);
-		return r;
+	if (r < 0 && r != -ENOMEM) {
+		k->unreadable = true;
+		r = 0;
 	}
 	if (r < 0) {
-		k->unreadable = true;
-		return 0;
+		strv_free(keys, nk);
+		return r;
 	}
-	char **v = realloc(k->v, (k->n + nk + 1) * sizeof *v);
-	if (!v) {
-		for (size_t i = 0; i < nk; i++)
-			free(keys[i]);
-		free(keys);
-		return -ENOMEM;
-	}
-	k->v = v;
-	if (nk) /* keys is NULL when no key changed */
-		memcpy(k->v + k->n, keys, nk * sizeof *keys);
-	k->n += nk;
-	k->v[k->n] = NULL;
-	free(keys);
-	return 0;
+	return strvec_take(&k->keys, keys, nk);
 }
 
 /* ---- the check ------------------------------------------------------------- */
@@ -726,8 +745,10 @@ static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k, char *
 	f->git = g.bits;
 	for (size_t i = 0; i < EFFECT_GIT_KINDS; i++)
 		f->git_path[i] = where[i];
-	f->config_keys = (const char *const *)k->v;
-	f->nconfig_keys = k->n;
+	f->config_keys = (const char *const *)k->keys.v;
+	f->nconfig_keys = k->keys.n;
+	f->config_values = (const char *const *)k->values.v;
+	f->nconfig_values = k->values.n;
 	f->config_unreadable = k->unreadable;
 	return 0;
 }

@@ -562,3 +562,59 @@ def stash(ctx):
     _committed(ctx, ws, "%s stash drop -q" % GIT, pol)
     _committed(ctx, ws, "%s stash drop -q" % GIT, pol)  # the last one: ref and reflog go
     check(not sh("%s stash list" % GIT, cwd=ws).stdout, "entries left in the stash")
+
+
+@test("effects/git-config-destroys-held")
+def config_destroys(ctx):
+    """Settings that make the next plain `git push`/`fetch` delete or
+    overwrite work, or that break the repository, are held by value (rt5
+    §2.1, §2.4); what clone, init and remote add write still commits."""
+    pol = _effects_policy(ctx)
+    ws = _remote_repo(ctx)
+    for cmd, shown in (
+            ("git config --add remote.origin.push :refs/heads/main", "remote.origin.push=:refs/heads/main"),
+            ("git config --add remote.origin.push +refs/heads/*:refs/heads/*", "remote.origin.push=+refs"),
+            ("git config remote.origin.mirror true", "remote.origin.mirror=true"),
+            ("printf '[remote \"origin\"]\\n\\tmirror\\n' >> .git/config", "remote.origin.mirror=true"),
+            ("git config --add remote.origin.fetch +refs/*:refs/*", "remote.origin.fetch=+refs/*:refs/*"),
+            ("git config --add remote.origin.fetch +refs/heads/*:refs/heads/*", "remote.origin.fetch="),
+            ("git config fetch.pruneTags true", "fetch.prunetags=true"),
+            ("git config core.bare true", "core.bare=true"),
+            ("git config extensions.objectFormat sha256", "extensions.objectformat=sha256"),
+            ("git config core.repositoryFormatVersion 1", "core.repositoryformatversion=1"),
+            ("git config core.logAllRefUpdates false", "core.logallrefupdates=false"),
+            ("git config gc.reflogExpire now", "gc.reflogexpire=now"),
+            ("git config core.sparseCheckout true", "core.sparsecheckout=true"),
+            ("git config index.sparse yes", "index.sparse=yes")):
+        r = _held(ctx, ws, cmd, pol, "git-config-destroys")
+        check(shown is None or shown in _reason(r), "the reason does not show %s: %r" % (shown, _reason(r)))
+    # a fetch refspec into local branches set earlier: turning pruning on is the change
+    sh("%s config --add remote.origin.fetch +refs/heads/*:refs/heads/*" % GIT, cwd=ws)
+    _held(ctx, ws, "git config fetch.prune true", pol, "git-config-destroys")
+    _held(ctx, ws, "git config remote.origin.prune true", pol, "git-config-destroys")
+    sh("%s config --unset remote.origin.fetch 'refs/heads/\\*:refs/heads'" % GIT, cwd=ws)
+    # data settings and the usual remote work commit
+    _committed(ctx, ws, "git config fetch.prune true && git config core.logAllRefUpdates true && "
+               "git config --add remote.origin.push refs/heads/main:refs/heads/main && "
+               "git remote add up https://example.com/up.git && git config gc.reflogExpire never", pol)
+    src = small_ws(ctx, prefix="upstream")
+    sh("%s init -q && %s add -A && %s commit -qm up" % (GIT, GIT, GIT), cwd=src)
+    _committed(ctx, ws, "%s clone -q %s c1 && %s clone -q --bare %s c2.git && %s init -q --object-format=sha256 c3"
+               % (GIT, src, GIT, src, GIT), pol)
+
+
+@test("effects/git-history-hidden-held")
+def history_hidden(ctx):
+    """History hidden without a ref deleted: grafts, `git replace`,
+    alternates removed; a sparse checkout that deletes the tree on the
+    next checkout (rt5 §2.3, §2.4)."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    for cmd in ("mkdir -p .git/info && git rev-parse HEAD > .git/info/grafts",
+                "%s replace HEAD topic" % GIT,
+                "mkdir -p .git/info && echo /nothing > .git/info/sparse-checkout"):
+        r = _held(ctx, ws, cmd, pol, "git-history-hidden")
+    src = small_ws(ctx, prefix="upstream")
+    sh("%s init -q && %s add -A && %s commit -qm up" % (GIT, GIT, GIT), cwd=src)
+    sh("%s clone -q --shared %s shared" % (GIT, src), cwd=ws)
+    _held(ctx, ws, "rm shared/.git/objects/info/alternates", pol, "git-history-hidden")
