@@ -148,7 +148,8 @@ static bool change_selected(const effect_rule *e, const effect_facts *f, const e
 		return false;
 	if (e->kinds && !(e->kinds & (1u << c->kind)))
 		return false;
-	if (e->paths.n && !paths_select(&e->paths, c->path))
+	const char *alias = f->aliases ? f->aliases[c - f->changes] : NULL;
+	if (e->paths.n && !paths_select(&e->paths, alias ? alias : c->path))
 		return false;
 	if (e->policy_file && (!f->policy_rel || strcmp(f->policy_rel, c->path) != 0))
 		return false;
@@ -179,6 +180,14 @@ static bool config_key_selected(const strlist *globs, const char *entry, bool va
 			in = fnmatch(pat, entry, FNM_CASEFOLD) == 0;
 	}
 	return in;
+}
+
+static bool has_key_glob(const strlist *globs)
+{
+	for (size_t i = 0; i < globs->n; i++)
+		if (!strchr(globs->v[i], '='))
+			return true;
+	return false;
 }
 
 /* A deletion for deleted_min/deleted_share: the file is gone, or its
@@ -246,7 +255,10 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 		}
 	}
 	if (e->git_config.n) {
-		const char *key = f->config_unreadable ? "a git config that cannot be read" : NULL;
+		/* a config that cannot be read has no values to show: it is for
+		 * the rules on keys */
+		const char *key = f->config_unreadable && has_key_glob(&e->git_config) ? "a git config that cannot be read"
+											: NULL;
 		for (size_t i = 0; !key && i < f->nconfig_keys; i++)
 			if (config_key_selected(&e->git_config, f->config_keys[i], false))
 				key = f->config_keys[i];

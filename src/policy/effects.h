@@ -48,6 +48,10 @@ typedef struct effect_change {
 typedef struct effect_facts {
 	const effect_change *changes;
 	size_t nchanges;
+	/* NULL, or for each change NULL or, inside a git dir known by its
+	 * content (a bare repository), its path as if that dir were named
+	 * `.git`: path rules match that instead */
+	const char *const *aliases;
 	bool incomplete;       /* the change list was cut at its limit: path rules cannot be trusted */
 	uint64_t tracked;      /* files in the git index; 0: unknown (no git) */
 	unsigned git;          /* enum effect_git seen */

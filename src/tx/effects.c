@@ -31,6 +31,7 @@ typedef struct scan {
 	int ws_fd, upper_fd;
 	effect_change *v;
 	size_t n, cap;
+	char **alias; /* NULL, or one (or NULL) per change: effect_facts.aliases */
 	bool incomplete;
 	txbox_error *err;
 } scan;
@@ -39,6 +40,10 @@ static void scan_free(scan *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		free((char *)s->v[i].path);
+	if (s->alias)
+		for (size_t i = 0; i < s->n; i++)
+			free(s->alias[i]);
+	free(s->alias);
 	free(s->v);
 }
 
@@ -245,32 +250,6 @@ static bool old_is_prefix(int old_fd, int new_fd, const char *path, bool whole)
 
 static int strcmp_p(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Where path is inside a git directory: *rest (within path) is what follows
- * the git dir (a `.git` component, or one of .git/modules/…/ or
- * .git/worktrees/…/), *dirlen the length of that git dir. False: not in one. */
-static bool git_split(const char *path, size_t *dirlen, const char **rest)
-{
-	static const char *const parts[] = {"refs", "logs", "objects", "packed-refs", "shallow", "config",
-					    "config.worktree", "hooks"};
-	const char *git = NULL;
-	for (const char *p = path; p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, ".git/", 5))
-			git = p;
-	if (!git)
-		return false;
-	/* the first known part after the last .git component starts the rest */
-	for (const char *p = git + 5; p && *p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
-		for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
-			size_t n = strlen(parts[i]);
-			if (!strncmp(p, parts[i], n) && (p[n] == '/' || !p[n])) {
-				*dirlen = (size_t)(p - path) - 1;
-				*rest = p;
-				return true;
-			}
-		}
-	return false;
-}
-
 /* The ref names of a packed-refs text, sorted (NULL-terminated). */
 static char **packed_ref_names(char *text, size_t *n)
 {
@@ -327,7 +306,17 @@ typedef struct gitscan {
 	const effect_change **sorted; /* the changes by path */
 	unsigned bits;
 	char **where; /* [EFFECT_GIT_KINDS]: the first path of each bit (owned by the caller) */
+	/* the last directories tested for being a git dir, and the answers */
+	char *memo[4];
+	bool memo_git[4];
+	unsigned memo_next;
 } gitscan;
+
+static void gitscan_done(gitscan *g)
+{
+	for (size_t i = 0; i < sizeof g->memo / sizeof *g->memo; i++)
+		free(g->memo[i]);
+}
 
 /* The transaction did `bit` (enum effect_git) to path. */
 static void git_hit(gitscan *g, unsigned bit, const char *path)
@@ -345,6 +334,74 @@ static bool exists_after(const gitscan *g, const char *path)
 	if (c)
 		return c->kind != TXBOX_CHANGE_DELETED;
 	return exists_beneath(g->s->ws_fd, path);
+}
+
+/* Is the directory path[0..len) (a prefix ending in '/', or "" for the
+ * workspace) a git dir by its content: HEAD, objects and refs in it,
+ * before or after the commit? A bare repository needs no `.git` in its
+ * name. */
+static bool git_dir_content(gitscan *g, const char *path, size_t len)
+{
+	for (size_t i = 0; i < sizeof g->memo / sizeof *g->memo; i++)
+		if (g->memo[i] && strlen(g->memo[i]) == len && !strncmp(g->memo[i], path, len))
+			return g->memo_git[i];
+	static const char *const need[] = {"HEAD", "objects", "refs"};
+	bool git = true;
+	for (size_t i = 0; i < 3 && git; i++) {
+		_cleanup_free_ char *p = NULL;
+		if (asprintf(&p, "%.*s%s", (int)len, path, need[i]) < 0)
+			return true; /* out of memory: the stricter answer */
+		git = exists_after(g, p) || exists_beneath(g->s->ws_fd, p);
+	}
+	unsigned m = g->memo_next++ % (sizeof g->memo / sizeof *g->memo);
+	free(g->memo[m]);
+	g->memo[m] = strndup(path, len);
+	g->memo_git[m] = git;
+	return git;
+}
+
+static bool git_part(const char *p)
+{
+	static const char *const parts[] = {"refs", "logs", "objects", "packed-refs", "shallow", "config",
+					    "config.worktree", "hooks", "info", "commondir", "gitdir"};
+	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+		size_t n = strlen(parts[i]);
+		if (!strncmp(p, parts[i], n) && (p[n] == '/' || !p[n]))
+			return true;
+	}
+	return false;
+}
+
+/* Where path is inside a git directory: *rest (within path) is what
+ * follows the git dir, *dirlen the length of the path before it (the git
+ * dir and its '/'). The git dir is the last `.git` component (with
+ * .git/modules/… and .git/worktrees/… beneath it), else (g not NULL) the
+ * deepest directory that is one by its content (git_dir_content). False:
+ * not in one. */
+static bool git_split(gitscan *g, const char *path, size_t *dirlen, const char **rest)
+{
+	const char *git = NULL;
+	for (const char *p = path; p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, ".git/", 5))
+			git = p;
+	/* the first known part after the last .git component starts the rest */
+	for (const char *p = git ? git + 5 : NULL; p && *p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
+		if (git_part(p)) {
+			*dirlen = (size_t)(p - path);
+			*rest = p;
+			return true;
+		}
+	if (git || !g)
+		return false;
+	const char *found = NULL;
+	for (const char *p = path; p && *p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
+		if (git_part(p) && git_dir_content(g, path, (size_t)(p - path)))
+			found = p;
+	if (!found)
+		return false;
+	*dirlen = (size_t)(found - path);
+	*rest = found;
+	return true;
 }
 
 /* What git's files backend reads as a ref: an object id (40 or 64 hex
@@ -419,7 +476,7 @@ static int packed_refs_lost(gitscan *g, const char *path, size_t dirlen)
 		    remote_tracking(on[i]))
 			continue;
 		_cleanup_free_ char *loose = NULL, *what = NULL;
-		if (asprintf(&loose, "%.*s/%s", (int)dirlen, path, on[i]) < 0)
+		if (asprintf(&loose, "%.*s%s", (int)dirlen, path, on[i]) < 0)
 			return -ENOMEM;
 		if (ref_after(g, loose))
 			continue;
@@ -437,7 +494,7 @@ static bool loose_ref_kept(const gitscan *g, const char *path, size_t dirlen, co
 	_cleanup_free_ char *packed = NULL, *text = NULL;
 	_cleanup_free_ char **names = NULL;
 	size_t n;
-	if (asprintf(&packed, "%.*s/packed-refs", (int)dirlen, path) < 0)
+	if (asprintf(&packed, "%.*spacked-refs", (int)dirlen, path) < 0)
 		return false;
 	const effect_change *c = find_change(g->s, g->sorted, packed);
 	if (!c || c->kind == TXBOX_CHANGE_DELETED) /* not repacked now: the packed value is an older one */
@@ -500,8 +557,8 @@ static size_t stash_entries(int fd, const char *log, size_t unreadable)
 static int stash_change(gitscan *g, const char *path, size_t dirlen)
 {
 	_cleanup_free_ char *ref = NULL, *log = NULL;
-	if (asprintf(&ref, "%.*s/refs/stash", (int)dirlen, path) < 0 ||
-	    asprintf(&log, "%.*s/logs/refs/stash", (int)dirlen, path) < 0)
+	if (asprintf(&ref, "%.*srefs/stash", (int)dirlen, path) < 0 ||
+	    asprintf(&log, "%.*slogs/refs/stash", (int)dirlen, path) < 0)
 		return -ENOMEM;
 	size_t before = stash_entries(g->s->ws_fd, log, SIZE_MAX), after = 0;
 	const effect_change *c = find_change(g->s, g->sorted, log);
@@ -518,7 +575,7 @@ static int git_change(gitscan *g, const effect_change *c)
 	size_t dirlen;
 	const char *rest;
 	int kind = git_file_kind(g, c);
-	if (kind < 0 || !git_split(c->path, &dirlen, &rest))
+	if (kind < 0 || !git_split(g, c->path, &dirlen, &rest))
 		return 0;
 	if (!strcmp(rest, "shallow"))
 		git_hit(g, EFFECT_GIT_SHALLOW_CHANGED, c->path);
@@ -625,11 +682,11 @@ static bool sibling_after(const gitscan *g, const char *dir, size_t dirlen, cons
  * GIT_DIR can point git at any directory of the workspace, and git then
  * reads that directory's config. And a user's (`.gitconfig`,
  * `.config/git/config`): a home may lie in the workspace (HOME=$WS/…). */
-static bool git_config_file(const gitscan *g, const char *path)
+static bool git_config_file(gitscan *g, const char *path)
 {
 	size_t dirlen;
 	const char *rest;
-	if (git_split(path, &dirlen, &rest) && (!strcmp(rest, "config") || !strcmp(rest, "config.worktree")))
+	if (git_split(g, path, &dirlen, &rest) && (!strcmp(rest, "config") || !strcmp(rest, "config.worktree")))
 		return true;
 	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
 	if (!strcmp(base, ".gitconfig") || !strcmp(path, ".config/git/config") || suffix_of(path, "/.config/git/config"))
@@ -726,7 +783,25 @@ static uint64_t git_tracked(int ws_fd)
 	return (uint64_t)h[8] << 24 | (uint64_t)h[9] << 16 | (uint64_t)h[10] << 8 | h[11];
 }
 
-static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k, char **where)
+/* A change inside a git dir known by its content, not by a `.git` name
+ * (a bare repository): path rules see it also as if that dir were named
+ * `.git` (DIR/.git/REST, .git/REST for the workspace itself), so the rules
+ * on hooks, grafts or replace refs hold for any repository. */
+static int git_alias(gitscan *g, size_t i)
+{
+	const effect_change *c = &g->s->v[i];
+	size_t dirlen;
+	const char *rest;
+	if (!strncmp(c->path, ".git/", 5) || strstr(c->path, "/.git/") || !git_split(g, c->path, &dirlen, &rest))
+		return 0;
+	char *alias;
+	if (asprintf(&alias, "%.*s.git/%s", (int)dirlen, c->path, rest) < 0)
+		return -ENOMEM;
+	g->s->alias[i] = alias;
+	return 0;
+}
+
+static int gather(scan *s, unsigned need, effect_facts *f, keyset *k, char **where)
 {
 	_cleanup_free_ const effect_change **sorted = calloc(s->n + 1, sizeof *sorted);
 	if (!sorted)
@@ -734,14 +809,21 @@ static int gather_git(scan *s, unsigned need, effect_facts *f, keyset *k, char *
 	for (size_t i = 0; i < s->n; i++)
 		sorted[i] = &s->v[i];
 	qsort(sorted, s->n, sizeof *sorted, change_ptr_cmp);
-	gitscan g = {s, sorted, 0, where};
-	for (size_t i = 0; i < s->n; i++) {
-		int r = (need & EFFECT_NEED_GIT) ? git_change(&g, &s->v[i]) : 0;
+	if (!(s->alias = calloc(s->n + 1, sizeof *s->alias)))
+		return txbox_fail(s->err, -ENOMEM, "out of memory");
+	f->aliases = (const char *const *)s->alias;
+	gitscan g = {.s = s, .sorted = sorted, .where = where};
+	int r = 0;
+	for (size_t i = 0; i < s->n && r == 0; i++) {
+		r = git_alias(&g, i);
+		if (r == 0 && (need & EFFECT_NEED_GIT))
+			r = git_change(&g, &s->v[i]);
 		if (r == 0 && (need & (EFFECT_NEED_CONFIG | EFFECT_NEED_GIT)))
 			r = config_change(&g, &s->v[i], k);
-		if (r < 0)
-			return txbox_fail(s->err, r, "out of memory");
 	}
+	gitscan_done(&g);
+	if (r < 0)
+		return txbox_fail(s->err, r, "out of memory");
 	f->git = g.bits;
 	for (size_t i = 0; i < EFFECT_GIT_KINDS; i++)
 		f->git_path[i] = where[i];
@@ -766,8 +848,8 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 	char *where[EFFECT_GIT_KINDS] = {0};
 	effect_facts f = {.policy_rel = policy_rel};
 	int r = scan_plan(&s, p);
-	if (r == 0 && (need & (EFFECT_NEED_GIT | EFFECT_NEED_CONFIG)))
-		r = gather_git(&s, need, &f, &k, where);
+	if (r == 0)
+		r = gather(&s, need, &f, &k, where);
 	if (r == 0) {
 		f.changes = s.v;
 		f.nchanges = s.n;

@@ -618,3 +618,26 @@ def history_hidden(ctx):
     sh("%s init -q && %s add -A && %s commit -qm up" % (GIT, GIT, GIT), cwd=src)
     sh("%s clone -q --shared %s shared" % (GIT, src), cwd=ws)
     _held(ctx, ws, "rm shared/.git/objects/info/alternates", pol, "git-history-hidden")
+
+
+@test("effects/bare-repository-by-content")
+def bare_repo(ctx):
+    """A git dir is told by its content (HEAD, objects, refs), not by a
+    `.git` in its name: a bare repository in the workspace, or a workspace
+    that is one, has its refs, reflogs, hooks and config judged (rt5 §2.2)."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    sh("%s clone -q --bare . store && %s clone -q --bare . other.git" % (GIT, GIT), cwd=ws)
+    _denied(ctx, ws, "rm store/refs/heads/topic 2>/dev/null; git --git-dir=store update-ref -d refs/heads/topic",
+            pol, "git-history")
+    _denied(ctx, ws, "git --git-dir=other.git update-ref -d refs/heads/main", pol, "git-history")
+    _held(ctx, ws, "echo id > store/hooks/pre-receive", pol, "git-hooks")
+    _held(ctx, ws, "git --git-dir=store config remote.origin.mirror true", pol, "git-config-destroys")
+    _held(ctx, ws, "git --git-dir=store replace main topic", pol, "git-history-hidden")
+    # the workspace itself a bare repository
+    bare = small_ws(ctx, prefix="bare")
+    sh("rm -rf known.txt sub && %s clone -q --bare %s ." % (GIT, ws), cwd=bare)
+    _denied(ctx, bare, "git --git-dir=. branch -D topic", pol, "git-history")
+    _held(ctx, bare, "echo id > hooks/post-update", pol, "git-hooks")
+    # work in it still commits
+    _committed(ctx, bare, "git --git-dir=. branch new main && git --git-dir=. config user.name x", pol)
