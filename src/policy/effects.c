@@ -190,22 +190,26 @@ static bool has_key_glob(const strlist *globs)
 	return false;
 }
 
-/* A deletion for deleted_min/deleted_share: the file is gone, or its
- * content is (emptied, cut down, replaced by another type). */
-static bool counts_as_deleted(const effect_change *c)
+/* How much of a deletion a change is for deleted_min/deleted_share: 1 for
+ * a file gone or its content gone (emptied, replaced by another type), the
+ * share of its bytes removed for a file cut down. */
+static double deleted_weight(const effect_facts *f, const effect_change *c)
 {
-	return c->kind == TXBOX_CHANGE_DELETED || c->destroyed;
+	if (c->kind == TXBOX_CHANGE_DELETED || c->destroyed)
+		return 1;
+	return f->lost ? f->lost[c - f->changes] : 0;
 }
 
-static int count_detail(char **detail, size_t count, size_t destroyed, uint64_t tracked, const char *first)
+static int count_detail(char **detail, size_t count, size_t cut, double weight, uint64_t tracked,
+			const char *first)
 {
 	char of[64] = "";
 	if (tracked)
 		snprintf(of, sizeof of, " of %llu tracked by git", (unsigned long long)tracked);
-	int r = destroyed ? asprintf(detail, "%zu files deleted or emptied (%zu emptied, cut down or replaced)%s; "
-					     "first %s",
-				     count, destroyed, of, first)
-			  : asprintf(detail, "%zu files deleted%s; first %s", count, of, first);
+	int r = cut ? asprintf(detail, "%zu files deleted or emptied (%zu emptied, cut down or replaced; %.1f files' "
+				       "worth of content)%s; first %s",
+			       count, cut, weight, of, first)
+		    : asprintf(detail, "%zu files deleted%s; first %s", count, of, first);
 	if (r < 0)
 		*detail = NULL;
 	return r < 0 ? -ENOMEM : 0;
@@ -218,14 +222,17 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 	bool counting = e->deleted_min || e->deleted_share > 0;
 	bool selecting = e->paths.n || e->kinds || e->policy_file;
 	if (counting || selecting) {
-		size_t count = 0, destroyed = 0;
+		size_t count = 0, cut = 0;
+		double weight = 0;
 		const char *first = NULL;
 		for (size_t i = 0; i < f->nchanges; i++) {
 			const effect_change *c = &f->changes[i];
-			if ((counting && !counts_as_deleted(c)) || !change_selected(e, f, c))
+			double w = counting ? deleted_weight(f, c) : 1;
+			if (w <= 0 || !change_selected(e, f, c))
 				continue;
 			count++;
-			destroyed += c->kind != TXBOX_CHANGE_DELETED;
+			weight += w;
+			cut += c->kind != TXBOX_CHANGE_DELETED;
 			if (!first)
 				first = c->path;
 			if (!counting)
@@ -233,12 +240,11 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 		}
 		if (!count)
 			return 0;
-		if (e->deleted_min && count < e->deleted_min)
+		if (e->deleted_min && weight < (double)e->deleted_min)
 			return 0;
-		if (e->deleted_share > 0 && (!f->tracked || (double)count < e->deleted_share * (double)f->tracked))
+		if (e->deleted_share > 0 && (!f->tracked || weight < e->deleted_share * (double)f->tracked))
 			return 0;
-		if (!counting ? !(*detail = strdup(first))
-			      : count_detail(detail, count, destroyed, f->tracked, first) < 0)
+		if (!counting ? !(*detail = strdup(first)) : count_detail(detail, count, cut, weight, f->tracked, first) < 0)
 			return -ENOMEM;
 	}
 	if (e->git) {

@@ -40,8 +40,8 @@ typedef struct effect_change {
 	txbox_change_kind kind;
 	bool dir;
 	/* A regular file whose content is gone though its name stays: replaced
-	 * by another type, or emptied / cut to under a tenth of its old size.
-	 * Counted with the deletions (deleted_min, deleted_share). */
+	 * by another type, or emptied. Counted with the deletions (deleted_min,
+	 * deleted_share); a file cut down counts by effect_facts.lost. */
 	bool destroyed;
 } effect_change;
 
@@ -52,6 +52,10 @@ typedef struct effect_facts {
 	 * content (a bare repository), its path as if that dir were named
 	 * `.git`: path rules match that instead */
 	const char *const *aliases;
+	/* NULL, or for each change the share of its bytes gone though its
+	 * name stays (0..1; 1 when destroyed): a file cut down counts as that
+	 * much of a deletion for deleted_min/deleted_share */
+	const float *lost;
 	bool incomplete;       /* the change list was cut at its limit: path rules cannot be trusted */
 	uint64_t tracked;      /* files in the git index; 0: unknown (no git) */
 	unsigned git;          /* enum effect_git seen */

@@ -30,6 +30,7 @@
 typedef struct scan {
 	int ws_fd, upper_fd;
 	effect_change *v;
+	float *lost;  /* per change: effect_facts.lost */
 	size_t n, cap;
 	char **alias; /* NULL, or one (or NULL) per change: effect_facts.aliases */
 	bool incomplete;
@@ -40,6 +41,7 @@ static void scan_free(scan *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		free((char *)s->v[i].path);
+	free(s->lost);
 	if (s->alias)
 		for (size_t i = 0; i < s->n; i++)
 			free(s->alias[i]);
@@ -59,13 +61,17 @@ static int scan_add(scan *s, char *path, txbox_change_kind kind, bool dir)
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
 		effect_change *v = realloc(s->v, cap * sizeof *v);
-		if (!v) {
+		if (v)
+			s->v = v;
+		float *lost = v ? realloc(s->lost, cap * sizeof *lost) : NULL;
+		if (!lost) {
 			free(path);
 			return txbox_fail(s->err, -ENOMEM, "out of memory");
 		}
-		s->v = v;
+		s->lost = lost;
 		s->cap = cap;
 	}
+	s->lost[s->n] = 0;
 	s->v[s->n++] = (effect_change){path, kind, dir, false};
 	return 0;
 }
@@ -86,13 +92,26 @@ static bool exists_beneath(int fd, const char *path)
 	return r != -ENOENT && r != -ENOTDIR; /* unreadable: assume it is there */
 }
 
-/* A regular file whose content is gone though a name stays: emptied, cut
- * to under a tenth of its size, or replaced by another type. */
-static bool content_destroyed(const struct stat *old, const struct stat *now)
+/* The share of a regular file's bytes that is gone though its name
+ * stays: 1 when emptied or replaced by another type, (old - new) / old
+ * when cut down. Counted as that much of a deletion: a fixed cut-off (a
+ * tenth, a half) is a size an attacker keeps just above. */
+static float content_lost(const struct stat *old, const struct stat *now)
 {
 	if (!S_ISREG(old->st_mode) || old->st_size <= 0)
-		return false;
-	return !S_ISREG(now->st_mode) || (uint64_t)now->st_size * 10 < (uint64_t)old->st_size;
+		return 0;
+	if (!S_ISREG(now->st_mode) || now->st_size <= 0)
+		return 1;
+	if (now->st_size >= old->st_size)
+		return 0;
+	return (float)((double)(old->st_size - now->st_size) / (double)old->st_size);
+}
+
+/* Set change i's share lost (and destroyed: all of it). */
+static void set_lost(scan *s, size_t i, float lost)
+{
+	s->lost[i] = lost;
+	s->v[i].destroyed = lost >= 1;
 }
 
 /* List everything beneath the directory s->v[first] (in root_fd), as kind.
@@ -134,14 +153,15 @@ static int expand_dir(scan *s, int root_fd, size_t first, txbox_change_kind kind
 				}
 				k = TXBOX_CHANGE_MODIFIED;
 			}
-			bool destroyed = k == TXBOX_CHANGE_MODIFIED && o == 0 &&
-					 fstatat(dirfd(d), de->d_name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-					 content_destroyed(&other, &now);
+			float lost = k == TXBOX_CHANGE_MODIFIED && o == 0 &&
+						     fstatat(dirfd(d), de->d_name, &now, AT_SYMLINK_NOFOLLOW) == 0
+					     ? content_lost(&other, &now)
+					     : 0;
 			int r = scan_add(s, path, k, S_ISDIR(st.st_mode));
 			if (r < 0)
 				return r;
 			if (s->n && !s->incomplete)
-				s->v[s->n - 1].destroyed = destroyed;
+				set_lost(s, s->n - 1, lost);
 		}
 	}
 	return 0;
@@ -157,7 +177,7 @@ static int scan_op(scan *s, const plan_op *o)
 	if (r < 0 || s->incomplete)
 		return r;
 	if (o->existed && (o->change == TXBOX_CHANGE_MODIFIED || o->change == TXBOX_CHANGE_TYPE_CHANGED))
-		s->v[at].destroyed = content_destroyed(&o->old_st, &o->new_st);
+		set_lost(s, at, content_lost(&o->old_st, &o->new_st));
 	if (new_dir) /* the whole new tree; over an old directory, names it had are modified */
 		r = expand_dir(s, s->upper_fd, at, TXBOX_CHANGE_ADDED, old_dir ? s->ws_fd : -1);
 	if (r == 0 && old_dir) { /* the old tree, less what the new one has again */
@@ -853,10 +873,11 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 	if (r == 0) {
 		f.changes = s.v;
 		f.nchanges = s.n;
+		f.lost = s.lost;
 		f.incomplete = s.incomplete;
 		bool deletes = false;
 		for (size_t i = 0; i < s.n && !deletes; i++)
-			deletes = s.v[i].kind == TXBOX_CHANGE_DELETED || s.v[i].destroyed;
+			deletes = s.v[i].kind == TXBOX_CHANGE_DELETED || s.lost[i] > 0;
 		if ((need & EFFECT_NEED_TRACKED) && deletes)
 			f.tracked = git_tracked(ws_fd);
 		if (policy_effects_check(pol, &f, out) < 0)

@@ -641,3 +641,32 @@ def bare_repo(ctx):
     _held(ctx, bare, "echo id > hooks/post-update", pol, "git-hooks")
     # work in it still commits
     _committed(ctx, bare, "git --git-dir=. branch new main && git --git-dir=. config user.name x", pol)
+
+
+@test("effects/content-cut-counts-by-bytes")
+def content_cut(ctx):
+    """A file cut down counts as the share of its bytes removed: cutting
+    every file to just over a tenth (the old cut-off) is still a mass
+    emptying (rt5 §2.6); a refactor that moves code between files is not."""
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    os.makedirs(os.path.join(ws, "lib"))
+    for i in range(250):
+        with open(os.path.join(ws, "lib", "m%d.py" % i), "w") as f:
+            f.write("".join("line %d of module %d\n" % (j, i) for j in range(100)))
+    # keep 11-12 % of each file (head -n 12 of 100 lines)
+    r = _held(ctx, ws, "for f in lib/*.py; do head -n 12 $f > $f.t && cat $f.t > $f && rm $f.t; done", pol,
+              "mass-delete")
+    check("250" in _reason(r), "the reason does not count the files: %r" % _reason(r))
+    # half of each file: 125 files' worth, under 200
+    _committed(ctx, ws, "for f in lib/m1*.py lib/m2*.py; do head -n 50 $f > $f.t && cat $f.t > $f && rm $f.t; done",
+               pol)
+    # a refactor: a quarter of the code of 40 of 50 tracked files moved into a new one
+    rw = _repo(ctx, files=50)
+    sh("for f in src/*.c; do for i in $(seq 20); do echo \"int x$i;\" >> $f; done; done && "
+       "%s commit -qam grow" % GIT, cwd=rw)
+    _committed(ctx, rw, "for f in src/f1*.c src/f2*.c src/f3*.c src/f4*.c; do head -n 5 $f > $f.t && "
+               "cat $f.t >> src/moved.c && tail -n +6 $f > $f.t && cat $f.t > $f && rm $f.t; done", pol)
+    # cut the same files to a line each: most of the tracked content gone
+    _held(ctx, rw, "for f in src/f1*.c src/f2*.c src/f3*.c src/f4*.c; do head -n 1 $f > $f.t && cat $f.t > $f; "
+          "rm $f.t; done", pol, "mass-delete-share")
