@@ -670,3 +670,22 @@ def content_cut(ctx):
     # cut the same files to a line each: most of the tracked content gone
     _held(ctx, rw, "for f in src/f1*.c src/f2*.c src/f3*.c src/f4*.c; do head -n 1 $f > $f.t && cat $f.t > $f; "
           "rm $f.t; done", pol, "mass-delete-share")
+
+
+@test("effects/self-running-project-files-held")
+def self_running(ctx):
+    """Project files an editor or tool runs code from when the user opens
+    the folder or runs the tool (rt5 §2.5) are held; a virtualenv, whose
+    own .pth files import its modules, still commits."""
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    for path in ("app.code-workspace", ".cargo/config.toml", "crates/a/.cargo/config", ".yarnrc.yml", ".npmrc",
+                 "web/.npmrc", ".zed/settings.json", ".zed/tasks.json", "mise.toml", ".mise.toml",
+                 "mise.local.toml", ".config/mise/config.toml", "repo/.hg/hgrc",
+                 "home/.local/lib/python3.11/site-packages/evil.pth",
+                 "home/.local/lib/python3.11/site-packages/sitecustomize.py"):
+        r = _held(ctx, ws, "mkdir -p \"$(dirname %s)\" && echo 'import os' > %s" % (path, path), pol,
+                  "protected-files")
+        check(path in _reason(r), "the reason does not name %s: %r" % (path, _reason(r)))
+    _committed(ctx, ws, "python3 -m venv .venv && echo x > npmrc.md && echo x > cargo.toml", pol)
+    check(os.path.exists(os.path.join(ws, ".venv", "bin", "python3")), "the venv was not committed")
