@@ -205,6 +205,35 @@ static int scan_plan(scan *s, const plan *p)
 	return 0;
 }
 
+typedef struct strvec {
+	char **v;
+	size_t n;
+} strvec;
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Move the n strings of src (a malloc'd array, freed) to the end of d. */
+static int strvec_take(strvec *d, char **src, size_t n)
+{
+	char **v = realloc(d->v, (d->n + n + 1) * sizeof *v);
+	if (!v) {
+		strv_free(src, n);
+		return -ENOMEM;
+	}
+	d->v = v;
+	if (n) /* src is NULL when there is nothing */
+		memcpy(d->v + d->n, src, n * sizeof *src);
+	d->n += n;
+	d->v[d->n] = NULL;
+	free(src);
+	return 0;
+}
+
 /* ---- reading the old and new versions of one file ---------------------- */
 
 /* The whole regular file path beneath fd, at most max bytes: 0, -ENOENT
@@ -481,7 +510,19 @@ static bool remote_tracking(const char *rest)
 	return prefix_of(rest, "refs/remotes/") || prefix_of(rest, "logs/refs/remotes/");
 }
 
-/* packed-refs changed: a name it loses that no loose ref keeps is deleted. */
+static bool old_ref_kept(gitscan *g, const char *path, size_t dirlen, const char *old);
+
+/* The line of packed-refs text (its newlines made NULs) that name ends. */
+static const char *packed_line(const char *text, const char *name)
+{
+	const char *p = name;
+	while (p > text && p[-1] != '\0')
+		p--;
+	return p;
+}
+
+/* packed-refs changed: a name it loses that no loose ref keeps, and whose
+ * commit no branch, tag or HEAD still reaches, is deleted. */
 static int packed_refs_lost(gitscan *g, const char *path, size_t dirlen)
 {
 	_cleanup_free_ char *ot = NULL, *nt = NULL;
@@ -498,7 +539,7 @@ static int packed_refs_lost(gitscan *g, const char *path, size_t dirlen)
 		_cleanup_free_ char *loose = NULL, *what = NULL;
 		if (asprintf(&loose, "%.*s%s", (int)dirlen, path, on[i]) < 0)
 			return -ENOMEM;
-		if (ref_after(g, loose))
+		if (ref_after(g, loose) || old_ref_kept(g, path, dirlen, packed_line(ot, on[i])))
 			continue;
 		if (asprintf(&what, "%s (%s)", path, on[i]) < 0)
 			return -ENOMEM;
@@ -589,6 +630,626 @@ static int stash_change(gitscan *g, const char *path, size_t dirlen)
 	return 0;
 }
 
+/* ---- git objects: do a ref's commits stay reachable? ---------------------
+ * A branch deleted after it was merged (`git branch -d`), or a tag whose
+ * commit a branch still has, loses no commit. Telling that needs commit
+ * objects: zlib-deflated, loose or in packs, read from a hostile
+ * repository. zlib is opened at run time (not a build dependency); only
+ * commits and tags stored whole are read (a delta, an object over the
+ * caps or anything unreadable: unknown, so the ref counts as lost), and
+ * the walk from the surviving branches, tags and HEAD is bounded. */
+
+#define REACH_MAX_COMMITS 20000
+#define REACH_MAX_REFS 10000
+#define OBJ_HEAD_MAX 8192 /* the bytes of an object inflated: its header lines */
+#define LOOSE_MAX (1024u * 1024)
+#define PACKS_MAX 256
+
+#if __has_include(<zlib.h>)
+#include <dlfcn.h>
+#include <zlib.h>
+
+typedef struct zlib_fns {
+	void *h;
+	int (*init)(z_streamp, const char *, int);
+	int (*inflate)(z_streamp, int);
+	int (*end)(z_streamp);
+} zlib_fns;
+
+static bool zlib_open(zlib_fns *z)
+{
+	z->h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!z->h)
+		return false;
+	*(void **)&z->init = dlsym(z->h, "inflateInit_");
+	*(void **)&z->inflate = dlsym(z->h, "inflate");
+	*(void **)&z->end = dlsym(z->h, "inflateEnd");
+	return z->init && z->inflate && z->end;
+}
+
+static void zlib_close(zlib_fns *z)
+{
+	if (z->h)
+		dlclose(z->h);
+	z->h = NULL;
+}
+
+/* Inflate the start of a zlib stream: the bytes produced (at most outlen),
+ * or -EIO. */
+static ssize_t z_head(const zlib_fns *z, const unsigned char *in, size_t inlen, unsigned char *out, size_t outlen)
+{
+	z_stream s;
+	memset(&s, 0, sizeof s);
+	s.next_in = (unsigned char *)(uintptr_t)in;
+	s.avail_in = (uInt)inlen;
+	s.next_out = out;
+	s.avail_out = (uInt)outlen;
+	if (z->init(&s, ZLIB_VERSION, (int)sizeof s) != Z_OK)
+		return -EIO;
+	int r = z->inflate(&s, Z_SYNC_FLUSH);
+	size_t got = outlen - s.avail_out;
+	z->end(&s);
+	return r == Z_OK || r == Z_STREAM_END || (r == Z_BUF_ERROR && got) ? (ssize_t)got : -EIO;
+}
+#else
+typedef struct zlib_fns {
+	void *h;
+} zlib_fns;
+static bool zlib_open(zlib_fns *z)
+{
+	z->h = NULL;
+	return false;
+}
+static void zlib_close(zlib_fns *z) { (void)z; }
+static ssize_t z_head(const zlib_fns *z, const unsigned char *in, size_t inlen, unsigned char *out, size_t outlen)
+{
+	(void)z, (void)in, (void)inlen, (void)out, (void)outlen;
+	return -ENOTSUP;
+}
+#endif
+
+typedef struct oid {
+	unsigned char b[32];
+} oid;
+
+static int hexval(int c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+/* hexlen (40 or 64) lowercase hex digits at s: 0, else -1. */
+static int oid_parse(const char *s, size_t hexlen, oid *o)
+{
+	memset(o, 0, sizeof *o);
+	for (size_t i = 0; i < hexlen; i++) {
+		int v = hexval((unsigned char)s[i]);
+		if (v < 0)
+			return -1;
+		o->b[i / 2] = (unsigned char)(o->b[i / 2] << 4 | v);
+	}
+	return 0;
+}
+
+static bool oid_null(const oid *o)
+{
+	for (size_t i = 0; i < sizeof o->b; i++)
+		if (o->b[i])
+			return false;
+	return true;
+}
+
+/* A set of object ids (open addressing), and a queue in insertion order. */
+typedef struct oidset {
+	oid *slot;
+	bool *used;
+	size_t cap, n;
+	oid *queue;
+	size_t qhead;
+} oidset;
+
+static void oidset_free(oidset *s)
+{
+	free(s->slot);
+	free(s->used);
+	free(s->queue);
+}
+
+static size_t oid_hash(const oid *o)
+{
+	size_t h;
+	memcpy(&h, o->b, sizeof h);
+	return h;
+}
+
+static bool oidset_has(const oidset *s, const oid *o)
+{
+	if (!s->cap)
+		return false;
+	for (size_t i = oid_hash(o) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+		if (!s->used[i])
+			return false;
+		if (!memcmp(s->slot[i].b, o->b, sizeof o->b))
+			return true;
+	}
+}
+
+/* Add o (queued when new): 1 added, 0 there, -ENOMEM. */
+static int oidset_add(oidset *s, const oid *o)
+{
+	if (oidset_has(s, o))
+		return 0;
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 256;
+		oid *slot = calloc(cap, sizeof *slot), *queue = realloc(s->queue, cap * sizeof *queue);
+		bool *used = calloc(cap, sizeof *used);
+		if (queue)
+			s->queue = queue;
+		if (!slot || !used || !queue) {
+			free(slot);
+			free(used);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->used[i])
+				for (size_t j = oid_hash(&s->slot[i]) & (cap - 1);; j = (j + 1) & (cap - 1))
+					if (!used[j]) {
+						used[j] = true;
+						slot[j] = s->slot[i];
+						break;
+					}
+		free(s->slot);
+		free(s->used);
+		s->slot = slot;
+		s->used = used;
+		s->cap = cap;
+	}
+	size_t i = oid_hash(o) & (s->cap - 1);
+	while (s->used[i])
+		i = (i + 1) & (s->cap - 1);
+	s->used[i] = true;
+	s->slot[i] = *o;
+	s->queue[s->n++] = *o;
+	return 1;
+}
+
+/* One pack of the repository after the commit: its index (v2) open. */
+typedef struct pack {
+	int idx_fd, pack_fd;
+	uint32_t n;
+} pack;
+
+typedef struct odb {
+	gitscan *g;
+	char *dir; /* the git dir with its '/' ("" for the workspace) */
+	size_t hexlen, rawlen;
+	zlib_fns z;
+	pack *packs;
+	size_t npacks;
+} odb;
+
+static void close_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+static void odb_close(odb *d)
+{
+	for (size_t i = 0; i < d->npacks; i++) {
+		close_fd(d->packs[i].idx_fd);
+		close_fd(d->packs[i].pack_fd);
+	}
+	free(d->packs);
+	free(d->dir);
+	zlib_close(&d->z);
+}
+
+/* Open path as it is after the commit (the layer's version when the
+ * transaction changed it), never through a symlink; -ENOENT: none. */
+static int open_after(const gitscan *g, const char *path)
+{
+	const effect_change *c = find_change(g->s, g->sorted, path);
+	if (c && c->kind == TXBOX_CHANGE_DELETED)
+		return -ENOENT;
+	return fs_open_beneath(c ? g->s->upper_fd : g->s->ws_fd, path, O_RDONLY | O_NONBLOCK, 0);
+}
+
+static bool pread_all(int fd, void *buf, size_t len, off_t at) { return pread(fd, buf, len, at) == (ssize_t)len; }
+
+static uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+/* Add the pack whose index is dir/objects/pack/name, if it and its pack
+ * are there after the commit and the index is a v2 one. */
+static void odb_add_pack(odb *d, const char *name)
+{
+	size_t nl = strlen(name);
+	if (d->npacks >= PACKS_MAX || nl < 5 || strcmp(name + nl - 4, ".idx"))
+		return;
+	_cleanup_free_ char *ip = NULL, *pp = NULL;
+	if (asprintf(&ip, "%sobjects/pack/%s", d->dir, name) < 0 ||
+	    asprintf(&pp, "%sobjects/pack/%.*s.pack", d->dir, (int)nl - 4, name) < 0)
+		return;
+	int fi = open_after(d->g, ip), fp = fi >= 0 ? open_after(d->g, pp) : -1;
+	unsigned char h[8 + 1024];
+	struct stat st;
+	if (fi < 0 || fp < 0 || fstat(fi, &st) < 0 || !S_ISREG(st.st_mode) || !pread_all(fi, h, sizeof h, 0) ||
+	    memcmp(h, "\377tOc\0\0\0\2", 8) != 0) {
+		close_fd(fi);
+		close_fd(fp);
+		return;
+	}
+	pack *v = realloc(d->packs, (d->npacks + 1) * sizeof *v);
+	if (!v) {
+		close_fd(fi);
+		close_fd(fp);
+		return;
+	}
+	d->packs = v;
+	d->packs[d->npacks++] = (pack){fi, fp, be32(h + 8 + 255 * 4)};
+}
+
+/* The names in dir/objects/pack of fd (the workspace or the layer). */
+static void list_packs(int fd, const char *path, strvec *names)
+{
+	int dfd = fs_open_beneath(fd, path, O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0)
+		return;
+	_cleanup_closedir_ DIR *dir = fdopendir(dfd);
+	if (!dir) {
+		close(dfd);
+		return;
+	}
+	for (struct dirent *de; (de = readdir(dir)) && names->n < 2 * PACKS_MAX;) {
+		char **v = suffix_of(de->d_name, ".idx") ? realloc(names->v, (names->n + 2) * sizeof *v) : NULL;
+		if (!v)
+			continue;
+		names->v = v;
+		if ((v[names->n] = strdup(de->d_name)))
+			v[++names->n] = NULL;
+	}
+}
+
+/* The object store of the git dir path[0..dirlen) after the commit. */
+static int odb_open(odb *d, gitscan *g, const char *path, size_t dirlen)
+{
+	memset(d, 0, sizeof *d);
+	d->g = g;
+	if (!(d->dir = strndup(path, dirlen)))
+		return -ENOMEM;
+	if (!zlib_open(&d->z))
+		return -ENOTSUP;
+	_cleanup_free_ char *pdir = NULL;
+	if (asprintf(&pdir, "%sobjects/pack", d->dir) < 0)
+		return -ENOMEM;
+	strvec names = {0};
+	list_packs(g->s->ws_fd, pdir, &names);
+	list_packs(g->s->upper_fd, pdir, &names);
+	if (names.n)
+		qsort(names.v, names.n, sizeof *names.v, strcmp_p);
+	for (size_t i = 0; i < names.n; i++)
+		if (!i || strcmp(names.v[i], names.v[i - 1]))
+			odb_add_pack(d, names.v[i]);
+	strv_free(names.v, names.n);
+	return 0;
+}
+
+/* Where o is in pack p: its offset, or -1. */
+static int64_t pack_find(const odb *d, const pack *p, const oid *o)
+{
+	unsigned char f[4], name[32];
+	uint32_t lo = 0, hi;
+	if (o->b[0] && pread_all(p->idx_fd, f, 4, 8 + (off_t)(o->b[0] - 1) * 4))
+		lo = be32(f);
+	if (!pread_all(p->idx_fd, f, 4, 8 + (off_t)o->b[0] * 4))
+		return -1;
+	hi = be32(f);
+	if (hi > p->n || lo > hi)
+		return -1;
+	off_t names = 8 + 1024;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (!pread_all(p->idx_fd, name, d->rawlen, names + (off_t)mid * (off_t)d->rawlen))
+			return -1;
+		int c = memcmp(name, o->b, d->rawlen);
+		if (c < 0)
+			lo = mid + 1;
+		else if (c > 0)
+			hi = mid;
+		else {
+			off_t offs = names + (off_t)p->n * (off_t)(d->rawlen + 4);
+			unsigned char b[8];
+			if (!pread_all(p->idx_fd, b, 4, offs + (off_t)mid * 4))
+				return -1;
+			uint32_t v = be32(b);
+			if (!(v & 0x80000000u))
+				return v;
+			if (!pread_all(p->idx_fd, b, 8, offs + (off_t)p->n * 4 + (off_t)(v & 0x7fffffffu) * 8))
+				return -1;
+			return (int64_t)((uint64_t)be32(b) << 32 | be32(b + 4)) & INT64_MAX;
+		}
+	}
+	return -1;
+}
+
+enum { OBJ_COMMIT = 1, OBJ_TAG = 4 };
+
+/* Object o's header lines from the first pack that has it (git searches
+ * packs before loose objects): its type, 0 (another type) or -errno
+ * (-ENOENT: in no pack, -ENOTSUP: stored as a delta). */
+static int pack_read(odb *d, const oid *o, unsigned char *out, size_t *len)
+{
+	for (size_t i = 0; i < d->npacks; i++) {
+		int64_t at = pack_find(d, &d->packs[i], o);
+		if (at < 0)
+			continue;
+		unsigned char in[OBJ_HEAD_MAX];
+		ssize_t n = pread(d->packs[i].pack_fd, in, sizeof in, (off_t)at);
+		size_t h = 0;
+		if (n <= 0)
+			return -EIO;
+		int type = (in[0] >> 4) & 7;
+		while (h < (size_t)n && (in[h] & 0x80)) /* the size: a varint we need not know */
+			h++;
+		if (++h >= (size_t)n)
+			return -EIO;
+		if (type != OBJ_COMMIT && type != OBJ_TAG)
+			return type == 6 || type == 7 ? -ENOTSUP : 0;
+		ssize_t got = z_head(&d->z, in + h, (size_t)n - h, out, OBJ_HEAD_MAX);
+		if (got < 0)
+			return (int)got;
+		*len = (size_t)got;
+		return type;
+	}
+	return -ENOENT;
+}
+
+/* The same for a loose object ("TYPE SIZE\0" and the content, deflated). */
+static int loose_read(odb *d, const oid *o, unsigned char *out, size_t *len)
+{
+	char hex[65];
+	for (size_t i = 0; i < d->hexlen; i++)
+		hex[i] = "0123456789abcdef"[(o->b[i / 2] >> (i % 2 ? 0 : 4)) & 15];
+	hex[d->hexlen] = '\0';
+	_cleanup_free_ char *path = NULL, *buf = NULL;
+	size_t blen;
+	if (asprintf(&path, "%sobjects/%.2s/%s", d->dir, hex, hex + 2) < 0)
+		return -ENOMEM;
+	const effect_change *c = find_change(d->g->s, d->g->sorted, path);
+	if (c && c->kind == TXBOX_CHANGE_DELETED)
+		return -ENOENT;
+	int r = read_small(c ? d->g->s->upper_fd : d->g->s->ws_fd, path, LOOSE_MAX, &buf, &blen);
+	if (r < 0)
+		return r;
+	ssize_t n = z_head(&d->z, (unsigned char *)buf, blen, out, OBJ_HEAD_MAX);
+	unsigned char *nul = n > 0 ? memchr(out, '\0', (size_t)n) : NULL;
+	if (!nul)
+		return -EIO;
+	int type = !strncmp((char *)out, "commit ", 7) ? OBJ_COMMIT : !strncmp((char *)out, "tag ", 4) ? OBJ_TAG : 0;
+	*len = (size_t)(out + n - nul - 1);
+	memmove(out, nul + 1, *len);
+	return type;
+}
+
+static int odb_read(odb *d, const oid *o, unsigned char *out, size_t *len)
+{
+	int r = pack_read(d, o, out, len);
+	return r == -ENOENT ? loose_read(d, o, out, len) : r;
+}
+
+/* Queue what object o leads to: a commit's parents, a tag's object. */
+static int odb_follow(odb *d, const oid *o, oidset *seen)
+{
+	unsigned char buf[OBJ_HEAD_MAX + 1];
+	size_t len = 0;
+	int type = odb_read(d, o, buf, &len);
+	if (type < 0)
+		return type;
+	buf[len] = '\0';
+	const char *key = type == OBJ_COMMIT ? "parent " : type == OBJ_TAG ? "object " : NULL;
+	if (!key)
+		return 0; /* a tree or a blob: no commits behind it */
+	for (char *line = (char *)buf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (!nl)
+			break; /* cut at OBJ_HEAD_MAX: the rest unknown */
+		if (!strncmp(line, key, 7)) {
+			oid p;
+			if ((size_t)(nl - line) != 7 + d->hexlen || oid_parse(line + 7, d->hexlen, &p) < 0)
+				return -EIO;
+			int r = oidset_add(seen, &p);
+			if (r < 0)
+				return r;
+		} else if (strncmp(line, "tree ", 5) && type == OBJ_COMMIT)
+			return 0; /* the parents come before author */
+		line = nl + 1;
+	}
+	return 0;
+}
+
+/* Add the object id of ref text t (after the commit), if it is one. */
+static int add_root(oidset *roots, const char *t, size_t hexlen)
+{
+	oid o;
+	if (strlen(t) < hexlen || oid_parse(t, hexlen, &o) < 0 || (t[hexlen] && !isspace((unsigned char)t[hexlen])))
+		return 0;
+	int r = oidset_add(roots, &o);
+	return r < 0 ? r : 0;
+}
+
+/* The loose refs beneath rel (a directory of the workspace), as they are
+ * after the commit; *budget bounds the entries read. */
+static int roots_walk(gitscan *g, const char *rel, int depth, size_t *budget, oidset *roots, size_t hexlen)
+{
+	int dfd = fs_open_beneath(g->s->ws_fd, rel, O_RDONLY | O_DIRECTORY, 0);
+	if (dfd < 0)
+		return 0;
+	_cleanup_closedir_ DIR *dir = fdopendir(dfd);
+	if (!dir) {
+		close(dfd);
+		return 0;
+	}
+	int r = 0;
+	for (struct dirent *de; r == 0 && (de = readdir(dir)) && *budget; --*budget) {
+		_cleanup_free_ char *p = NULL, *text = NULL;
+		size_t len;
+		if (de->d_name[0] == '.' || asprintf(&p, "%s/%s", rel, de->d_name) < 0)
+			continue;
+		if (de->d_type == DT_DIR && depth < 16)
+			r = roots_walk(g, p, depth + 1, budget, roots, hexlen);
+		else if (ref_after(g, p) && read_small(find_change(g->s, g->sorted, p) ? g->s->upper_fd : g->s->ws_fd, p,
+						      REF_MAX, &text, &len) == 0)
+			r = add_root(roots, text, hexlen);
+	}
+	return r;
+}
+
+/* The roots of what git keeps after the commit: HEAD, the branches and
+ * tags (loose and packed, peeled tags too). Not remote-tracking refs nor
+ * the stash: a command deletes those freely, so they keep nothing. */
+static int reach_roots(gitscan *g, const char *dir, size_t hexlen, oidset *roots)
+{
+	_cleanup_free_ char *head = NULL, *packed = NULL, *text = NULL, *heads = NULL, *tags = NULL;
+	size_t len, budget = REACH_MAX_REFS;
+	int r = 0;
+	if (asprintf(&head, "%sHEAD", dir) < 0 || asprintf(&packed, "%spacked-refs", dir) < 0 ||
+	    asprintf(&heads, "%srefs/heads", dir) < 0 || asprintf(&tags, "%srefs/tags", dir) < 0)
+		return -ENOMEM;
+	if (ref_after(g, head) && read_small(find_change(g->s, g->sorted, head) ? g->s->upper_fd : g->s->ws_fd, head,
+					     REF_MAX, &text, &len) == 0)
+		r = add_root(roots, text, hexlen); /* detached; a symbolic HEAD names a branch below */
+	_cleanup_close_ int pf = open_after(g, packed);
+	_cleanup_fclose_ FILE *f = pf >= 0 ? fdopen(pf, "r") : NULL;
+	if (f)
+		pf = -1;
+	char line[4096];
+	while (r == 0 && f && fgets(line, sizeof line, f)) {
+		const char *name = line + hexlen + 1;
+		if (line[0] == '^')
+			r = add_root(roots, line + 1, hexlen);
+		else if (strlen(line) > hexlen + 1 && (prefix_of(name, "refs/heads/") || prefix_of(name, "refs/tags/")))
+			r = add_root(roots, line, hexlen);
+	}
+	if (r == 0)
+		r = roots_walk(g, heads, 0, &budget, roots, hexlen);
+	if (r == 0)
+		r = roots_walk(g, tags, 0, &budget, roots, hexlen);
+	for (size_t i = 0; r == 0 && i < g->s->n; i++) { /* branches and tags the layer added */
+		const effect_change *c = &g->s->v[i];
+		const char *rest = c->path + strlen(dir);
+		_cleanup_free_ char *t = NULL;
+		if (c->kind != TXBOX_CHANGE_ADDED || c->dir || strncmp(c->path, dir, strlen(dir)) ||
+		    !(prefix_of(rest, "refs/heads/") || prefix_of(rest, "refs/tags/")))
+			continue;
+		if (read_small(g->s->upper_fd, c->path, REF_MAX, &t, &len) == 0)
+			r = add_root(roots, t, hexlen);
+	}
+	return r;
+}
+
+static bool all_in(const oidset *s, const oid *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!oidset_has(s, &v[i]))
+			return false;
+	return true;
+}
+
+/* Do the commits (or tags) targets stay reachable after the commit from
+ * the branches, tags and HEAD of the git dir path[0..dirlen)? Unknown
+ * (no zlib, a walk over its bound, out of memory): no. */
+static bool commits_kept(gitscan *g, const char *path, size_t dirlen, const oid *targets, size_t nt, size_t hexlen)
+{
+	odb d;
+	oidset seen = {0};
+	bool kept = false;
+	if (odb_open(&d, g, path, dirlen) == 0) {
+		d.hexlen = hexlen;
+		d.rawlen = hexlen / 2;
+		if (reach_roots(g, d.dir, hexlen, &seen) == 0) {
+			/* an object that cannot be read is skipped: what is found
+			 * through others is reachable as git reads them */
+			while (!(kept = all_in(&seen, targets, nt)) && seen.qhead < seen.n &&
+			       seen.qhead < REACH_MAX_COMMITS)
+				if (odb_follow(&d, &seen.queue[seen.qhead++], &seen) == -ENOMEM)
+					break;
+		}
+	}
+	odb_close(&d);
+	oidset_free(&seen);
+	return kept;
+}
+
+/* The object id ending the ref text t (40 or 64 hex digits): 0, or -1. */
+static int ref_oid(const char *t, oid *o, size_t *hexlen)
+{
+	size_t n = strspn(t, "0123456789abcdef");
+	if ((n != 40 && n != 64) || (t[n] && !isspace((unsigned char)t[n])))
+		return -1;
+	*hexlen = n;
+	return oid_parse(t, n, o);
+}
+
+/* A ref the transaction deleted (or made no ref) held text old: does
+ * what it named stay reachable? A symbolic ref names no commit of its own. */
+static bool old_ref_kept(gitscan *g, const char *path, size_t dirlen, const char *old)
+{
+	oid o;
+	size_t hexlen;
+	if (!strncmp(old, "ref:", 4))
+		return true;
+	return ref_oid(old, &o, &hexlen) == 0 && commits_kept(g, path, dirlen, &o, 1, hexlen);
+}
+
+/* A loose ref the transaction deleted: does its old value stay reachable? */
+static bool loose_commits_kept(gitscan *g, const char *path, size_t dirlen)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	return read_small(g->s->ws_fd, path, REF_MAX, &text, &len) == 0 && strlen(text) == len &&
+	       old_ref_kept(g, path, dirlen, text);
+}
+
+#define REFLOG_IDS_MAX 4096
+
+/* A reflog deleted with its ref (`git branch -d`): do the commits of all
+ * its entries (the new value of each line) stay reachable? */
+static bool reflog_commits_kept(gitscan *g, const char *path, size_t dirlen)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_free_ oid *ids = NULL;
+	size_t len, n = 0, hexlen = 0;
+	if (read_small(g->s->ws_fd, path, REFLOG_MAX, &text, &len) < 0 || strlen(text) != len)
+		return false;
+	for (char *line = text; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line)) {
+		oid old, now;
+		size_t h;
+		if (ref_oid(line, &old, &h) < 0 || ref_oid(line + h + 1, &now, &hexlen) < 0 || h != hexlen)
+			return false; /* not what git writes */
+		if (oid_null(&now))
+			continue;
+		if (n == REFLOG_IDS_MAX)
+			return false;
+		oid *v = n % 64 ? ids : realloc(ids, (n + 64) * sizeof *v);
+		if (!v)
+			return false;
+		ids = v;
+		ids[n++] = now;
+	}
+	return n == 0 || commits_kept(g, path, dirlen, ids, n, hexlen);
+}
+
+/* Is ref name of the git dir path[0..dirlen) gone after the commit, as
+ * a loose ref and from packed-refs? (A reflog deleted with its ref is
+ * judged by the commits it recorded.) */
+static bool ref_gone(gitscan *g, const char *path, size_t dirlen, const char *name)
+{
+	_cleanup_free_ char *loose = NULL, *packed = NULL, *text = NULL;
+	_cleanup_free_ char **names = NULL;
+	size_t n;
+	if (asprintf(&loose, "%.*s%s", (int)dirlen, path, name) < 0 ||
+	    asprintf(&packed, "%.*spacked-refs", (int)dirlen, path) < 0 || ref_after(g, loose) ||
+	    packed_refs(g, packed, true, &text, &names, &n) < 0)
+		return false;
+	return !n || !bsearch(&name, names, n, sizeof *names, strcmp_p);
+}
+
 /* The history effects of one changed file. */
 static int git_change(gitscan *g, const effect_change *c)
 {
@@ -610,14 +1271,15 @@ static int git_change(gitscan *g, const effect_change *c)
 		/* gone, or no longer a file git reads as a ref (a directory, a
 		 * symlink, junk), and not kept in a rewritten packed-refs */
 		if (kind != TXBOX_CHANGE_METADATA && !ref_after(g, c->path) &&
-		    !loose_ref_kept(g, c->path, dirlen, rest))
+		    !loose_ref_kept(g, c->path, dirlen, rest) && !loose_commits_kept(g, c->path, dirlen))
 			git_hit(g, EFFECT_GIT_REFS_DELETED, c->path);
 	} else if (!strcmp(rest, "packed-refs")) {
 		if (packed_refs_lost(g, c->path, dirlen) < 0)
 			return -ENOMEM;
 	} else if (prefix_of(rest, "logs/")) {
 		if (kind != TXBOX_CHANGE_METADATA &&
-		    (kind != TXBOX_CHANGE_MODIFIED || !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, false)))
+		    (kind != TXBOX_CHANGE_MODIFIED || !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, false)) &&
+		    !(deleted && ref_gone(g, c->path, dirlen, rest + 5) && reflog_commits_kept(g, c->path, dirlen)))
 			git_hit(g, EFFECT_GIT_REFLOG_DELETED, c->path);
 	} else if (object_file(rest)) {
 		if (deleted)
@@ -631,35 +1293,6 @@ static int git_change(gitscan *g, const effect_change *c)
 }
 
 /* ---- git config ---------------------------------------------------------- */
-
-typedef struct strvec {
-	char **v;
-	size_t n;
-} strvec;
-
-static void strv_free(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-/* Move the n strings of src (a malloc'd array, freed) to the end of d. */
-static int strvec_take(strvec *d, char **src, size_t n)
-{
-	char **v = realloc(d->v, (d->n + n + 1) * sizeof *v);
-	if (!v) {
-		strv_free(src, n);
-		return -ENOMEM;
-	}
-	d->v = v;
-	if (n) /* src is NULL when there is nothing */
-		memcpy(d->v + d->n, src, n * sizeof *src);
-	d->n += n;
-	d->v[d->n] = NULL;
-	free(src);
-	return 0;
-}
 
 typedef struct keyset {
 	strvec keys;   /* keys whose values changed */
