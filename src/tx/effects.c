@@ -355,14 +355,19 @@ typedef struct gitscan {
 	const effect_change **sorted; /* the changes by path */
 	unsigned bits;
 	char **where; /* [EFFECT_GIT_KINDS]: the first path of each bit (owned by the caller) */
+	struct odb *odb; /* the object store last opened (odb_for) */
+	bool where_repacked; /* where[] of objects-deleted names a repacked one */
 	/* the last directories tested for being a git dir, and the answers */
 	char *memo[4];
 	bool memo_git[4];
 	unsigned memo_next;
 } gitscan;
 
+static void odb_free(struct odb *d);
+
 static void gitscan_done(gitscan *g)
 {
+	odb_free(g->odb);
 	for (size_t i = 0; i < sizeof g->memo / sizeof *g->memo; i++)
 		free(g->memo[i]);
 }
@@ -641,7 +646,9 @@ static int stash_change(gitscan *g, const char *path, size_t dirlen)
 
 #define REACH_MAX_COMMITS 20000
 #define REACH_MAX_REFS 10000
-#define OBJ_HEAD_MAX 8192 /* the bytes of an object inflated: its header lines */
+#define OBJ_MAX 65536 /* the bytes of an object inflated (commits, tags, what their deltas build on) */
+#define DELTA_DEPTH_MAX 64
+#define PACK_INFLATE_BUDGET 100000 /* objects inflated from packs per object store opened */
 #define LOOSE_MAX (1024u * 1024)
 #define PACKS_MAX 256
 
@@ -820,6 +827,8 @@ typedef struct odb {
 	char *dir; /* the git dir with its '/' ("" for the workspace) */
 	size_t hexlen, rawlen;
 	zlib_fns z;
+	bool zok;
+	size_t budget; /* objects pack_object may still inflate */
 	pack *packs;
 	size_t npacks;
 } odb;
@@ -913,8 +922,8 @@ static int odb_open(odb *d, gitscan *g, const char *path, size_t dirlen)
 	d->g = g;
 	if (!(d->dir = strndup(path, dirlen)))
 		return -ENOMEM;
-	if (!zlib_open(&d->z))
-		return -ENOTSUP;
+	d->budget = PACK_INFLATE_BUDGET;
+	d->zok = zlib_open(&d->z); /* without it, objects are not read, packs are still listed */
 	_cleanup_free_ char *pdir = NULL;
 	if (asprintf(&pdir, "%sobjects/pack", d->dir) < 0)
 		return -ENOMEM;
@@ -970,32 +979,129 @@ static int64_t pack_find(const odb *d, const pack *p, const oid *o)
 
 enum { OBJ_COMMIT = 1, OBJ_TAG = 4 };
 
-/* Object o's header lines from the first pack that has it (git searches
- * packs before loose objects): its type, 0 (another type) or -errno
- * (-ENOENT: in no pack, -ENOTSUP: stored as a delta). */
+
+/* Apply git delta data (src size, dst size, copy/insert ops) to base:
+ * the result's length in out (OBJ_MAX), or -EIO. */
+static ssize_t delta_apply(const unsigned char *dl, size_t dn, const unsigned char *base, size_t bn,
+			   unsigned char *out)
+{
+	size_t i = 0, o = 0, sz[2] = {0, 0};
+	for (int k = 0; k < 2; k++)
+		for (unsigned shift = 0; i < dn && shift < 64; shift += 7) {
+			sz[k] |= (size_t)(dl[i] & 0x7f) << shift;
+			if (!(dl[i++] & 0x80))
+				break;
+		}
+	if (sz[0] != bn || sz[1] > OBJ_MAX)
+		return -EIO;
+	while (i < dn) {
+		unsigned op = dl[i++];
+		if (op & 0x80) { /* copy from the base: offset and size, bytes present by bit */
+			size_t off = 0, len = 0;
+			for (unsigned b = 0; b < 7; b++)
+				if (op & (1u << b)) {
+					if (i >= dn)
+						return -EIO;
+					if (b < 4)
+						off |= (size_t)dl[i++] << (8 * b);
+					else
+						len |= (size_t)dl[i++] << (8 * (b - 4));
+				}
+			if (!len)
+				len = 0x10000;
+			if (off > bn || len > bn - off || len > OBJ_MAX - o)
+				return -EIO;
+			memcpy(out + o, base + off, len);
+			o += len;
+		} else if (op) { /* insert op literal bytes */
+			if (op > dn - i || op > OBJ_MAX - o)
+				return -EIO;
+			memcpy(out + o, dl + i, op);
+			o += op, i += op;
+		} else
+			return -EIO;
+	}
+	return o == sz[1] ? (ssize_t)o : -EIO;
+}
+
+static int pack_object(odb *d, const pack *p, uint64_t at, int depth, unsigned char *out, size_t *len);
+
+/* The base of a delta at in[h…] (type 6: an offset back from at; 7: an
+ * object id), resolved into base: its type, *h past the reference. */
+static int delta_base(odb *d, const pack *p, uint64_t at, int type, const unsigned char *in, size_t n, size_t *h,
+		      int depth, unsigned char *base, size_t *bn)
+{
+	if (type == 6) {
+		uint64_t ofs = 0;
+		for (size_t k = 0; *h < n && k < 10; k++) {
+			unsigned c = in[(*h)++];
+			ofs = (k ? (ofs + 1) << 7 : 0) | (c & 0x7f);
+			if (!(c & 0x80))
+				return ofs && ofs <= at ? pack_object(d, p, at - ofs, depth + 1, base, bn) : -EIO;
+		}
+		return -EIO;
+	}
+	oid o;
+	if (n - *h < d->rawlen)
+		return -EIO;
+	memset(&o, 0, sizeof o);
+	memcpy(o.b, in + *h, d->rawlen);
+	*h += d->rawlen;
+	for (size_t i = 0; i < d->npacks; i++) {
+		int64_t bat = pack_find(d, &d->packs[i], &o);
+		if (bat >= 0)
+			return pack_object(d, &d->packs[i], (uint64_t)bat, depth + 1, base, bn);
+	}
+	return -ENOENT;
+}
+
+/* The object at offset at of pack p, through its deltas: its type (1-4)
+ * and its content in out (OBJ_MAX bytes), or -errno (-E2BIG: over the
+ * bounds). */
+static int pack_object(odb *d, const pack *p, uint64_t at, int depth, unsigned char *out, size_t *len)
+{
+	if (depth > DELTA_DEPTH_MAX || d->budget == 0)
+		return -E2BIG;
+	d->budget--;
+	_cleanup_free_ unsigned char *in = malloc(2 * OBJ_MAX), *base = NULL, *dl = NULL;
+	if (!in)
+		return -ENOMEM;
+	ssize_t n = pread(p->pack_fd, in, 2 * OBJ_MAX, (off_t)at);
+	if (n <= 0)
+		return -EIO;
+	int type = (in[0] >> 4) & 7;
+	size_t h = 0;
+	while (h < (size_t)n && (in[h] & 0x80)) /* the size: a varint the inflation checks */
+		h++;
+	if (++h >= (size_t)n)
+		return -EIO;
+	if (type >= 1 && type <= 4) {
+		ssize_t got = z_head(&d->z, in + h, (size_t)n - h, out, OBJ_MAX);
+		*len = got > 0 ? (size_t)got : 0;
+		return got < 0 ? (int)got : type;
+	}
+	if (type != 6 && type != 7)
+		return -EIO;
+	size_t bn = 0;
+	if (!(base = malloc(OBJ_MAX)) || !(dl = malloc(OBJ_MAX)))
+		return -ENOMEM;
+	int btype = delta_base(d, p, at, type, in, (size_t)n, &h, depth, base, &bn);
+	if (btype < 0)
+		return btype;
+	ssize_t dn = z_head(&d->z, in + h, (size_t)n - h, dl, OBJ_MAX);
+	ssize_t got = dn < 0 ? dn : delta_apply(dl, (size_t)dn, base, bn, out);
+	*len = got > 0 ? (size_t)got : 0;
+	return got < 0 ? (int)got : btype;
+}
+
+/* Object o from the first pack that has it (git searches packs before
+ * loose objects): its type, or -errno (-ENOENT: in no pack). */
 static int pack_read(odb *d, const oid *o, unsigned char *out, size_t *len)
 {
 	for (size_t i = 0; i < d->npacks; i++) {
 		int64_t at = pack_find(d, &d->packs[i], o);
-		if (at < 0)
-			continue;
-		unsigned char in[OBJ_HEAD_MAX];
-		ssize_t n = pread(d->packs[i].pack_fd, in, sizeof in, (off_t)at);
-		size_t h = 0;
-		if (n <= 0)
-			return -EIO;
-		int type = (in[0] >> 4) & 7;
-		while (h < (size_t)n && (in[h] & 0x80)) /* the size: a varint we need not know */
-			h++;
-		if (++h >= (size_t)n)
-			return -EIO;
-		if (type != OBJ_COMMIT && type != OBJ_TAG)
-			return type == 6 || type == 7 ? -ENOTSUP : 0;
-		ssize_t got = z_head(&d->z, in + h, (size_t)n - h, out, OBJ_HEAD_MAX);
-		if (got < 0)
-			return (int)got;
-		*len = (size_t)got;
-		return type;
+		if (at >= 0)
+			return pack_object(d, &d->packs[i], (uint64_t)at, 0, out, len);
 	}
 	return -ENOENT;
 }
@@ -1017,7 +1123,7 @@ static int loose_read(odb *d, const oid *o, unsigned char *out, size_t *len)
 	int r = read_small(c ? d->g->s->upper_fd : d->g->s->ws_fd, path, LOOSE_MAX, &buf, &blen);
 	if (r < 0)
 		return r;
-	ssize_t n = z_head(&d->z, (unsigned char *)buf, blen, out, OBJ_HEAD_MAX);
+	ssize_t n = z_head(&d->z, (unsigned char *)buf, blen, out, OBJ_MAX);
 	unsigned char *nul = n > 0 ? memchr(out, '\0', (size_t)n) : NULL;
 	if (!nul)
 		return -EIO;
@@ -1029,6 +1135,8 @@ static int loose_read(odb *d, const oid *o, unsigned char *out, size_t *len)
 
 static int odb_read(odb *d, const oid *o, unsigned char *out, size_t *len)
 {
+	if (!d->zok)
+		return -ENOTSUP;
 	int r = pack_read(d, o, out, len);
 	return r == -ENOENT ? loose_read(d, o, out, len) : r;
 }
@@ -1036,8 +1144,10 @@ static int odb_read(odb *d, const oid *o, unsigned char *out, size_t *len)
 /* Queue what object o leads to: a commit's parents, a tag's object. */
 static int odb_follow(odb *d, const oid *o, oidset *seen)
 {
-	unsigned char buf[OBJ_HEAD_MAX + 1];
+	_cleanup_free_ unsigned char *buf = malloc(OBJ_MAX + 1);
 	size_t len = 0;
+	if (!buf)
+		return -ENOMEM;
 	int type = odb_read(d, o, buf, &len);
 	if (type < 0)
 		return type;
@@ -1048,7 +1158,7 @@ static int odb_follow(odb *d, const oid *o, oidset *seen)
 	for (char *line = (char *)buf; line && *line;) {
 		char *nl = strchr(line, '\n');
 		if (!nl)
-			break; /* cut at OBJ_HEAD_MAX: the rest unknown */
+			break; /* cut at OBJ_MAX: the rest unknown */
 		if (!strncmp(line, key, 7)) {
 			oid p;
 			if ((size_t)(nl - line) != 7 + d->hexlen || oid_parse(line + 7, d->hexlen, &p) < 0)
@@ -1151,27 +1261,48 @@ static bool all_in(const oidset *s, const oid *v, size_t n)
 	return true;
 }
 
+static void odb_free(odb *d)
+{
+	if (d)
+		odb_close(d);
+	free(d);
+}
+
+/* The object store of git dir path[0..dirlen) after the commit, kept
+ * open for the next question about the same dir; NULL: none (no zlib,
+ * out of memory). */
+static odb *odb_for(gitscan *g, const char *path, size_t dirlen, size_t hexlen)
+{
+	odb *d = g->odb;
+	if (d && strlen(d->dir) == dirlen && !strncmp(d->dir, path, dirlen) && d->hexlen == hexlen)
+		return d;
+	odb_free(d);
+	g->odb = d = malloc(sizeof *d);
+	if (d && odb_open(d, g, path, dirlen) < 0) {
+		odb_free(d);
+		g->odb = d = NULL;
+	}
+	if (d) {
+		d->hexlen = hexlen;
+		d->rawlen = hexlen / 2;
+	}
+	return d;
+}
+
 /* Do the commits (or tags) targets stay reachable after the commit from
  * the branches, tags and HEAD of the git dir path[0..dirlen)? Unknown
  * (no zlib, a walk over its bound, out of memory): no. */
 static bool commits_kept(gitscan *g, const char *path, size_t dirlen, const oid *targets, size_t nt, size_t hexlen)
 {
-	odb d;
+	odb *d = odb_for(g, path, dirlen, hexlen);
 	oidset seen = {0};
 	bool kept = false;
-	if (odb_open(&d, g, path, dirlen) == 0) {
-		d.hexlen = hexlen;
-		d.rawlen = hexlen / 2;
-		if (reach_roots(g, d.dir, hexlen, &seen) == 0) {
-			/* an object that cannot be read is skipped: what is found
-			 * through others is reachable as git reads them */
-			while (!(kept = all_in(&seen, targets, nt)) && seen.qhead < seen.n &&
-			       seen.qhead < REACH_MAX_COMMITS)
-				if (odb_follow(&d, &seen.queue[seen.qhead++], &seen) == -ENOMEM)
-					break;
-		}
-	}
-	odb_close(&d);
+	if (d && reach_roots(g, d->dir, hexlen, &seen) == 0)
+		/* an object that cannot be read is skipped: what is found
+		 * through others is reachable as git reads them */
+		while (!(kept = all_in(&seen, targets, nt)) && seen.qhead < seen.n && seen.qhead < REACH_MAX_COMMITS)
+			if (odb_follow(d, &seen.queue[seen.qhead++], &seen) == -ENOMEM)
+				break;
 	oidset_free(&seen);
 	return kept;
 }
@@ -1235,6 +1366,74 @@ static bool reflog_commits_kept(gitscan *g, const char *path, size_t dirlen)
 	return n == 0 || commits_kept(g, path, dirlen, ids, n, hexlen);
 }
 
+#define REPACK_MAX_OBJECTS 200000
+
+/* Is every object of the old index idx (a path of the workspace) listed
+ * by a pack of the store d? */
+static bool idx_listed(const gitscan *g, const odb *d, const char *idx)
+{
+	_cleanup_close_ int fd = fs_open_beneath(g->s->ws_fd, idx, O_RDONLY | O_NONBLOCK, 0);
+	unsigned char h[8 + 1024];
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !pread_all(fd, h, sizeof h, 0) ||
+	    memcmp(h, "\377tOc\0\0\0\2", 8) != 0)
+		return false;
+	uint32_t n = be32(h + 8 + 255 * 4);
+	if (n > REPACK_MAX_OBJECTS)
+		return false;
+	_cleanup_free_ unsigned char *names = malloc((size_t)n * d->rawlen + 1);
+	if (!names || !pread_all(fd, names, (size_t)n * d->rawlen, 8 + 1024))
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		oid o;
+		memset(&o, 0, sizeof o);
+		memcpy(o.b, names + (size_t)i * d->rawlen, d->rawlen);
+		bool found = false;
+		for (size_t j = 0; j < d->npacks && !found; j++)
+			found = pack_find(d, &d->packs[j], &o) >= 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* A loose object or a pack deleted (rest: objects/XX/… or
+ * objects/pack/pack-ID.{pack,idx}): is every object it held listed by a
+ * pack there after the commit (`git gc`, `git repack`)? The new pack's
+ * content is not verified (that would mean inflating and hashing every
+ * object through its deltas), so a repack is still held, not allowed:
+ * what is known is that no object id went missing. */
+static bool objects_repacked(gitscan *g, const char *path, size_t dirlen, const char *rest)
+{
+	char hex[65];
+	size_t hexlen = 0;
+	if (prefix_of(rest, "objects/pack/pack-")) {
+		const char *id = rest + strlen("objects/pack/pack-");
+		hexlen = strspn(id, "0123456789abcdef");
+	} else if (strlen(rest) == 8 + 2 + 1 + 38 || strlen(rest) == 8 + 2 + 1 + 62) {
+		hexlen = strlen(rest) - 9;
+		snprintf(hex, sizeof hex, "%.2s%s", rest + 8, rest + 11);
+	}
+	if (hexlen != 40 && hexlen != 64)
+		return false;
+	odb *d = odb_for(g, path, dirlen, hexlen);
+	if (!d)
+		return false;
+	if (!prefix_of(rest, "objects/pack/")) {
+		oid o;
+		if (oid_parse(hex, hexlen, &o) < 0)
+			return false;
+		for (size_t j = 0; j < d->npacks; j++)
+			if (pack_find(d, &d->packs[j], &o) >= 0)
+				return true;
+		return false;
+	}
+	_cleanup_free_ char *idx = NULL;
+	if (asprintf(&idx, "%.*s%.*s.idx", (int)dirlen, path, (int)(strrchr(rest, '.') - rest), rest) < 0)
+		return false;
+	return idx_listed(g, d, idx);
+}
+
 /* Is ref name of the git dir path[0..dirlen) gone after the commit, as
  * a loose ref and from packed-refs? (A reflog deleted with its ref is
  * judged by the commits it recorded.) */
@@ -1282,9 +1481,24 @@ static int git_change(gitscan *g, const effect_change *c)
 		    !(deleted && ref_gone(g, c->path, dirlen, rest + 5) && reflog_commits_kept(g, c->path, dirlen)))
 			git_hit(g, EFFECT_GIT_REFLOG_DELETED, c->path);
 	} else if (object_file(rest)) {
-		if (deleted)
-			git_hit(g, prefix_of(rest, "objects/pack/") ? EFFECT_GIT_PACKS_DELETED : EFFECT_GIT_OBJECTS_DELETED,
-				c->path);
+		if (deleted && objects_repacked(g, c->path, dirlen, rest)) {
+			_cleanup_free_ char *what = NULL;
+			if (asprintf(&what, "%s, repacked: every object it held is listed by a pack kept or added, "
+					    "whose content is not verified",
+				     c->path) < 0)
+				return -ENOMEM;
+			g->where_repacked |= !(g->bits & EFFECT_GIT_OBJECTS_DELETED);
+			git_hit(g, EFFECT_GIT_OBJECTS_DELETED, what);
+		} else if (deleted) {
+			unsigned bit = prefix_of(rest, "objects/pack/") ? EFFECT_GIT_PACKS_DELETED : EFFECT_GIT_OBJECTS_DELETED;
+			char **where = &g->where[__builtin_ctz(EFFECT_GIT_OBJECTS_DELETED)];
+			if (bit == EFFECT_GIT_OBJECTS_DELETED && g->where_repacked) { /* name one lost, not repacked */
+				free(*where);
+				*where = NULL;
+				g->where_repacked = false;
+			}
+			git_hit(g, bit, c->path);
+		}
 		else if (kind == TXBOX_CHANGE_TYPE_CHANGED ||
 			 (kind == TXBOX_CHANGE_MODIFIED && !old_is_prefix(g->s->ws_fd, g->s->upper_fd, c->path, true)))
 			git_hit(g, EFFECT_GIT_OBJECTS_REWRITTEN, c->path);

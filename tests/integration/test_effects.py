@@ -630,7 +630,7 @@ def bare_repo(ctx):
     sh("%s clone -q --bare . store && %s clone -q --bare . other.git" % (GIT, GIT), cwd=ws)
     _denied(ctx, ws, "rm store/refs/heads/topic 2>/dev/null; git --git-dir=store update-ref -d refs/heads/topic",
             pol, "git-history")
-    _denied(ctx, ws, "git --git-dir=other.git update-ref -d refs/heads/main", pol, "git-history")
+    _denied(ctx, ws, "git --git-dir=other.git update-ref -d refs/heads/topic", pol, "git-history")
     _held(ctx, ws, "echo id > store/hooks/pre-receive", pol, "git-hooks")
     _held(ctx, ws, "git --git-dir=store config remote.origin.mirror true", pol, "git-config-destroys")
     _held(ctx, ws, "git --git-dir=store replace main topic", pol, "git-history-hidden")
@@ -689,3 +689,32 @@ def self_running(ctx):
         check(path in _reason(r), "the reason does not name %s: %r" % (path, _reason(r)))
     _committed(ctx, ws, "python3 -m venv .venv && echo x > npmrc.md && echo x > cargo.toml", pol)
     check(os.path.exists(os.path.join(ws, ".venv", "bin", "python3")), "the venv was not committed")
+
+
+@test("effects/merged-ref-delete-commits")
+def merged_ref_delete(ctx):
+    """A ref deleted whose commits a branch, tag or HEAD still reaches
+    loses no history: `git branch -d` of a merged branch and `git tag -d`
+    of a lightweight tag commit, loose or packed; an unmerged branch, an
+    annotated tag (its tag object) and a ref kept only by a remote-tracking
+    ref are still denied; `git gc` is held with a true reason, not denied."""
+    pol = _effects_policy(ctx)
+    for packed in (False, True):
+        ws = _repo(ctx)
+        sh("%s commit -q --allow-empty -m c && %s merge -q --no-ff -m merge topic && %s branch ff topic && "
+           "%s checkout -qb side && %s commit -q --allow-empty -m s && %s checkout -q main && "
+           "%s tag light HEAD~1 && %s tag -a -m ann annotated HEAD && "
+           "%s update-ref refs/remotes/origin/side side" % ((GIT,) * 9), cwd=ws)
+        if packed:
+            sh("%s gc -q" % GIT, cwd=ws)
+        _committed(ctx, ws, "%s branch -d topic" % GIT, pol)
+        _committed(ctx, ws, "%s branch -D ff && %s tag -d light" % (GIT, GIT), pol)
+        _denied(ctx, ws, "%s branch -D side" % GIT, pol, "git-history")
+        _denied(ctx, ws, "%s tag -d annotated" % GIT, pol, "git-history")
+    # a repack deletes objects it lists elsewhere: held, saying so
+    ws = _repo(ctx)
+    sh("%s gc -q && %s commit -q --allow-empty -m more" % (GIT, GIT), cwd=ws)
+    r = _held(ctx, ws, "%s gc -q" % GIT, pol, "git-objects")
+    check("repacked" in _reason(r), "the reason does not say repacked: %r" % _reason(r))
+    _denied(ctx, ws, "%s branch -D topic && %s reflog expire --expire-unreachable=now --all && %s gc -q --prune=now"
+            % (GIT, GIT, GIT), pol, "git-history")
