@@ -877,9 +877,9 @@ static void odb_add_pack(odb *d, const char *name)
 		return;
 	int fi = open_after(d->g, ip), fp = fi >= 0 ? open_after(d->g, pp) : -1;
 	unsigned char h[8 + 1024];
-	struct stat st;
-	if (fi < 0 || fp < 0 || fstat(fi, &st) < 0 || !S_ISREG(st.st_mode) || !pread_all(fi, h, sizeof h, 0) ||
-	    memcmp(h, "\377tOc\0\0\0\2", 8) != 0) {
+	struct stat st, sp;
+	if (fi < 0 || fp < 0 || fstat(fi, &st) < 0 || !S_ISREG(st.st_mode) || fstat(fp, &sp) < 0 ||
+	    !S_ISREG(sp.st_mode) || !pread_all(fi, h, sizeof h, 0) || memcmp(h, "\377tOc\0\0\0\2", 8) != 0) {
 		close_fd(fi);
 		close_fd(fp);
 		return;
@@ -1225,17 +1225,19 @@ static int reach_roots(gitscan *g, const char *dir, size_t hexlen, oidset *roots
 					     REF_MAX, &text, &len) == 0)
 		r = add_root(roots, text, hexlen); /* detached; a symbolic HEAD names a branch below */
 	_cleanup_close_ int pf = open_after(g, packed);
-	_cleanup_fclose_ FILE *f = pf >= 0 ? fdopen(pf, "r") : NULL;
+	struct stat st;
+	_cleanup_fclose_ FILE *f = pf >= 0 && fstat(pf, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(pf, "r") : NULL;
 	if (f)
 		pf = -1;
 	char line[4096];
-	while (r == 0 && f && fgets(line, sizeof line, f)) {
+	while (r == 0 && f && budget-- && fgets(line, sizeof line, f)) {
 		const char *name = line + hexlen + 1;
 		if (line[0] == '^')
 			r = add_root(roots, line + 1, hexlen);
 		else if (strlen(line) > hexlen + 1 && (prefix_of(name, "refs/heads/") || prefix_of(name, "refs/tags/")))
 			r = add_root(roots, line, hexlen);
 	}
+	budget = REACH_MAX_REFS;
 	if (r == 0)
 		r = roots_walk(g, heads, 0, &budget, roots, hexlen);
 	if (r == 0)
