@@ -274,7 +274,7 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 		if (!key)
 			goto no;
 		free(*detail);
-		if (asprintf(detail, "git config %s", key) < 0) {
+		if (asprintf(detail, "git config %.300s%s", key, strlen(key) > 300 ? "..." : "") < 0) { /* values are long */
 			*detail = NULL;
 			return -ENOMEM;
 		}

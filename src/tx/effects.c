@@ -828,6 +828,8 @@ typedef struct odb {
 	size_t hexlen, rawlen;
 	zlib_fns z;
 	bool zok;
+	bool rooted;  /* seen holds the roots: the walk (commits_kept) started */
+	oidset seen;
 	size_t budget; /* objects pack_object may still inflate */
 	pack *packs;
 	size_t npacks;
@@ -847,6 +849,7 @@ static void odb_close(odb *d)
 	}
 	free(d->packs);
 	free(d->dir);
+	oidset_free(&d->seen);
 	zlib_close(&d->z);
 }
 
@@ -1297,15 +1300,24 @@ static odb *odb_for(gitscan *g, const char *path, size_t dirlen, size_t hexlen)
 static bool commits_kept(gitscan *g, const char *path, size_t dirlen, const oid *targets, size_t nt, size_t hexlen)
 {
 	odb *d = odb_for(g, path, dirlen, hexlen);
-	oidset seen = {0};
+	if (!d)
+		return false;
+	if (!d->rooted) { /* one walk per git dir, resumed by each question */
+		d->rooted = true;
+		if (reach_roots(g, d->dir, hexlen, &d->seen) < 0)
+			d->seen.qhead = SIZE_MAX; /* out of memory: nothing known */
+	}
+	oidset *seen = &d->seen;
 	bool kept = false;
-	if (d && reach_roots(g, d->dir, hexlen, &seen) == 0)
-		/* an object that cannot be read is skipped: what is found
-		 * through others is reachable as git reads them */
-		while (!(kept = all_in(&seen, targets, nt)) && seen.qhead < seen.n && seen.qhead < REACH_MAX_COMMITS)
-			if (odb_follow(d, &seen.queue[seen.qhead++], &seen) == -ENOMEM)
+	/* an object that cannot be read is skipped: what is found through
+	 * others is reachable as git reads them */
+	while (seen->qhead != SIZE_MAX && !(kept = all_in(seen, targets, nt)) && seen->qhead < seen->n &&
+	       seen->qhead < REACH_MAX_COMMITS)
+		for (size_t k = 0; k < 64 && seen->qhead < seen->n && seen->qhead < REACH_MAX_COMMITS; k++)
+			if (odb_follow(d, &seen->queue[seen->qhead++], seen) == -ENOMEM) {
+				seen->qhead = SIZE_MAX;
 				break;
-	oidset_free(&seen);
+			}
 	return kept;
 }
 
