@@ -27,8 +27,9 @@ typedef struct harden_opts {
 	const void *seccomp_bpf;       /* precompiled filter (harden_seccomp_precompile) or NULL */
 	size_t seccomp_bpf_len;
 	/* Fail-closed reading (secrets_mask_paths): a Landlock ruleset a helper
-	 * fills while the command starts, and a pipe whose EOF says it is done
-	 * (bytes before it: why it failed). Only when read_layer is set. */
+	 * fills while the command starts, and a pipe on which it says it is
+	 * done (one NUL byte) or why it failed (text); EOF alone means it died.
+	 * Only when read_layer is set. */
 	bool read_layer;
 	int read_ruleset, read_ready;
 } harden_opts;

@@ -209,7 +209,9 @@ int harden_landlock_read_apply(const harden_opts *o, txbox_error *err)
 	do
 		n = read(o->read_ready, why, sizeof why - 1);
 	while (n < 0 && errno == EINTR);
-	if (n != 0) {
+	/* One NUL byte: every rule is in. Text: why the helper failed.
+	 * Nothing (EOF): it died. */
+	if (n != 1 || why[0] != '\0') {
 		why[n > 0 ? n : 0] = '\0';
 		return txbox_fail(err, n > 0 ? -EPERM : -errno, "masking secrets: %s",
 				  n > 0 ? why : "the read layer is gone");

@@ -348,6 +348,7 @@ exec_command(const sandbox_spec *s, const init_ctx *ic, const char *const *argv,
 	     int out_w, int err_w, int exec_pipe)
 {
 	trace_mark("cmd: forked, go");
+	prctl(PR_SET_NAME, "txbox-cmd");
 	setsid();
 	(void)setrlimit(RLIMIT_NOFILE, &ic->nofile); /* init's soft limit as it came: only lowers */
 	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -361,9 +362,11 @@ exec_command(const sandbox_spec *s, const init_ctx *ic, const char *const *argv,
 	signal(SIGPIPE, SIG_DFL);
 
 	int listener = load_socket_filter(s, exec_pipe);
+	trace_mark("cmd: socket filter loaded");
 	txbox_error e = TXBOX_ERROR_INIT;
 	if (harden_child_apply(&s->harden, NULL, &e) < 0)
 		report_harden_failure(exec_pipe, &e);
+	trace_mark("cmd: hardened");
 	await_socket_guard(exec_pipe, listener);
 	trace_mark("cmd: hardened, execve");
 	const char *shargv[] = {"/bin/sh", "-c", shell_text, NULL};
@@ -886,6 +889,7 @@ int sandbox_start(const sandbox_spec *spec, sandbox **out, txbox_error *err)
 		return r;
 	}
 	if (pid == 0) {
+		prctl(PR_SET_NAME, "txbox-init");
 		close(sb->outp[0]);
 		close(sb->errp[0]);
 		close(sb->repp[0]);
