@@ -1041,6 +1041,8 @@ typedef struct lnode {
 	long parent;    /* index of the split directory above, -1 for "/" */
 } lnode;
 
+typedef struct stat_memo stat_memo;
+
 typedef struct lsplit {
 	lnode *v;
 	size_t n, cap;
@@ -1055,8 +1057,11 @@ typedef struct lsplit {
 	size_t nmapped;
 	masker *m;         /* mounts for masks inside the workspace (the sandbox's overlay) */
 	int keep_fds_below; /* a granted entry's descriptor stays open below this */
+	stat_memo *memo;    /* lstat results while patterns are canonicalised, or NULL */
 	txbox_error *err;
 } lsplit;
+
+static void stat_memo_free(stat_memo **m);
 
 static void lsplit_done(lsplit *ls)
 {
@@ -1071,6 +1076,7 @@ static void lsplit_done(lsplit *ls)
 		strv_buf_free(&d->hits);
 	}
 	free(ls->v);
+	stat_memo_free(&ls->memo);
 	strv_buf_free(&ls->keep);
 	strv_buf_free(&ls->homes);
 	strv_buf_free(&ls->masked);
@@ -1111,6 +1117,61 @@ static int node_new(lsplit *ls, const char *path, int fd)
 
 #define MAX_LINK_HOPS 40
 
+/* lstat results of one canonicalisation pass, by path: the ~200
+ * patterns share their prefixes (the home, ~/.config), and each prefix
+ * would otherwise be looked up once per pattern. What it holds is one
+ * observation of the host, as a single walk would see it. */
+#define STAT_MEMO_SLOTS 512
+struct stat_memo {
+	struct {
+		char *path;
+		int err;     /* 0, or lstat's errno */
+		mode_t mode; /* the type bits */
+	} slot[STAT_MEMO_SLOTS];
+};
+
+static void stat_memo_free(stat_memo **m)
+{
+	if (!*m)
+		return;
+	for (size_t i = 0; i < STAT_MEMO_SLOTS; i++)
+		free((*m)->slot[i].path);
+	free(*m);
+	*m = NULL;
+}
+
+static size_t path_hash(const char *s)
+{
+	size_t h = 14695981039346656037ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* lstat through the memo (NULL: none); returns 0 or -1 with errno. */
+static int memo_lstat(stat_memo *m, const char *path, mode_t *mode)
+{
+	size_t i = m ? path_hash(path) % STAT_MEMO_SLOTS : 0;
+	for (size_t probe = 0; m && probe < 8; probe++, i = (i + 1) % STAT_MEMO_SLOTS) {
+		if (!m->slot[i].path)
+			break;
+		if (!strcmp(m->slot[i].path, path)) {
+			*mode = m->slot[i].mode;
+			errno = m->slot[i].err;
+			return m->slot[i].err ? -1 : 0;
+		}
+	}
+	struct stat st;
+	int r = lstat(path, &st), err = r < 0 ? errno : 0;
+	*mode = r < 0 ? 0 : st.st_mode;
+	if (m && !m->slot[i].path && (m->slot[i].path = strdup(path))) {
+		m->slot[i].err = err;
+		m->slot[i].mode = *mode;
+	}
+	errno = err;
+	return r;
+}
+
 /* Drop the last component of the canonical path in cur ("" is "/"). */
 static void canon_pop(char *cur, size_t *len)
 {
@@ -1146,7 +1207,7 @@ static int canon_follow(char *cur, size_t *len, char *todo, size_t todosz, const
  * the one before). A glob component or a missing name ends the
  * resolution (a ".." back above it resumes it); the walk matches the
  * rest against listings. Returns false when the result does not fit. */
-static bool canon_pattern(const char *abs, char *out, size_t outsz)
+static bool canon_pattern(stat_memo *memo, const char *abs, char *out, size_t outsz)
 {
 	char todo[PATH_MAX];
 	size_t len = 0, litlen = 0;
@@ -1179,11 +1240,11 @@ static bool canon_pattern(const char *abs, char *out, size_t outsz)
 		p = end;
 		if (lit)
 			continue;
-		struct stat st;
+		mode_t mode;
 		if (memchr(out + before, '*', n + 1) || memchr(out + before, '?', n + 1) ||
-		    memchr(out + before, '[', n + 1) || lstat(out, &st) < 0) {
+		    memchr(out + before, '[', n + 1) || memo_lstat(memo, out, &mode) < 0) {
 			lit = true, litlen = before;
-		} else if (S_ISLNK(st.st_mode)) {
+		} else if (S_ISLNK(mode)) {
 			if (++hops > MAX_LINK_HOPS || canon_follow(out, &len, todo, sizeof todo, p) < 0)
 				lit = true, litlen = before;
 			else
@@ -1198,7 +1259,7 @@ static bool canon_pattern(const char *abs, char *out, size_t outsz)
 static int ls_add(lsplit *ls, const char *abs)
 {
 	char c[PATH_MAX];
-	if (!canon_pattern(abs, c, sizeof c) || at_or_below(c, "/proc"))
+	if (!canon_pattern(ls->memo, abs, c, sizeof c) || at_or_below(c, "/proc"))
 		return 0; /* no such path; or a magic link (~/.ssh -> /proc/self/fd/3): no place */
 	const char *p = c;
 	while (*p == '/')
@@ -1388,7 +1449,7 @@ static int match_link(lsplit *ls, size_t i, const char *name, const char *full, 
 {
 	char p[PATH_MAX], c[PATH_MAX];
 	int r = push_copy(&ls->v[i].hits, name);
-	if (r < 0 || snprintf(p, sizeof p, "%s/%s", full, rest) >= (int)sizeof p || !canon_pattern(p, c, sizeof c))
+	if (r < 0 || snprintf(p, sizeof p, "%s/%s", full, rest) >= (int)sizeof p || !canon_pattern(ls->memo, p, c, sizeof c))
 		return r;
 	if (at_or_below(c, full) || (!*rest && kept(ls, c)))
 		return 0; /* a loop, or nothing to hide */
@@ -1885,8 +1946,12 @@ static int build_read_layer(masker *m, int abi, int rfd, const char *home, const
 	if ((r = ls_init(&ls, m, workspace, m->err)) < 0)
 		return r;
 	trace_mark("helper: init");
+	/* Patterns share prefixes: their lookups go through a memo, then
+	 * the walk sees the host afresh. */
+	ls.memo = calloc(1, sizeof *ls.memo);
 	if ((r = ls_patterns(&ls, m, &others, m->paths, envp)) < 0)
 		return r;
+	stat_memo_free(&ls.memo);
 	trace_mark("helper: patterns");
 	if ((r = expand_all(&ls)) < 0)
 		return r;
