@@ -24,8 +24,9 @@ typedef struct {
 	const char *reason; /* a part of the reason, or NULL */
 } want;
 
-/* Expect the verdict, its rule and (a part of) its reason. */
-static void expect(const policy *p, const policy_ctx *c, const want *w)
+/* Is the verdict, its rule and (a part of) its reason as expected? Every
+ * line is checked and printed when it is not, so a run lists them all. */
+static bool expect(const policy *p, const policy_ctx *c, const want *w)
 {
 	policy_verdict v;
 	txbox_error err = TXBOX_ERROR_INIT;
@@ -39,8 +40,16 @@ static void expect(const policy *p, const policy_ctx *c, const want *w)
 			    policy_decision_name(v.decision), v.rule, v.reason,
 			    policy_decision_name(w->dec), w->rule, w->reason ? w->reason : "");
 	policy_verdict_free(&v);
-	if (!ok)
-		fail();
+	return ok;
+}
+
+static void expect_all(const policy *p, const policy_ctx *c, const want *t, size_t n)
+{
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += !expect(p, c, &t[i]);
+	if (bad)
+		fail_msg("%zu of %zu lines judged otherwise", bad, n);
 }
 
 static policy *load_default(void)
@@ -52,9 +61,7 @@ static policy *load_default(void)
 	return p;
 }
 
-#define EXPECT_ALL(p, c, table)                                         \
-	for (size_t i_ = 0; i_ < sizeof(table) / sizeof(*(table)); i_++) \
-	expect(p, c, &(table)[i_])
+#define EXPECT_ALL(p, c, table) expect_all(p, c, table, sizeof(table) / sizeof(*(table)))
 
 /* Remote harm is judged the same with and without --net when resolved. */
 static void test_remote_harm(void **state)
