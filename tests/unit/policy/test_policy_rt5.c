@@ -156,8 +156,16 @@ static void test_remote_harm_unknown(void **state)
 	static const want on[] = {
 		{"rclone sync ./dist \"$DEST\"", POLICY_HOLD, "unresolved", "$DEST cannot be resolved"},
 		{"gh api -X \"$M\" repos/o/r", POLICY_HOLD, "unresolved", "$M cannot be resolved"},
-		{"git clone \"https://x:${TOKEN}@github.com/o/r\"", POLICY_HOLD, "unresolved",
-		 "credential-in-url"},
+		/* a token from the environment: the sandbox strips it */
+		{"git clone \"https://x:${TOKEN}@github.com/o/r\"", POLICY_ALLOW, "default", NULL},
+		/* no other word stands for "delete" or a credential */
+		{"gh pr merge --auto --merge \"$PR_URL\"", POLICY_ALLOW, "default", NULL},
+		{"gh issue close $ISSUE_URL --reason completed", POLICY_ALLOW, "default", NULL},
+		{"gh api repos/${repo}/contents/x", POLICY_ALLOW, "default", NULL},
+		{"gh release create --draft --repo ${GITHUB_REPOSITORY} ${GITHUB_REF_NAME} dist/x",
+		 POLICY_ALLOW, "default", NULL},
+		{"git config user.name \"${GITHUB_ACTOR}\"", POLICY_ALLOW, "default", NULL},
+		{"git clone --depth=1 \"${REMOTE_REPO}\" site/", POLICY_ALLOW, "default", NULL},
 		{"kubectl scale deploy x --replicas=$N", POLICY_HOLD, "unresolved", "kubectl-scale-to-zero"},
 	};
 	policy *p = load_default();
