@@ -183,6 +183,14 @@ static void test_false_positives(void **state)
 		/* signal 0 only tests that a process exists */
 		{"kill -0 1", POLICY_ALLOW, "default", NULL},
 		{"kill -0 -1", POLICY_ALLOW, "default", NULL},
+		{"kill -s 0 1", POLICY_ALLOW, "default", NULL},
+		{"kill -s0 1", POLICY_ALLOW, "default", NULL},
+		{"kill -n 0 1", POLICY_ALLOW, "default", NULL},
+		{"kill --signal=0 1", POLICY_ALLOW, "default", NULL},
+		{"kill --signal 0 1", POLICY_ALLOW, "default", NULL},
+		{"kill -s 0 -s 9 1", POLICY_DENY, "kill-all-processes-pid", NULL},
+		{"kill -s 0 -9 1", POLICY_DENY, "kill-all-processes-pid", NULL},
+		{"kill -s 9 1", POLICY_DENY, "kill-all-processes-pid", NULL},
 		{"kill 1", POLICY_DENY, "kill-all-processes-pid", NULL},
 		{"kill -9 -1", POLICY_DENY, "kill-all-processes", NULL},
 		/* sparse files hold no data; head copies no more than its file */
