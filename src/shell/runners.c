@@ -400,32 +400,6 @@ static int do_screen(struct uw *u)
 	return uw_inner(u, i, "screen");
 }
 
-/* npx [opts] -c TEXT / npm exec -c TEXT: shell text. Options after the
- * package's name belong to the package. */
-static int do_npx(struct uw *u)
-{
-	size_t k = 1;
-	if (strcmp(u->name, "npx") != 0) {
-		if (u->n < 2 || !(fis(&u->v[1], "exec") || fis(&u->v[1], "x")))
-			return 0;
-		k = 2;
-	}
-	int rc = 0;
-	while (k < u->n && rc == 0) {
-		struct sh_field val;
-		size_t next = k + 1;
-		const struct sh_field *f = &u->v[k];
-		if (uw_opt_value(u, k, "-c", "--call", &val, &next))
-			rc = uw_shell_text(u, &val, "npx -c");
-		else if (fis(f, "-p") || fis(f, "--package"))
-			next = k + 2;
-		else if (f->unres || f->text[0] != '-')
-			break;
-		k = next;
-	}
-	return rc;
-}
-
 /* dtach -n|-c|-A|-N SOCKET [opts] CMD…, abduco -c|-n|-A NAME CMD… */
 static int do_dtach(struct uw *u)
 {
@@ -442,6 +416,381 @@ static int do_dtach(struct uw *u)
 	return uw_inner(u, i, u->name);
 }
 
+/* ---- the runner table ------------------------------------------------------
+ *
+ * Most runners differ only in their options and in where the command
+ * starts, so one walker reads them from a table. Each entry gives:
+ *   name   basename of the program; a trailing '*' matches any rest
+ *          (ld-linux-x86-64.so.2)
+ *   sub    subcommands that run a command ("run", "exec|x"); any other
+ *          first operand runs none (uv pip install). Options before the
+ *          subcommand are read with the same spec (uv --directory D run).
+ *   opts   the options that matter, separated by spaces, each followed by
+ *          what its value is (an option not listed is a flag):
+ *            =   a value skipped (== two values, === three)
+ *            !   shell text the runner runs (nix-shell --run TEXT)
+ *            >   the command: its value and every word after it
+ *                (nix develop -c CMD ARGS, --coreutils-prog=CMD ARGS)
+ *            ;   the command up to a ";" word, then the found path
+ *                (fd -x CMD ARGS \;)
+ *            ^   a flag after which no command runs (ld.so --list)
+ *            +   a flag making the command words shell text (pnpm exec -c)
+ *   skip   operands before the command (gosu USER, direnv exec DIR)
+ *   form   what the operands after the options are
+ */
+enum runner_form {
+	RUN_ARGV,       /* the command and its arguments */
+	RUN_TEXT,       /* words joined into shell text (watchexec) */
+	RUN_EACH_TEXT,  /* each operand is shell text (hyperfine) */
+	RUN_OPTS_ONLY,  /* not a command; only options run one (nix-shell) */
+	RUN_AFTER_DASH, /* the command follows "--" (mise exec) */
+	_RUN_FORM_MAX,
+};
+
+struct runner {
+	const char *name, *sub, *opts;
+	unsigned skip;
+	enum runner_form form;
+};
+
+#define UV_OPTS                                                                                   \
+	"-p= --python= --with= --with-editable= --with-requirements= --package= --extra= "        \
+	"--group= --only-group= --no-group= --no-extra= --env-file= --directory= --project= "     \
+	"--index= --default-index= -i= --index-url= --extra-index-url= -f= --find-links= "        \
+	"--config-file= --cache-dir= --color= -P= --upgrade-package= --reinstall-package= "       \
+	"--refresh-package= --resolution= --prerelease= --python-platform= --exclude-newer= "     \
+	"--link-mode= --keyring-provider= --index-strategy= -C= --config-setting= "               \
+	"--no-binary-package= --no-build-package= --allow-insecure-host= --script= --gui-script="
+#define CONDA_OPTS                                                                                \
+	"-n= --name= -p= --prefix= --cwd= -a= --attach= --label= -e= --env= -r= --root-prefix="
+#define NPX_OPTS "-c! --call! -p= --package= -w= --workspace="
+#define NIX_OPTS                                                                                  \
+	"-c> --command> --profile= --unset= --keep= -k= --redirect== --override-input== -f= "     \
+	"--file= --expr= --arg== --argstr== -I= --include= --option== "                           \
+	"--extra-experimental-features= --experimental-features="
+#define SETARCH_OPTS "--list^"
+#define FD_OPTS                                                                                   \
+	"-x; --exec; -X; --exec-batch; -e= --extension= -t= --type= -E= --exclude= -d= "          \
+	"--max-depth= --min-depth= --exact-depth= -S= --size= --changed-within= "                 \
+	"--changed-before= -o= --owner= --base-directory= --search-path= --path-separator= "      \
+	"-j= --threads= --max-results= -c= --color= --ignore-file= --batch-size= --format="
+#define LDSO_OPTS                                                                                 \
+	"--library-path= --inhibit-rpath= --audit= --preload= --argv0= --glibc-hwcaps-prepend= "  \
+	"--glibc-hwcaps-mask= --list^ --verify^ --list-tunables^ --list-diagnostics^ --help^ "    \
+	"--version^"
+#define HYPERFINE_OPTS                                                                            \
+	"-p! --prepare! -s! --setup! -c! --cleanup! --conclude! -w= --warmup= -m= --min-runs= "   \
+	"-M= --max-runs= -r= --runs= -L== --parameter-list== -P=== --parameter-scan=== -D= "      \
+	"--parameter-step-size= -S= --shell= --style= --sort= -u= --time-unit= "                  \
+	"--export-asciidoc= --export-csv= --export-json= --export-markdown= --export-orgmode= "   \
+	"--output= --input= -n= --command-name="
+#define WATCHEXEC_OPTS                                                                            \
+	"-w= --watch= -W= --watch-non-recursive= -e= --exts= -f= --filter= -i= --ignore= "        \
+	"--shell= -s= --signal= --stop-signal= --stop-timeout= -d= --debounce= --delay-run= "     \
+	"-E= --env= --workdir= --on-busy-update= --project-origin= --filter-file= "               \
+	"--ignore-file= --fs-events= --emit-events-to= --log-file= --color= -j= --filter-prog= "  \
+	"--wrap-process= --notify="
+
+static const struct runner runner_table[] = {
+	{"coreutils", NULL, "--coreutils-prog> --coreutils-prog-shebang>", 0, RUN_ARGV},
+	{"fd", NULL, FD_OPTS, 0, RUN_OPTS_ONLY},
+	{"fdfind", NULL, FD_OPTS, 0, RUN_OPTS_ONLY},
+	{"ld.so", NULL, LDSO_OPTS, 0, RUN_ARGV},
+	{"ld-linux*", NULL, LDSO_OPTS, 0, RUN_ARGV},
+	{"ld64.so*", NULL, LDSO_OPTS, 0, RUN_ARGV},
+	{"ld-musl-*", NULL, LDSO_OPTS, 0, RUN_ARGV},
+	{"uv", "run", UV_OPTS, 0, RUN_ARGV},
+	{"poetry", "run", "-C= --directory= -P= --project=", 0, RUN_ARGV},
+	{"pipenv", "run", "--python= --pypi-mirror=", 0, RUN_ARGV},
+	{"pdm", "run", "-p= --project= --venv=", 0, RUN_ARGV},
+	{"hatch", "run", "-e= --env= -p= --project= --data-dir= --cache-dir=", 0, RUN_ARGV},
+	{"rye", "run", "--pyproject=", 0, RUN_ARGV},
+	{"pixi", "run", "-e= --environment= --manifest-path=", 0, RUN_TEXT},
+	{"npx", NULL, NPX_OPTS, 0, RUN_ARGV},
+	{"npm", "exec|x", NPX_OPTS, 0, RUN_ARGV},
+	{"pnpm", "exec", "-c+ --shell-mode+ --filter= -F= -C= --dir= --resume-from= --reporter=", 0,
+	 RUN_ARGV},
+	{"yarn", "exec", "--cwd=", 0, RUN_ARGV},
+	{"bundle", "exec", "--gemfile=", 0, RUN_ARGV},
+	{"bundler", "exec", "--gemfile=", 0, RUN_ARGV},
+	{"conda", "run", CONDA_OPTS, 0, RUN_ARGV},
+	{"mamba", "run", CONDA_OPTS, 0, RUN_ARGV},
+	{"micromamba", "run", CONDA_OPTS, 0, RUN_ARGV},
+	{"mise", "exec|x", "-c! --command! -C= --cd= -j= --jobs=", 0, RUN_AFTER_DASH},
+	{"rtx", "exec|x", "-c! --command! -C= --cd= -j= --jobs=", 0, RUN_AFTER_DASH},
+	{"asdf", "exec", NULL, 0, RUN_ARGV},
+	{"direnv", "exec", NULL, 1, RUN_ARGV},
+	{"nix-shell", NULL,
+	 "--run! --command! -A= --attr= -I= --arg== --argstr== --option== -j= --max-jobs=", 0,
+	 RUN_OPTS_ONLY},
+	{"nix", "develop|shell", NIX_OPTS, 0, RUN_OPTS_ONLY},
+	{"gosu", NULL, NULL, 1, RUN_ARGV},
+	{"su-exec", NULL, NULL, 1, RUN_ARGV},
+	{"s6-setuidgid", NULL, NULL, 1, RUN_ARGV},
+	{"chpst", NULL, "-u= -U= -e= -/= -n= -l= -L= -m= -d= -o= -p= -f= -c= -r= -t=", 0, RUN_ARGV},
+	{"tini", NULL, "-e= -p=", 0, RUN_ARGV},
+	{"dumb-init", NULL, "-r= --rewrite=", 0, RUN_ARGV},
+	{"catatonit", NULL, NULL, 0, RUN_ARGV},
+	{"eatmydata", NULL, NULL, 0, RUN_ARGV},
+	{"nocache", NULL, "-n=", 0, RUN_ARGV},
+	{"catchsegv", NULL, NULL, 0, RUN_ARGV},
+	{"setarch", NULL, SETARCH_OPTS, 1, RUN_ARGV},
+	{"linux32", NULL, SETARCH_OPTS, 0, RUN_ARGV},
+	{"linux64", NULL, SETARCH_OPTS, 0, RUN_ARGV},
+	{"i386", NULL, SETARCH_OPTS, 0, RUN_ARGV},
+	{"x86_64", NULL, SETARCH_OPTS, 0, RUN_ARGV},
+	{"uname26", NULL, SETARCH_OPTS, 0, RUN_ARGV},
+	{"watchexec", NULL, WATCHEXEC_OPTS, 0, RUN_TEXT},
+	{"hyperfine", NULL, HYPERFINE_OPTS, 0, RUN_EACH_TEXT},
+	{"proot", NULL,
+	 "-r= --rootfs= -b= --bind= -m= --mount= -q= --qemu= -w= --pwd= --cwd= -k= "
+	 "--kernel-release= -i= --change-id= -v= --verbose= -p= --port=",
+	 0, RUN_ARGV},
+	{"fakeroot", NULL, "-l= --lib= --faked= -s= -i= -b=", 0, RUN_ARGV},
+};
+
+enum opt_act {
+	OPT_FLAG,
+	OPT_VALUE,
+	OPT_TEXT,
+	OPT_ARGV,
+	OPT_ARGV_SEMI,
+	OPT_STOP,
+	OPT_SHELL_MODE,
+	_OPT_ACT_MAX,
+};
+
+static const char opt_act_mark[_OPT_ACT_MAX] = {
+	[OPT_FLAG] = ' ',      [OPT_VALUE] = '=', [OPT_TEXT] = '!',      [OPT_ARGV] = '>',
+	[OPT_ARGV_SEMI] = ';', [OPT_STOP] = '^',  [OPT_SHELL_MODE] = '+',
+};
+
+/* Look the option name (len bytes, dashes included) up in spec: its
+ * action and how many words its value has. */
+static enum opt_act spec_find(const char *spec, const char *name, size_t len, unsigned *nvals)
+{
+	*nvals = 0;
+	for (const char *p = spec; p && *p;) {
+		p += strspn(p, " ");
+		size_t tl = strcspn(p, " "), nl = strcspn(p, "=!>;^+ ");
+		if (nl != len || strncmp(p, name, len) != 0) {
+			p += tl;
+			continue;
+		}
+		enum opt_act act = OPT_FLAG;
+		for (size_t i = nl; i < tl; i++)
+			for (enum opt_act a = OPT_VALUE; a < _OPT_ACT_MAX; a++)
+				if (p[i] == opt_act_mark[a])
+					act = a;
+		*nvals = act == OPT_VALUE ? (unsigned)(tl - nl) :
+			 (act == OPT_FLAG || act == OPT_STOP || act == OPT_SHELL_MODE) ? 0 : 1;
+		return act;
+	}
+	return OPT_FLAG;
+}
+
+/* An option word at k: what it does, its value (*val, attached or the
+ * next word) and the word after it and its values (*next). */
+static enum opt_act runner_option(const struct uw *u, const char *spec, size_t k,
+				  struct sh_field *val, size_t *next)
+{
+	const char *a = u->v[k].text;
+	const char *attached = NULL;
+	unsigned nvals = 0;
+	enum opt_act act = OPT_FLAG;
+	if (a[1] == '-') {
+		size_t len = strcspn(a, "=");
+		act = spec_find(spec, a, len, &nvals);
+		attached = a[len] == '=' ? a + len + 1 : NULL;
+	} else {
+		for (size_t j = 1; a[j] && act == OPT_FLAG; j++) {
+			char name[3] = {'-', a[j], '\0'};
+			act = spec_find(spec, name, 2, &nvals);
+			attached = nvals && a[j + 1] ? a + j + 1 : NULL;
+		}
+	}
+	*next = k + 1 + nvals - (attached && nvals ? 1 : 0);
+	if (nvals == 0)
+		return act;
+	if (attached) {
+		*val = u->v[k];
+		val->text = (char *)attached;
+	} else if (k + 1 < u->n) {
+		*val = u->v[k + 1];
+	} else {
+		return OPT_FLAG; /* the value is missing: nothing runs */
+	}
+	return act;
+}
+
+/* The command an option names: its value and the words after it (up to a
+ * ";" word for `semi`, which also passes the found path: fd -x). */
+static int runner_argv(struct uw *u, const struct sh_field *val, size_t from, bool semi,
+		       const char *via)
+{
+	size_t end = from;
+	while (end < u->n && !(semi && fis(&u->v[end], ";")))
+		end++;
+	_cleanup_free_ struct sh_field *nv = calloc(end - from + 2, sizeof(*nv));
+	if (!nv)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	size_t nn = 0;
+	nv[nn++] = *val;
+	for (size_t k = from; k < end; k++)
+		nv[nn++] = u->v[k];
+	if (semi)
+		nv[nn++] = (struct sh_field){.text = (char *)"\u2026", .unres = true};
+	return sh_unwrap(u->ctx, nv, nn, NULL, 0, via, u->depth, NULL, u->ns);
+}
+
+/* Where the walk over options and operands ended. */
+struct runner_walk {
+	size_t cmd;      /* first word of the command */
+	bool dashdash;   /* "--" seen */
+	bool stop;       /* nothing runs (or it was already reported) */
+	bool shell_mode; /* the command words are shell text */
+};
+
+static int runner_opt(struct uw *u, const struct runner *r, size_t *k, struct runner_walk *w)
+{
+	struct sh_field val;
+	size_t next;
+	enum opt_act act = runner_option(u, r->opts, *k, &val, &next);
+	char via[64];
+	snprintf(via, sizeof(via), "%s %.*s", u->name, (int)strcspn(u->v[*k].text, "="),
+		 u->v[*k].text);
+	int rc = 0;
+	switch (act) {
+	case OPT_TEXT:
+		rc = uw_shell_text(u, &val, via);
+		break;
+	case OPT_ARGV:
+	case OPT_ARGV_SEMI:
+		rc = runner_argv(u, &val, next, act == OPT_ARGV_SEMI, via);
+		w->stop = true;
+		break;
+	case OPT_STOP:
+		w->stop = true;
+		break;
+	case OPT_SHELL_MODE:
+		w->shell_mode = true;
+		break;
+	default:
+		break;
+	}
+	*k = next;
+	return rc;
+}
+
+/* Walk options and operands from word k; operands are skipped for forms
+ * whose command is not the first operand. */
+static int runner_scan(struct uw *u, const struct runner *r, size_t k, struct runner_walk *w)
+{
+	unsigned skip = r->skip;
+	while (k < u->n && !w->stop) {
+		const struct sh_field *f = &u->v[k];
+		if (fis(f, "--")) {
+			w->dashdash = true;
+			k++;
+			break;
+		}
+		if (!f->unres && f->text[0] == '-' && f->text[1]) {
+			int rc = runner_opt(u, r, &k, w);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (r->form == RUN_EACH_TEXT) {
+			int rc = uw_shell_text(u, f, u->name);
+			if (rc < 0)
+				return rc;
+		} else if (r->form != RUN_OPTS_ONLY && r->form != RUN_AFTER_DASH && !skip) {
+			break;
+		} else if (skip) {
+			skip--;
+		}
+		k++;
+	}
+	w->cmd = k;
+	return 0;
+}
+
+/* The subcommand of a runner with one (uv run): the word after it, or 0
+ * when the first operand is another subcommand. */
+static size_t runner_sub(struct uw *u, const struct runner *r)
+{
+	size_t k = 1;
+	while (k < u->n) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres || f->text[0] != '-' || !f->text[1])
+			break;
+		struct sh_field val;
+		size_t next;
+		runner_option(u, r->opts, k, &val, &next);
+		k = next;
+	}
+	if (k >= u->n || u->v[k].unres)
+		return 0;
+	const char *s = u->v[k].text;
+	size_t len = strlen(s);
+	for (const char *p = r->sub; *p;) {
+		size_t l = strcspn(p, "|");
+		if (l == len && strncmp(p, s, l) == 0)
+			return k + 1;
+		p += l + (p[l] == '|');
+	}
+	return 0;
+}
+
+static int runner_run(struct uw *u, const struct runner *r)
+{
+	size_t k = 1;
+	if (r->sub && (k = runner_sub(u, r)) == 0)
+		return 0;
+	struct runner_walk w = {0};
+	int rc = runner_scan(u, r, k, &w);
+	if (rc < 0 || w.stop)
+		return rc;
+	switch (r->form) {
+	case RUN_ARGV:
+		return w.shell_mode ? uw_joined_text(u, w.cmd, u->n, u->name)
+				    : uw_inner(u, w.cmd, u->name);
+	case RUN_TEXT:
+		return uw_joined_text(u, w.cmd, u->n, u->name);
+	case RUN_EACH_TEXT:
+		for (size_t i = w.cmd; i < u->n && rc == 0; i++)
+			rc = uw_shell_text(u, &u->v[i], u->name);
+		return rc;
+	case RUN_AFTER_DASH:
+		return w.dashdash ? uw_inner(u, w.cmd, u->name) : 0;
+	default:
+		return 0;
+	}
+}
+
+static bool runner_name_is(const char *pattern, const char *name)
+{
+	size_t pl = strlen(pattern);
+	if (pl && pattern[pl - 1] == '*')
+		return strncmp(pattern, name, pl - 1) == 0;
+	return strcmp(pattern, name) == 0;
+}
+
+static const struct runner *runner_find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(runner_table); i++)
+		if (runner_name_is(runner_table[i].name, name))
+			return &runner_table[i];
+	return NULL;
+}
+
+/* Handler for every runner of the table: finds its entry again by name. */
+static int do_table(struct uw *u)
+{
+	const struct runner *r = runner_find(u->name);
+	return r ? runner_run(u, r) : 0;
+}
+
 static const struct {
 	const char *name;
 	uw_fn fn;
@@ -452,8 +801,8 @@ static const struct {
 	{"chroot", do_chroot}, {"busybox", do_busybox}, {"strace", do_strace},
 	{"ltrace", do_strace}, {"taskset", do_taskset}, {"chrt", do_chrt},
 	{"unshare", do_unshare}, {"nsenter", do_nsenter}, {"prlimit", do_prlimit},
-	{"systemd-run", do_systemd_run}, {"unbuffer", do_plain}, {"fakeroot", do_plain},
-	{"torsocks", do_plain}, {"catchsegv", do_plain}, {"proxychains", do_proxychains},
+	{"systemd-run", do_systemd_run}, {"unbuffer", do_plain}, 
+	{"torsocks", do_plain}, {"proxychains", do_proxychains},
 	{"proxychains4", do_proxychains}, {"faketime", do_faketime}, {"caffeinate", do_plain},
 	{"firejail", do_plain}, {"valgrind", do_plain}, {"rsync", do_optcmd},
 	{"zip", do_optcmd}, {"man", do_optcmd}, {"sort", do_optcmd}, {"xterm", do_optcmd},
@@ -463,12 +812,13 @@ static const struct {
 	{"podman", do_container_exec}, {"nerdctl", do_container_exec}, {"kubectl", do_kubectl},
 	{"oc", do_kubectl}, {"parallel", do_parallel}, {"tmux", do_tmux},
 	{"screen", do_screen}, {"xvfb-run", do_plain}, {"dbus-launch", do_plain},
-	{"chronic", do_plain}, {"npx", do_npx}, {"npm", do_npx}, {"pnpm", do_npx},
-	{"dtach", do_dtach}, {"abduco", do_dtach},
+	{"chronic", do_plain}, {"dtach", do_dtach}, {"abduco", do_dtach},
 };
 
 uw_fn uw_runner(const char *name)
 {
+	if (runner_find(name))
+		return do_table;
 	for (size_t i = 0; i < ARRAY_SIZE(runners); i++)
 		if (strcmp(runners[i].name, name) == 0)
 			return runners[i].fn;
