@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int after_opts(struct uw *u, const char *sarg, const char *const *larg)
 {
@@ -791,6 +792,87 @@ static int do_table(struct uw *u)
 	return r ? runner_run(u, r) : 0;
 }
 
+/* ---- PowerShell -------------------------------------------------------------
+ *
+ * pwsh / powershell -Command TEXT…: PowerShell, not POSIX shell. Text made
+ * only of plain words (`rm -rf ~`, `make test`) means the same to both and
+ * is judged as shell text; anything else (cmdlets such as Remove-Item,
+ * $variables, script blocks, pipelines of objects) is held: no rule here
+ * reads PowerShell. Parameters are case-insensitive and may be shortened.
+ */
+
+static bool ps_param(const char *word, const char *full, size_t min)
+{
+	size_t l = strlen(word);
+	return l >= min && l <= strlen(full) && strncasecmp(word, full, l) == 0;
+}
+
+static bool ps_plain_word(const char *w)
+{
+	if (w[0] >= 'A' && w[0] <= 'Z' && strchr(w, '-'))
+		return false; /* Verb-Noun: a cmdlet */
+	for (; *w; w++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./~:=,+@%-",
+			    *w))
+			return false;
+	return true;
+}
+
+static int ps_text(struct uw *u, size_t from)
+{
+	for (size_t k = from; k < u->n; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres || f->lookalike || !f->text[0])
+			return uw_joined_text(u, from, u->n, u->name);
+		for (const char *w = f->text; *w;) {
+			size_t l = strcspn(w, " \t");
+			char word[256];
+			snprintf(word, sizeof(word), "%.*s", (int)l, w);
+			if (l >= sizeof(word) || !ps_plain_word(word)) {
+				uw_markf(u, "%s: runs PowerShell text", u->name);
+				return 0;
+			}
+			w += l + strspn(w + l, " \t");
+		}
+	}
+	return uw_joined_text(u, from, u->n, u->name);
+}
+
+static int do_pwsh(struct uw *u)
+{
+	static const char *const valued[] = {"executionpolicy", "workingdirectory", "windowstyle",
+					     "outputformat", "inputformat", "configurationname",
+					     "custompipename", "settingsfile", "version",
+					     "configurationfile", "psconsolefile", NULL};
+	static const char *const valued_alias[] = {"ep", "ex", "wd", "w", "o", "of", "if", "v",
+						   "settings", "config", NULL};
+	for (size_t k = 1; k < u->n; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres) {
+			uw_markf(u, "%s: cannot tell what it runs", u->name);
+			return 0;
+		}
+		const char *p = f->text + 1;
+		if (f->text[0] != '-' || !*p) /* pwsh: a script file; powershell: text */
+			return strcmp(u->name, "pwsh") == 0 ? 0 : ps_text(u, k);
+		if (ps_param(p, "command", 1))
+			return ps_text(u, k + 1);
+		if (ps_param(p, "encodedcommand", 1) || strcasecmp(p, "ec") == 0) {
+			uw_markf(u, "%s: runs encoded PowerShell text", u->name);
+			return 0;
+		}
+		if (ps_param(p, "file", 1))
+			return 0;
+		bool takes = false;
+		for (size_t i = 0; valued[i] && !takes; i++)
+			takes = ps_param(p, valued[i], 2);
+		for (size_t i = 0; valued_alias[i] && !takes; i++)
+			takes = strcasecmp(p, valued_alias[i]) == 0;
+		k += takes;
+	}
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	uw_fn fn;
@@ -813,6 +895,7 @@ static const struct {
 	{"oc", do_kubectl}, {"parallel", do_parallel}, {"tmux", do_tmux},
 	{"screen", do_screen}, {"xvfb-run", do_plain}, {"dbus-launch", do_plain},
 	{"chronic", do_plain}, {"dtach", do_dtach}, {"abduco", do_dtach},
+	{"pwsh", do_pwsh}, {"powershell", do_pwsh}, {"pwsh-preview", do_pwsh},
 };
 
 uw_fn uw_runner(const char *name)
