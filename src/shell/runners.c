@@ -436,6 +436,7 @@ static int do_dtach(struct uw *u)
  *                (fd -x CMD ARGS \;)
  *            ^   a flag after which no command runs (ld.so --list)
  *            +   a flag making the command words shell text (pnpm exec -c)
+ *            @   the directory the command runs in (conda run --cwd DIR)
  *   skip   operands before the command (gosu USER, direnv exec DIR)
  *   form   what the operands after the options are
  */
@@ -456,14 +457,14 @@ struct runner {
 
 #define UV_OPTS                                                                                   \
 	"-p= --python= --with= --with-editable= --with-requirements= --package= --extra= "        \
-	"--group= --only-group= --no-group= --no-extra= --env-file= --directory= --project= "     \
+	"--group= --only-group= --no-group= --no-extra= --env-file= --directory@ --project= "     \
 	"--index= --default-index= -i= --index-url= --extra-index-url= -f= --find-links= "        \
 	"--config-file= --cache-dir= --color= -P= --upgrade-package= --reinstall-package= "       \
 	"--refresh-package= --resolution= --prerelease= --python-platform= --exclude-newer= "     \
 	"--link-mode= --keyring-provider= --index-strategy= -C= --config-setting= "               \
 	"--no-binary-package= --no-build-package= --allow-insecure-host= --script= --gui-script="
 #define CONDA_OPTS                                                                                \
-	"-n= --name= -p= --prefix= --cwd= -a= --attach= --label= -e= --env= -r= --root-prefix="
+	"-n= --name= -p= --prefix= --cwd@ -a= --attach= --label= -e= --env= -r= --root-prefix="
 #define NPX_OPTS "-c! --call! -p= --package= -w= --workspace="
 #define NIX_OPTS                                                                                  \
 	"-c> --command> --profile= --unset= --keep= -k= --redirect== --override-input== -f= "     \
@@ -488,7 +489,7 @@ struct runner {
 #define WATCHEXEC_OPTS                                                                            \
 	"-w= --watch= -W= --watch-non-recursive= -e= --exts= -f= --filter= -i= --ignore= "        \
 	"--shell= -s= --signal= --stop-signal= --stop-timeout= -d= --debounce= --delay-run= "     \
-	"-E= --env= --workdir= --on-busy-update= --project-origin= --filter-file= "               \
+	"-E= --env= --workdir@ --on-busy-update= --project-origin= --filter-file= "               \
 	"--ignore-file= --fs-events= --emit-events-to= --log-file= --color= -j= --filter-prog= "  \
 	"--wrap-process= --notify="
 
@@ -509,16 +510,16 @@ static const struct runner runner_table[] = {
 	{"pixi", "run", "-e= --environment= --manifest-path=", 0, RUN_TEXT},
 	{"npx", NULL, NPX_OPTS, 0, RUN_ARGV},
 	{"npm", "exec|x", NPX_OPTS, 0, RUN_ARGV},
-	{"pnpm", "exec", "-c+ --shell-mode+ --filter= -F= -C= --dir= --resume-from= --reporter=", 0,
+	{"pnpm", "exec", "-c+ --shell-mode+ --filter= -F= -C@ --dir@ --resume-from= --reporter=", 0,
 	 RUN_ARGV},
-	{"yarn", "exec", "--cwd=", 0, RUN_ARGV},
+	{"yarn", "exec", "--cwd@", 0, RUN_ARGV},
 	{"bundle", "exec", "--gemfile=", 0, RUN_ARGV},
 	{"bundler", "exec", "--gemfile=", 0, RUN_ARGV},
 	{"conda", "run", CONDA_OPTS, 0, RUN_ARGV},
 	{"mamba", "run", CONDA_OPTS, 0, RUN_ARGV},
 	{"micromamba", "run", CONDA_OPTS, 0, RUN_ARGV},
-	{"mise", "exec|x", "-c! --command! -C= --cd= -j= --jobs=", 0, RUN_AFTER_DASH},
-	{"rtx", "exec|x", "-c! --command! -C= --cd= -j= --jobs=", 0, RUN_AFTER_DASH},
+	{"mise", "exec|x", "-c! --command! -C@ --cd@ -j= --jobs=", 0, RUN_AFTER_DASH},
+	{"rtx", "exec|x", "-c! --command! -C@ --cd@ -j= --jobs=", 0, RUN_AFTER_DASH},
 	{"asdf", "exec", NULL, 0, RUN_ARGV},
 	{"direnv", "exec", NULL, 1, RUN_ARGV},
 	{"nix-shell", NULL,
@@ -558,12 +559,13 @@ enum opt_act {
 	OPT_ARGV_SEMI,
 	OPT_STOP,
 	OPT_SHELL_MODE,
+	OPT_DIR,
 	_OPT_ACT_MAX,
 };
 
 static const char opt_act_mark[_OPT_ACT_MAX] = {
 	[OPT_FLAG] = ' ',      [OPT_VALUE] = '=', [OPT_TEXT] = '!',      [OPT_ARGV] = '>',
-	[OPT_ARGV_SEMI] = ';', [OPT_STOP] = '^',  [OPT_SHELL_MODE] = '+',
+	[OPT_ARGV_SEMI] = ';', [OPT_STOP] = '^',  [OPT_SHELL_MODE] = '+', [OPT_DIR] = '@',
 };
 
 /* Look the option name (len bytes, dashes included) up in spec: its
@@ -573,7 +575,7 @@ static enum opt_act spec_find(const char *spec, const char *name, size_t len, un
 	*nvals = 0;
 	for (const char *p = spec; p && *p;) {
 		p += strspn(p, " ");
-		size_t tl = strcspn(p, " "), nl = strcspn(p, "=!>;^+ ");
+		size_t tl = strcspn(p, " "), nl = strcspn(p, "=!>;^+@ ");
 		if (nl != len || strncmp(p, name, len) != 0) {
 			p += tl;
 			continue;
@@ -646,10 +648,13 @@ static int runner_argv(struct uw *u, const struct sh_field *val, size_t from, bo
 
 /* Where the walk over options and operands ended. */
 struct runner_walk {
-	size_t cmd;      /* first word of the command */
-	bool dashdash;   /* "--" seen */
-	bool stop;       /* nothing runs (or it was already reported) */
-	bool shell_mode; /* the command words are shell text */
+	size_t cmd;          /* first word of the command */
+	bool dashdash;       /* "--" seen */
+	bool stop;           /* nothing runs (or it was already reported) */
+	bool shell_mode;     /* the command words are shell text */
+	bool dry;            /* only find where things are: run nothing */
+	bool moved;          /* an option gave the directory (dir) */
+	struct sh_field dir;
 };
 
 static int runner_opt(struct uw *u, const struct runner *r, size_t *k, struct runner_walk *w)
@@ -663,12 +668,16 @@ static int runner_opt(struct uw *u, const struct runner *r, size_t *k, struct ru
 	int rc = 0;
 	switch (act) {
 	case OPT_TEXT:
-		rc = uw_shell_text(u, &val, via);
+		rc = w->dry ? 0 : uw_shell_text(u, &val, via);
 		break;
 	case OPT_ARGV:
 	case OPT_ARGV_SEMI:
-		rc = runner_argv(u, &val, next, act == OPT_ARGV_SEMI, via);
+		rc = w->dry ? 0 : runner_argv(u, &val, next, act == OPT_ARGV_SEMI, via);
 		w->stop = true;
+		break;
+	case OPT_DIR:
+		w->dir = val;
+		w->moved = true;
 		break;
 	case OPT_STOP:
 		w->stop = true;
@@ -702,7 +711,7 @@ static int runner_scan(struct uw *u, const struct runner *r, size_t k, struct ru
 			continue;
 		}
 		if (r->form == RUN_EACH_TEXT) {
-			int rc = uw_shell_text(u, f, u->name);
+			int rc = w->dry ? 0 : uw_shell_text(u, f, u->name);
 			if (rc < 0)
 				return rc;
 		} else if (r->form != RUN_OPTS_ONLY && r->form != RUN_AFTER_DASH && !skip) {
@@ -718,7 +727,7 @@ static int runner_scan(struct uw *u, const struct runner *r, size_t k, struct ru
 
 /* The subcommand of a runner with one (uv run): the word after it, or 0
  * when the first operand is another subcommand. */
-static size_t runner_sub(struct uw *u, const struct runner *r)
+static size_t runner_sub(struct uw *u, const struct runner *r, struct runner_walk *w)
 {
 	size_t k = 1;
 	while (k < u->n) {
@@ -727,7 +736,10 @@ static size_t runner_sub(struct uw *u, const struct runner *r)
 			break;
 		struct sh_field val;
 		size_t next;
-		runner_option(u, r->opts, k, &val, &next);
+		if (runner_option(u, r->opts, k, &val, &next) == OPT_DIR) {
+			w->dir = val;
+			w->moved = true;
+		}
 		k = next;
 	}
 	if (k >= u->n || u->v[k].unres)
@@ -743,11 +755,9 @@ static size_t runner_sub(struct uw *u, const struct runner *r)
 	return 0;
 }
 
-static int runner_run(struct uw *u, const struct runner *r)
+/* The walk for real, and what the operands run. */
+static int runner_body(struct uw *u, const struct runner *r, size_t k)
 {
-	size_t k = 1;
-	if (r->sub && (k = runner_sub(u, r)) == 0)
-		return 0;
 	struct runner_walk w = {0};
 	int rc = runner_scan(u, r, k, &w);
 	if (rc < 0 || w.stop)
@@ -767,6 +777,26 @@ static int runner_run(struct uw *u, const struct runner *r)
 	default:
 		return 0;
 	}
+}
+
+/* A dry walk first finds a directory option, wherever it is, so that
+ * everything the runner runs (options' text included) is judged there. */
+static int runner_run(struct uw *u, const struct runner *r)
+{
+	struct runner_walk w = {.dry = true};
+	size_t k = 1;
+	if (r->sub && (k = runner_sub(u, r, &w)) == 0)
+		return 0;
+	int rc = runner_scan(u, r, k, &w);
+	if (rc < 0 || !w.moved)
+		return rc < 0 ? rc : runner_body(u, r, k);
+	char *saved;
+	bool saved_unres;
+	rc = uw_chdir_push(u->ctx, &w.dir, &saved, &saved_unres);
+	if (rc == 0)
+		rc = runner_body(u, r, k);
+	uw_chdir_pop(u->ctx, saved, saved_unres);
+	return rc;
 }
 
 static bool runner_name_is(const char *pattern, const char *name)

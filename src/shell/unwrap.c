@@ -93,10 +93,9 @@ static const char *sub_reason(const struct uw *u, const struct sh_field *f, cons
 	return dec ? "decoded code is executed" : dflt;
 }
 
-
 /* Commands emitted while *dir is in effect run there: compose it with the
  * directory already in effect (returns the previous one to restore). */
-static int chdir_push(struct sh_ctx *ctx, const struct sh_field *dir, char **saved, bool *saved_unres)
+int uw_chdir_push(struct sh_ctx *ctx, const struct sh_field *dir, char **saved, bool *saved_unres)
 {
 	*saved = ctx->chdir;
 	*saved_unres = ctx->chdir_unres;
@@ -115,7 +114,7 @@ static int chdir_push(struct sh_ctx *ctx, const struct sh_field *dir, char **sav
 	return 0;
 }
 
-static void chdir_pop(struct sh_ctx *ctx, char *saved, bool saved_unres)
+void uw_chdir_pop(struct sh_ctx *ctx, char *saved, bool saved_unres)
 {
 	free(ctx->chdir);
 	ctx->chdir = saved;
@@ -273,10 +272,10 @@ static int inner_moved(struct uw *u, size_t end, const char *s, const char *l, s
 		return uw_inner(u, start, via);
 	char *saved;
 	bool saved_unres;
-	int rc = chdir_push(u->ctx, &dir, &saved, &saved_unres);
+	int rc = uw_chdir_push(u->ctx, &dir, &saved, &saved_unres);
 	if (rc == 0)
 		rc = uw_inner(u, start, via);
-	chdir_pop(u->ctx, saved, saved_unres);
+	uw_chdir_pop(u->ctx, saved, saved_unres);
 	return rc;
 }
 
@@ -1838,10 +1837,10 @@ static int cmake_tool(struct uw *u, size_t i)
 	if (!strcmp(t, "chdir") && i + 2 < u->n) {
 		char *saved;
 		bool saved_unres;
-		int rc = chdir_push(u->ctx, &u->v[i + 1], &saved, &saved_unres);
+		int rc = uw_chdir_push(u->ctx, &u->v[i + 1], &saved, &saved_unres);
 		if (rc == 0)
 			rc = uw_inner(u, i + 2, "cmake -E chdir");
-		chdir_pop(u->ctx, saved, saved_unres);
+		uw_chdir_pop(u->ctx, saved, saved_unres);
 		return rc;
 	}
 	return 0;
@@ -2285,10 +2284,10 @@ int sh_unwrap(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
 		return unwrap_one(&u, redirs, nredirs);
 	char *saved;
 	bool saved_unres;
-	int rc = chdir_push(ctx, &dir, &saved, &saved_unres);
+	int rc = uw_chdir_push(ctx, &dir, &saved, &saved_unres);
 	if (rc == 0)
 		rc = unwrap_one(&u, redirs, nredirs);
-	chdir_pop(ctx, saved, saved_unres);
+	uw_chdir_pop(ctx, saved, saved_unres);
 	return rc;
 }
 

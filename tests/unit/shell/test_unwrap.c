@@ -616,6 +616,13 @@ static void test_runner_table(void **state)
 		}
 		shell_analysis_free(&a);
 	}
+}
+
+/* The runner table's ordinary uses stay resolved; other subcommands run
+ * nothing. */
+static void test_runner_table_plain(void **state)
+{
+	(void)state;
 	/* harmless uses: the inner command is found, and resolved (fd's found
 	 * path is an unknown word, as xargs' input is) */
 	static const struct {
@@ -660,11 +667,31 @@ static void test_runner_table(void **state)
 		}
 		shell_analysis_free(&a);
 	}
+}
+
+static void test_runner_table_dirs(void **state)
+{
+	(void)state;
+	/* options giving the directory the command runs in, before or after
+	 * the subcommand, also for what an option runs */
+	shell_analysis a = analyze_ok("uv --directory /etc run rm -rf a; conda run --cwd /srv -n b "
+				      "rm b; mise exec -C /opt -- rm c; pnpm -C /var exec rm d; "
+				      "yarn exec --cwd=/usr rm e; mise -C /boot exec -c 'rm f'; "
+				      "conda run --cwd \"$D\" rm g; uv run rm h");
+	assert_string_equal(get_cmd(&a, "rm -rf a")->cwd, "/etc");
+	assert_string_equal(get_cmd(&a, "rm b")->cwd, "/srv");
+	assert_string_equal(get_cmd(&a, "rm c")->cwd, "/opt");
+	assert_string_equal(get_cmd(&a, "rm d")->cwd, "/var");
+	assert_string_equal(get_cmd(&a, "rm e")->cwd, "/usr");
+	assert_string_equal(get_cmd(&a, "rm f")->cwd, "/boot");
+	assert_true(get_cmd(&a, "rm g")->cwd_unresolved);
+	assert_null(get_cmd(&a, "rm h")->cwd);
+	shell_analysis_free(&a);
 	/* PowerShell beyond plain words is held with what it is */
 	static const char *const ps[] = {"pwsh -Command 'Remove-Item -Recurse -Force ~'",
 					 "pwsh -c '$env:X=1; ls'", "powershell -ec ZQBjAGgAbwA="};
 	for (size_t i = 0; i < ARRAY_SIZE(ps); i++) {
-		shell_analysis a = analyze_ok(ps[i]);
+		a = analyze_ok(ps[i]);
 		if (!a.cmds[0].unresolved || !strstr(a.cmds[0].unresolved_reason, "PowerShell"))
 			fail_msg("%s: not held as PowerShell", ps[i]);
 		shell_analysis_free(&a);
@@ -681,7 +708,8 @@ int main(void)
 		cmocka_unit_test(test_written_then_run),   cmocka_unit_test(test_interp_calls),
 		cmocka_unit_test(test_awk_tar),            cmocka_unit_test(test_interpreters),
 		cmocka_unit_test(test_argv_api),           cmocka_unit_test(test_round2_runners),
-		cmocka_unit_test(test_runner_table),
+		cmocka_unit_test(test_runner_table),       cmocka_unit_test(test_runner_table_plain),
+		cmocka_unit_test(test_runner_table_dirs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
