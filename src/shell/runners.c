@@ -426,6 +426,8 @@ static int do_dtach(struct uw *u)
  *   sub    subcommands that run a command ("run", "exec|x"); any other
  *          first operand runs none (uv pip install). Options before the
  *          subcommand are read with the same spec (uv --directory D run).
+ *          A leading '?' makes it optional: `dotenv run CMD` and
+ *          `dotenv CMD` both run CMD.
  *   opts   the options that matter, separated by spaces, each followed by
  *          what its value is (an option not listed is a flag):
  *            =   a value skipped (== two values, === three)
@@ -493,6 +495,38 @@ struct runner {
 	"--ignore-file= --fs-events= --emit-events-to= --log-file= --color= -j= --filter-prog= "  \
 	"--wrap-process= --notify="
 
+#define DOPPLER_OPTS                                                                              \
+	"--command! -p= --project= -c= --config= --token= --name-transformer= --mount= "          \
+	"--mount-format= --mount-template= --fallback= --scope= --api-host="
+#define AWS_VAULT_OPTS                                                                            \
+	"-d= --duration= -t= --mfa-token= --region= --prompt= --backend= --keychain= "            \
+	"--pass-dir= --pass-cmd= --pass-prefix= --file-dir= --config="
+#define RUN0_OPTS                                                                                 \
+	"-u= --user= -g= --group= --nice= -D@ --chdir@ --setenv= --unit= --property= "            \
+	"--description= --slice= --background= --machine="
+#define CPULIMIT_OPTS                                                                             \
+	"-l= --limit= -c= --cpu= -s= --signal= -p^ --pid^ -e^ --exe^ -P^ --path^"
+#define NUMACTL_OPTS                                                                              \
+	"-i= --interleave= -N= --cpunodebind= -m= --membind= -C= --physcpubind= -p= "            \
+	"--preferred= -P= --preferred-many= -w= --weighted-interleave= -s^ --show^ -H^ "         \
+	"--hardware^ --length= --offset= --shm= --file= --shmmode= --shmid= --dump^ --dump-nodes^"
+#define BWRAP_OPTS                                                                                \
+	"--bind== --ro-bind== --dev-bind== --bind-try== --ro-bind-try== --dev-bind-try== "        \
+	"--symlink== --setenv== --file== --bind-data== --ro-bind-data== --chmod== --unsetenv= "   \
+	"--chdir@ --uid= --gid= --hostname= --tmpfs= --dev= --proc= --dir= --remount-ro= "        \
+	"--mqueue= --exec-label= --file-label= --lock-file= --sync-fd= --info-fd= "               \
+	"--json-status-fd= --block-fd= --userns-block-fd= --userns= --userns2= --pidns= "         \
+	"--args= --cap-add= --cap-drop= --seccomp= --add-seccomp-fd= --perms= --size= --argv0="
+#define CCACHE_OPTS                                                                               \
+	"-M^ -F^ -s^ -z^ -C^ -c^ -o^ -p^ -x^ -X^ -k^ -d^ -V^ -h^ --max-size^ --max-files^ "        \
+	"--show-stats^ --zero-stats^ --clear^ --cleanup^ --set-config^ --show-config^ "           \
+	"--get-config^ --help^ --version^ --dir^ --print-stats^ --evict-older-than^ "             \
+	"--recompress^ --checksum-file^ --trim-dir^ --show-compression^ --show-log-stats^"
+#define PERF_OPTS                                                                                 \
+	"-e= --event= -o= --output= -F= --freq= -c= --count= --call-graph= -C= --cpu= -r= "       \
+	"--repeat= -G= --cgroup= -x= --field-separator= -I= --interval-print= -j= "               \
+	"--branch-filter= -p^ --pid^ -t^ --tid^ -u= --uid= -m= --mmap-pages="
+
 static const struct runner runner_table[] = {
 	{"coreutils", NULL, "--coreutils-prog> --coreutils-prog-shebang>", 0, RUN_ARGV},
 	{"fd", NULL, FD_OPTS, 0, RUN_OPTS_ONLY},
@@ -549,6 +583,55 @@ static const struct runner runner_table[] = {
 	 "--kernel-release= -i= --change-id= -v= --verbose= -p= --port=",
 	 0, RUN_ARGV},
 	{"fakeroot", NULL, "-l= --lib= --faked= -s= -i= -b=", 0, RUN_ARGV},
+	/* secrets injected into the environment of a command */
+	{"doppler", "run", DOPPLER_OPTS, 0, RUN_ARGV},
+	{"op", "run", "--env-file= --account= --config= --session= --encoding=", 0, RUN_ARGV},
+	{"aws-vault", "exec", AWS_VAULT_OPTS, 1, RUN_ARGV},
+	{"dotenv", "?run", "-e= -v= -c= -p= -f= --file=", 0, RUN_ARGV},
+	{"env-cmd", NULL, "-f= --file= -e= --environments= -r= --rc-file= --use-shell+", 0, RUN_ARGV},
+	{"infisical", "run", "--env= --path= --projectId= --token= --command! --domain= --tags=", 0,
+	 RUN_ARGV},
+	{"chamber", "exec", NULL, 0, RUN_AFTER_DASH},
+	{"sops", "exec-env|exec-file", "--user= --filename= --output-type= --input-type=", 1,
+	 RUN_TEXT},
+	{"teller", "run", "-c= --config=", 0, RUN_ARGV},
+	/* version managers and build tools running a command in their env */
+	{"pyenv", "exec", NULL, 0, RUN_ARGV},
+	{"rbenv", "exec", NULL, 0, RUN_ARGV},
+	{"nodenv", "exec", NULL, 0, RUN_ARGV},
+	{"goenv", "exec", NULL, 0, RUN_ARGV},
+	{"jenv", "exec", NULL, 0, RUN_ARGV},
+	{"plenv", "exec", NULL, 0, RUN_ARGV},
+	{"rustup", "run", NULL, 1, RUN_ARGV},
+	{"opam", "exec", "--switch= --root= --cli=", 0, RUN_ARGV},
+	{"stack", "exec", "--package= --rts-options= --cwd@ --stack-yaml=", 0, RUN_ARGV},
+	{"cabal", "exec", "--project-file= --builddir=", 0, RUN_ARGV},
+	{"tox", "exec", "-e= -c= --conf= --root= --workdir= -x= --override=", 0, RUN_AFTER_DASH},
+	{"foreman", "run", "-e= --env= -d@ --root@ -f= --procfile=", 0, RUN_ARGV},
+	{"honcho", "run", "-e= --env= -d@ --app-root@ -f= --procfile=", 0, RUN_ARGV},
+	/* users, limits, sessions, containers sharing the host's files */
+	{"pkexec", NULL, "--user=", 0, RUN_ARGV},
+	{"run0", NULL, RUN0_OPTS, 0, RUN_ARGV},
+	{"envdir", NULL, NULL, 1, RUN_ARGV},
+	{"setuidgid", NULL, NULL, 1, RUN_ARGV},
+	{"envuidgid", NULL, NULL, 1, RUN_ARGV},
+	{"setlock", NULL, NULL, 1, RUN_ARGV},
+	{"softlimit", NULL, "-m= -d= -s= -l= -a= -o= -p= -f= -c= -r= -t=", 0, RUN_ARGV},
+	{"cpulimit", NULL, CPULIMIT_OPTS, 0, RUN_ARGV},
+	{"numactl", NULL, NUMACTL_OPTS, 0, RUN_ARGV},
+	{"cgexec", NULL, "-g=", 0, RUN_ARGV},
+	{"bwrap", NULL, BWRAP_OPTS, 0, RUN_ARGV},
+	{"ccache", NULL, CCACHE_OPTS, 0, RUN_ARGV},
+	{"sccache", NULL, "-s^ --show-stats^ -z^ --zero-stats^ --start-server^ --stop-server^", 0,
+	 RUN_ARGV},
+	{"perf", "stat|record|trace", PERF_OPTS, 0, RUN_ARGV},
+	{"heaptrack", NULL, "-o= --output= -p^ --pid^ -a^ --analyze^", 0, RUN_ARGV},
+	{"dbus-run-session", NULL, "--config-file= --dbus-daemon=", 0, RUN_ARGV},
+	{"ssh-agent", NULL, "-a= -E= -t= -P= -O= -k^", 0, RUN_ARGV},
+	{"with-contenv", NULL, NULL, 0, RUN_ARGV},
+	{"distrobox", "enter", "-n= --name= -a= --additional-flags=", 0, RUN_AFTER_DASH},
+	{"distrobox-enter", NULL, "-n= --name= -a= --additional-flags=", 0, RUN_AFTER_DASH},
+	{"toolbox", "run", "-c= --container= -d= --distro= -r= --release=", 0, RUN_ARGV},
 };
 
 enum opt_act {
@@ -742,17 +825,18 @@ static size_t runner_sub(struct uw *u, const struct runner *r, struct runner_wal
 		}
 		k = next;
 	}
+	bool optional = r->sub[0] == '?';
 	if (k >= u->n || u->v[k].unres)
-		return 0;
+		return optional ? k : 0;
 	const char *s = u->v[k].text;
 	size_t len = strlen(s);
-	for (const char *p = r->sub; *p;) {
+	for (const char *p = r->sub + optional; *p;) {
 		size_t l = strcspn(p, "|");
 		if (l == len && strncmp(p, s, l) == 0)
 			return k + 1;
 		p += l + (p[l] == '|');
 	}
-	return 0;
+	return optional ? k : 0;
 }
 
 /* The walk for real, and what the operands run. */

@@ -607,6 +607,34 @@ static void test_runner_table(void **state)
 		{"unbuffer -p rm -rf ~", "rm -rf ~", "unbuffer"},
 		{"faketime -f +1d rm -rf ~", "rm -rf ~", "faketime"},
 		{"systemd-run --scope -p MemoryMax=1G rm -rf ~", "rm -rf ~", "systemd-run"},
+		/* beyond rt5's list */
+		{"doppler run -p app -c dev -- rm -rf ~", "rm -rf ~", "doppler"},
+		{"doppler run --command 'rm -rf ~'", "rm -rf ~", "doppler --command"},
+		{"op run --env-file=.env -- rm -rf ~", "rm -rf ~", "op"},
+		{"aws-vault exec prod -d 1h -- rm -rf ~", "rm -rf ~", "aws-vault"},
+		{"dotenv -e .env -- rm -rf ~", "rm -rf ~", "dotenv"},
+		{"dotenv -f .env run rm -rf ~", "rm -rf ~", "dotenv"},
+		{"env-cmd -f .env rm -rf ~", "rm -rf ~", "env-cmd"},
+		{"infisical run --command 'rm -rf ~'", "rm -rf ~", "infisical --command"},
+		{"chamber exec app other -- rm -rf ~", "rm -rf ~", "chamber"},
+		{"sops exec-env s.json 'rm -rf ~'", "rm -rf ~", "sops"},
+		{"pyenv exec rm -rf ~", "rm -rf ~", "pyenv"},
+		{"rustup run stable rm -rf ~", "rm -rf ~", "rustup"},
+		{"opam exec -- rm -rf ~", "rm -rf ~", "opam"},
+		{"tox exec -e py -- rm -rf ~", "rm -rf ~", "tox"},
+		{"pkexec --user root rm -rf ~", "rm -rf ~", "pkexec"},
+		{"run0 -u root rm -rf ~", "rm -rf ~", "run0"},
+		{"envdir ./env rm -rf ~", "rm -rf ~", "envdir"},
+		{"softlimit -m 100000 rm -rf ~", "rm -rf ~", "softlimit"},
+		{"cpulimit -l 50 -- rm -rf ~", "rm -rf ~", "cpulimit"},
+		{"numactl -N 0 -m 0 rm -rf ~", "rm -rf ~", "numactl"},
+		{"cgexec -g cpu:grp rm -rf ~", "rm -rf ~", "cgexec"},
+		{"bwrap --ro-bind / / --dev /dev rm -rf ~", "rm -rf ~", "bwrap"},
+		{"ccache rm -rf ~", "rm -rf ~", "ccache"},
+		{"perf record -g -- rm -rf ~", "rm -rf ~", "perf"},
+		{"ssh-agent rm -rf ~", "rm -rf ~", "ssh-agent"},
+		{"distrobox enter box -- rm -rf ~", "rm -rf ~", "distrobox"},
+		{"toolbox run rm -rf ~", "rm -rf ~", "toolbox"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
 		shell_analysis a = analyze_ok(t[i].text);
@@ -645,6 +673,11 @@ static void test_runner_table_plain(void **state)
 		{"direnv exec /tmp/proj make test", "make test"},
 		{"/lib64/ld-linux-x86-64.so.2 /bin/ls -la", "/bin/ls -la"},
 		{"pwsh -NoProfile -ExecutionPolicy Bypass -c make test", "make test"},
+		{"doppler run -p app -c dev -- npm test", "npm test"},
+		{"aws-vault exec prod -d 1h -- aws s3 ls", "aws s3 ls"},
+		{"rustup run nightly cargo build", "cargo build"},
+		{"ccache gcc -c x.c", "gcc -c x.c"},
+		{"perf stat -e cycles make", "make"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
 		shell_analysis a = analyze_ok(ok[i].text);
@@ -658,7 +691,9 @@ static void test_runner_table_plain(void **state)
 	/* no command runs: other subcommands, listing, packages fetched */
 	static const char *const none[] = {"uv pip install rm", "pnpm dlx rm", "mise x python@3.12",
 					   "ld.so --list /bin/rm", "nix-shell -p rm", "poetry add rm",
-					   "pwsh -File rm.ps1", "cargo run -- rm -rf ~"};
+					   "pwsh -File rm.ps1", "cargo run -- rm -rf ~",
+					   "ccache -M 5G", "cpulimit -l 50 -p 1234", "numactl --hardware",
+					   "ssh-agent -s", "dotenv run"};
 	for (size_t i = 0; i < ARRAY_SIZE(none); i++) {
 		shell_analysis a = analyze_ok(none[i]);
 		if (a.ncmds != 1 || a.unresolved) {
