@@ -688,6 +688,49 @@ static int env_split(const char *s, struct sh_field **out, size_t *nout, size_t 
 	return 0;
 }
 
+/* env -S STRING ARGS…: the command is the split string, then the words
+ * after it (from word i). */
+static int env_run_split(struct uw *u, size_t i, const struct sh_field *split,
+			 const char *split_text)
+{
+	if (split && (split->unres || split->lookalike)) {
+		uw_mark(u, "env -S: string is not static");
+		return 0;
+	}
+	struct sh_field *nv = NULL;
+	size_t nn = 0, cap = 0;
+	int rc = env_split(split_text, &nv, &nn, &cap);
+	for (size_t k = i; rc == 0 && k < u->n; k++) {
+		if (sh_vec_reserve((void **)&nv, &cap, nn + 1, sizeof(*nv)) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		nv[nn] = u->v[k];
+		nv[nn].text = strdup(u->v[k].text);
+		if (!nv[nn].text) {
+			rc = -ENOMEM;
+			break;
+		}
+		nn++;
+	}
+	if (rc < 0)
+		rc = txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	else {
+		/* leading NAME=value words of the split string */
+		size_t k = 0;
+		while (k < nn && strchr(nv[k].text, '=') && nv[k].text[0] != '-' &&
+		       nv[k].text[0] != '=')
+			k++;
+		if (k < nn)
+			rc = sh_unwrap(u->ctx, nv + k, nn - k, NULL, 0, "env -S", u->depth, u->in,
+				       u->ns);
+	}
+	for (size_t k = 0; k < nn; k++)
+		free(nv[k].text);
+	free(nv);
+	return rc;
+}
+
 static int do_env(struct uw *u)
 {
 	size_t i = 1;
@@ -760,42 +803,7 @@ static int do_env(struct uw *u)
 	}
 	if (!split_text)
 		return inner_moved(u, i, "-C", "--chdir", i, "env");
-	if (split && (split->unres || split->lookalike)) {
-		uw_mark(u, "env -S: string is not static");
-		return 0;
-	}
-	struct sh_field *nv = NULL;
-	size_t nn = 0, cap = 0;
-	int rc = env_split(split_text, &nv, &nn, &cap);
-	for (size_t k = i; rc == 0 && k < u->n; k++) {
-		if (sh_vec_reserve((void **)&nv, &cap, nn + 1, sizeof(*nv)) < 0) {
-			rc = -ENOMEM;
-			break;
-		}
-		nv[nn] = u->v[k];
-		nv[nn].text = strdup(u->v[k].text);
-		if (!nv[nn].text) {
-			rc = -ENOMEM;
-			break;
-		}
-		nn++;
-	}
-	if (rc < 0)
-		rc = txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-	else {
-		/* leading NAME=value words of the split string */
-		size_t k = 0;
-		while (k < nn && strchr(nv[k].text, '=') && nv[k].text[0] != '-' &&
-		       nv[k].text[0] != '=')
-			k++;
-		if (k < nn)
-			rc = sh_unwrap(u->ctx, nv + k, nn - k, NULL, 0, "env -S", u->depth, u->in,
-				       u->ns);
-	}
-	for (size_t k = 0; k < nn; k++)
-		free(nv[k].text);
-	free(nv);
-	return rc;
+	return env_run_split(u, i, split, split_text);
 }
 
 static int do_command(struct uw *u)
@@ -1236,6 +1244,25 @@ static int code_arg(struct uw *u, const struct sh_field *f, const char *arg_text
 /* Generic interpreter option walk. code_opts: short options whose argument
  * is code; arg_opts: short options taking an argument (attached or next);
  * attached_only: options whose argument can only be attached. */
+/* An interpreter without inline code: its program is word i (a script,
+ * "-" or /dev/stdin for stdin, a process substitution) or stdin. */
+static int interp_program(struct uw *u, size_t i, const char *lang)
+{
+	if (i >= u->n)
+		return stdin_code(u, lang);
+	const struct sh_field *f = &u->v[i];
+	if (f->procsub) {
+		char buf[160];
+		snprintf(buf, sizeof(buf), "%s runs a process substitution: %s", u->name,
+			 sub_reason(u, f, "code not static"));
+		uw_mark(u, buf);
+		return 0;
+	}
+	if (!f->unres && (strcmp(f->text, "-") == 0 || strcmp(f->text, "/dev/stdin") == 0))
+		return stdin_code(u, lang);
+	return 0;
+}
+
 static int do_interp(struct uw *u, const char *lang, const char *code_opts, const char *arg_opts,
 		     const char *attached_only, const char *const *long_code,
 		     const char *const *long_arg, const char *stop_opts)
@@ -1311,20 +1338,7 @@ static int do_interp(struct uw *u, const char *lang, const char *code_opts, cons
 	}
 	if (rc < 0 || had_code)
 		return rc;
-	if (i < u->n) {
-		const struct sh_field *f = &u->v[i];
-		if (f->procsub) {
-			char buf[160];
-			snprintf(buf, sizeof(buf), "%s runs a process substitution: %s", u->name,
-				 sub_reason(u, f, "code not static"));
-			uw_mark(u, buf);
-			return 0;
-		}
-		if (!f->unres && (strcmp(f->text, "-") == 0 || strcmp(f->text, "/dev/stdin") == 0))
-			return stdin_code(u, lang);
-		return 0;
-	}
-	return stdin_code(u, lang);
+	return interp_program(u, i, lang);
 }
 
 static int do_python(struct uw *u)
