@@ -1,9 +1,11 @@
 /* Runners: programs that run a command given as their arguments (or in
  * an option of their own): privilege, scheduling and environment
  * wrappers (nice, timeout, taskset, flock, setpriv, …), terminal
- * multiplexers, container exec, parallel. Each handler reports what the
- * runner runs as a further command through uw_inner() / shell text; the
- * walker itself is unwrap.c.
+ * multiplexers, container exec, parallel, PowerShell, and the runner
+ * table (uv run, bundle exec, nix develop -c, fd -x, the dynamic loader,
+ * …) read by one walker. Each reports what the runner runs as a further
+ * command through uw_inner() / shell text; unwrap.c is the walker that
+ * calls them (uw_runner).
  */
 #include "shell/unwrap.h"
 
