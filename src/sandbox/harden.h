@@ -27,7 +27,7 @@ typedef struct harden_opts {
 	const void *seccomp_bpf;       /* precompiled filter (harden_seccomp_precompile) or NULL */
 	size_t seccomp_bpf_len;
 	/* Fail-closed reading (secrets_read_layer_start): a Landlock ruleset a helper
-	 * fills while the command starts, and a pipe on which it says it is
+	 * fills while the command starts, and a socket on which it says it is
 	 * done (one NUL byte) or why it failed (text); EOF alone means it died.
 	 * Only when read_layer is set. */
 	bool read_layer;

@@ -39,6 +39,7 @@
 #include <linux/landlock.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -206,8 +207,9 @@ int harden_landlock_read_apply(const harden_opts *o, txbox_error *err)
 		return 0;
 	char why[512];
 	ssize_t n;
+	/* Peeked, not read: each command of the sandbox asks. */
 	do
-		n = read(o->read_ready, why, sizeof why - 1);
+		n = recv(o->read_ready, why, sizeof why - 1, MSG_PEEK);
 	while (n < 0 && errno == EINTR);
 	/* One NUL byte: every rule is in. Text: why the helper failed.
 	 * Nothing (EOF): it died. */

@@ -2034,9 +2034,11 @@ int secrets_read_layer_start(const char *const *paths, const char *home, int ws_
 	int p[2], g[2];
 	if (rfd < 0)
 		return txbox_fail_errno(err, rfd, "secrets: creating the Landlock ruleset");
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return txbox_fail_errno(err, -errno, "secrets: a pipe for the read layer");
-	/* a socket: init's word never raises SIGPIPE when the helper is gone */
+	/* Sockets: every command of the sandbox (the validation's too) peeks
+	 * at the helper's one word, and init's never raises SIGPIPE when the
+	 * helper is gone. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+		return txbox_fail_errno(err, -errno, "secrets: a socket for the read layer");
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g) < 0) {
 		int e = -errno;
 		close(p[0]), close(p[1]);
