@@ -196,6 +196,37 @@ static int split_words(cmdview *v, size_t start)
 	return 0;
 }
 
+/* kill -s 0 / -n 0 / --signal=0 is kill -0 (signal 0 only tests that a
+ * process exists): read it as -0, so a rule written once for -0 sees each
+ * spelling. Only when every signal given is 0 and nothing else is set
+ * (`kill -s 0 -s 9 1` sends 9). */
+static void kill_null_signal(cmdview *v)
+{
+	static const char *const keys[] = {"-s", "-n", "--signal"};
+	size_t zeros = 0;
+	if (v->name_unknown || strcmp(v->name, "kill") != 0)
+		return;
+	for (size_t k = 0; k < sizeof(keys) / sizeof(*keys); k++) {
+		size_t pos = 0;
+		bool unk = false;
+		const char *val;
+		while ((val = cmdview_option_value(v, keys[k], &pos, &unk))) {
+			if (unk || strcmp(val, "0") != 0)
+				return;
+			zeros++;
+		}
+	}
+	for (size_t c = 0; c < sizeof(v->short_flags); c++)
+		if (v->short_flags[c] && c != 's' && c != 'n')
+			return;
+	for (size_t i = v->start + 1; i < v->dashdash_at && i < v->nwords; i++)
+		if (!v->is_value[i] && strncmp(v->words[i], "--", 2) == 0 &&
+		    strncmp(v->words[i], "--signal", 8) != 0)
+			return;
+	if (zeros)
+		v->short_flags['0'] = true;
+}
+
 int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
 {
 	memset(v, 0, sizeof(*v));
@@ -258,6 +289,7 @@ int cmdview_init(cmdview *v, const policy *p, const shell_cmd *cmd)
 		goto oom;
 	v->start = start;
 	drop_program_operand(v);
+	kill_null_signal(v);
 	return 0;
 oom:
 	free(unk);

@@ -403,14 +403,16 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 	out->cmds = calloc(a.ncmds + 1, sizeof(*out->cmds));
 	if (!views || !out->cmds)
 		goto oom;
-	const cmdview *last_find = NULL; /* feeds later xargs / find -exec commands */
+	/* feeds later xargs / find -exec commands: a find walks its start paths,
+	 * ls prints names in (or of) its operands (ls -d ~/.ssh/x* | xargs cat) */
+	const cmdview *last_find = NULL;
 	for (; nviews < a.ncmds; nviews++) {
 		cmdview *cv = &views[nviews];
 		if (cmdview_init(cv, p, &a.cmds[nviews]) < 0)
 			goto oom;
 		if (cv->implicit_unknown_operand)
 			cv->operand_source = last_find;
-		if (!cv->name_unknown && strcmp(cv->name, "find") == 0)
+		if (!cv->name_unknown && (strcmp(cv->name, "find") == 0 || strcmp(cv->name, "ls") == 0))
 			last_find = cv;
 	}
 

@@ -339,6 +339,12 @@ static int get_list(lctx *L, const ynode *n, const char *what, item_check check,
 	return 0;
 }
 
+/* An absolute or ~/ glob; "!" before one excludes what it matches. */
+static bool is_path_glob(const char *s)
+{
+	return s[0] == '/' || (s[0] == '~' && (s[1] == '/' || !s[1]));
+}
+
 static int get_pathcond(lctx *L, const ynode *n, const char *what, pathcond *pc)
 {
 	strlist items = {0};
@@ -352,14 +358,14 @@ static int get_pathcond(lctx *L, const ynode *n, const char *what, pathcond *pc)
 		unsigned c = path_class_from_name(s);
 		if (c) {
 			pc->classes |= c;
-		} else if (s[0] == '/' || (s[0] == '~' && (s[1] == '/' || !s[1]))) {
+		} else if (is_path_glob(s) || (s[0] == '!' && is_path_glob(s + 1))) {
 			if ((r = check_glob(L, nodes[i], what, s)) == 0 && add_string(L, &pc->globs, s) < 0)
 				r = oom(L);
 		} else {
 			r = bad(L, nodes[i],
 				"%s: unknown path class '%s' (expected inside, workspace, outside, ancestor, "
 				"home, system, device, network, tmp, pseudo, other, unknown, or an "
-				"absolute or ~/ glob)",
+				"absolute or ~/ glob, \"!\" before one to exclude it)",
 				what, s);
 		}
 	}

@@ -62,9 +62,29 @@ static bool glob_word_may_reach(const char *resolved, const char *pattern)
 	return strncmp(pattern, resolved, plen) == 0;
 }
 
+/* A "!glob" of the condition excludes what it matches from the whole
+ * condition (all of ~/.ssh but its `*.pub`: a public key is no secret).
+ * Only a literal path is excluded; a pattern word may still reach the
+ * rest. */
+static bool path_glob_excluded(const pathcond *pc, const char *resolved, const char *home)
+{
+	if (has_glob(resolved))
+		return false;
+	for (size_t i = 0; i < pc->globs.n; i++) {
+		if (pc->globs.v[i][0] != '!')
+			continue;
+		_cleanup_free_ char *pat = expand_pattern(pc->globs.v[i] + 1, home);
+		if (pat && fnmatch(pat, resolved, 0) == 0)
+			return true;
+	}
+	return false;
+}
+
 static bool path_glob_match(const pathcond *pc, const char *resolved, const char *home)
 {
 	for (size_t i = 0; i < pc->globs.n; i++) {
+		if (pc->globs.v[i][0] == '!')
+			continue;
 		_cleanup_free_ char *pat = expand_pattern(pc->globs.v[i], home);
 		if (!pat)
 			continue;
@@ -170,6 +190,8 @@ static void pcheck_word(pcheck *pk, const char *word, bool unknown)
 	}
 	hit = (c & pk->pc->classes) != 0 ||
 	      (resolved && pk->pc->globs.n && path_glob_match(pk->pc, resolved, pk->ctx->home));
+	if (hit && resolved && path_glob_excluded(pk->pc, resolved, pk->ctx->home))
+		hit = false;
 	if (pk->allow) {
 		if (!hit)
 			pk->all_ok = false;
@@ -337,6 +359,29 @@ static bool unknown_could_match(const cmdview *v, size_t sub, bool all_words, co
 		if (v->pos_unknown[k] && !is_implicit_word(v, k) && unknown_may_match(globs, word_at(v, k), fl))
 			return true;
 	return false;
+}
+
+/* Commands whose first operand names a subcommand, never a file. */
+static bool first_operand_is_subcommand(const cmdview *v)
+{
+	return !v->name_unknown && strcmp(v->name, "git") == 0;
+}
+
+/* The operands a `paths` condition judges. A subcommand word is no file
+ * (`git -C ~/.ssh init` does not touch ~/.ssh/init); for such a command
+ * the directory an option moved it to (git -C DIR) is where it works, so
+ * that directory is judged instead. */
+static void path_operands(pcheck *pk, const cmdview *v, size_t sub, const policy_ctx *ctx)
+{
+	size_t from = sub;
+	if (sub == 0 && v->npositional > 0 && !v->pos_unknown[0] && first_operand_is_subcommand(v)) {
+		from = 1;
+		if (v->cmd->cwd && !v->cmd->cwd_unresolved && ctx->cwd)
+			pcheck_word(pk, ctx->cwd, false);
+	}
+	for (size_t k = from; k < v->npositional; k++)
+		if (!is_implicit_word(v, k))
+			pcheck_word(pk, word_at(v, k), v->pos_unknown[k]);
 }
 
 /* Words of the command (and redirection targets) that cannot be resolved. */
@@ -511,9 +556,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	pcheck pk;
 	if (m->paths.set) {
 		pcheck_init(&pk, &m->paths, allow, unk_paths, mc->ctx);
-		for (size_t k = sub; k < v->npositional; k++)
-			if (!is_implicit_word(v, k))
-				pcheck_word(&pk, word_at(v, k), v->pos_unknown[k]);
+		path_operands(&pk, v, sub, mc->ctx);
 		if (v->implicit_unknown_operand)
 			implicit_operands(&pk, v);
 		if (!take_pcheck(&ms, &pk))

@@ -1,5 +1,6 @@
 /* sandbox/harden: the last steps before execve() inside the sandbox. */
 #include "sandbox/harden.h"
+#include "util/trace.h"
 
 #include "sandbox/caps.h"
 #include "sandbox/landlock.h"
@@ -29,8 +30,10 @@ int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return txbox_fail_errno(err, -errno, "harden: PR_SET_NO_NEW_PRIVS");
 
+	trace_mark("cmd: caps dropped");
 	if ((r = harden_landlock_read_apply(o, err)) < 0)
 		return r;
+	trace_mark("cmd: read layer applied");
 	int abi = landlock_probe_abi();
 	if (abi > 0) {
 		if ((r = harden_landlock_apply(abi, o->workspace, o->writable, o->network, err)) < 0)
@@ -38,6 +41,7 @@ int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err)
 	}
 	if (abi_out)
 		*abi_out = abi;
+	trace_mark("cmd: write layer applied");
 
 	if (o->seccomp_bpf)
 		return harden_seccomp_load_bpf(o->seccomp_bpf, o->seccomp_bpf_len, err);

@@ -26,9 +26,10 @@ typedef struct harden_opts {
 	bool no_core;                  /* RLIMIT_CORE = 0 (default true) */
 	const void *seccomp_bpf;       /* precompiled filter (harden_seccomp_precompile) or NULL */
 	size_t seccomp_bpf_len;
-	/* Fail-closed reading (secrets_mask_paths): a Landlock ruleset a helper
-	 * fills while the command starts, and a pipe whose EOF says it is done
-	 * (bytes before it: why it failed). Only when read_layer is set. */
+	/* Fail-closed reading (secrets_read_layer_start): a Landlock ruleset a helper
+	 * fills while the command starts, and a socket on which it says it is
+	 * done (one NUL byte) or why it failed (text); EOF alone means it died.
+	 * Only when read_layer is set. */
 	bool read_layer;
 	int read_ruleset, read_ready;
 } harden_opts;
@@ -58,13 +59,23 @@ int landlock_probe_abi(void);
  *
  * With Landlock, reading is fail-closed: a forked helper builds a ruleset
  * letting read and execute only what each directory on the way to a hidden
- * name held when this ran, minus the hidden names (a file created or
- * renamed in later is unreadable), and makes the masks inside the
- * workspace (mounts); ho->read_* are set, and each command applies the
- * ruleset (harden_landlock_read_apply) once the helper is done. Without
- * Landlock: secrets_mask_paths_by_mounts, here and now. */
-int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
-		       const char *const *envp, harden_opts *ho, txbox_error *err);
+ * name held when the view was built, minus the hidden names (a file
+ * created or renamed in later is unreadable), and makes the masks inside
+ * the workspace (mounts). secrets_read_layer_start forks it as init
+ * starts (in init's mount namespace, its user namespace's maps written;
+ * ws_fd: the workspace opened before the view changed anything); it
+ * finds the homes and canonicalises the patterns at once (what the view
+ * replaces — /tmp, /dev, /proc, the workspace's path — it either sees
+ * as the host has it or not at all, and the walk after the view decides)
+ * and waits for
+ * secrets_read_layer_view_built (*view_built) before the rest.
+ * ho->read_* are set, and each command applies the ruleset
+ * (harden_landlock_read_apply) once the helper is done. Without Landlock
+ * it does nothing (*view_built = -1): call secrets_mask_paths_by_mounts
+ * once the view is built. */
+int secrets_read_layer_start(const char *const *paths, const char *home, int ws_fd, const char *workspace,
+			     const char *const *envp, harden_opts *ho, int *view_built, txbox_error *err);
+int secrets_read_layer_view_built(int *view_built);
 
 /* In the command's child, before it closes its descriptors: move the read
  * layer's two to lowfd and lowfd + 1 (close-on-exec). Returns how many it

@@ -39,6 +39,7 @@
 #include <linux/landlock.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -206,10 +207,13 @@ int harden_landlock_read_apply(const harden_opts *o, txbox_error *err)
 		return 0;
 	char why[512];
 	ssize_t n;
+	/* Peeked, not read: each command of the sandbox asks. */
 	do
-		n = read(o->read_ready, why, sizeof why - 1);
+		n = recv(o->read_ready, why, sizeof why - 1, MSG_PEEK);
 	while (n < 0 && errno == EINTR);
-	if (n != 0) {
+	/* One NUL byte: every rule is in. Text: why the helper failed.
+	 * Nothing (EOF): it died. */
+	if (n != 1 || why[0] != '\0') {
 		why[n > 0 ? n : 0] = '\0';
 		return txbox_fail(err, n > 0 ? -EPERM : -errno, "masking secrets: %s",
 				  n > 0 ? why : "the read layer is gone");

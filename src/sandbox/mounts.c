@@ -483,16 +483,28 @@ static void close_fds(int fds[3])
 int mounts_view_begin(const sandbox_spec *s, mounts_view *v, char *msg, size_t len)
 {
 	int r;
-	v->ws_fd = v->state_fd = -1;
+	v->ws_fd = v->state_fd = v->read_layer_view_built = -1;
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return failf(msg, len, errno, "making mounts private");
-
 	/* The workspace and the state dir are resolved in this mount namespace
 	 * (overlayfs clones their mounts) and before /tmp is replaced (they may
 	 * be there); the layer inside is found from them once it exists. */
 	v->ws_fd = open(s->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (v->ws_fd < 0)
 		return failf(msg, len, errno, "opening %s", s->workspace);
+	/* The read layer's helper next: it has the most to do, and most of
+	 * it does not depend on the view (see secrets_read_layer_start). */
+	if (s->masked_paths) {
+		txbox_error e = TXBOX_ERROR_INIT;
+		r = secrets_read_layer_start(s->masked_paths, s->home, v->ws_fd, s->workspace,
+					     (const char *const *)environ /* the caller's, unfiltered */,
+					     (harden_opts *)&s->harden, &v->read_layer_view_built, &e);
+		if (r < 0) {
+			r = failf(msg, len, 0, "masking secrets: %s", e.message ? e.message : "?");
+			txbox_error_clear(&e);
+			return r;
+		}
+	}
 	if (!s->state_name) {
 		if (!s->state_path)
 			return failf(msg, len, EINVAL, "no state dir");
@@ -596,11 +608,13 @@ int mounts_view_seal(const sandbox_spec *s, mounts_view *v, char *msg, size_t le
 		return r;
 	trace_mark("view: read-only + remounts");
 	/* Secrets last: every mount is made (Landlock rules bind to them). */
-	if (s->masked_paths) {
+	if (v->read_layer_view_built >= 0) {
+		if ((r = secrets_read_layer_view_built(&v->read_layer_view_built)) < 0)
+			return failf(msg, len, -r, "masking secrets: the read layer's helper is gone");
+	} else if (s->masked_paths) {
 		txbox_error e = TXBOX_ERROR_INIT;
-		if (secrets_mask_paths(s->masked_paths, s->home, s->workspace,
-				       (const char *const *)environ /* the caller's, unfiltered */,
-				       (harden_opts *)&s->harden, &e) < 0) {
+		if (secrets_mask_paths_by_mounts(s->masked_paths, s->home, s->workspace,
+						 (const char *const *)environ, &e) < 0) {
 			r = failf(msg, len, 0, "masking secrets: %s", e.message ? e.message : "?");
 			txbox_error_clear(&e);
 			return r;

@@ -106,6 +106,7 @@ void sandbox_reap(sandbox_outcome *o);
 typedef struct mounts_view {
 	int ws_fd, state_fd;
 	bool var_tmp;
+	int read_layer_view_built; /* the read layer's helper waits for a word here, or -1 */
 } mounts_view;
 int mounts_view_begin(const sandbox_spec *spec, mounts_view *v, char *msg, size_t msglen);
 int mounts_view_finish(const sandbox_spec *spec, mounts_view *v, const char *layer_rel, bool hide_by_whiteout,

@@ -35,6 +35,7 @@
 #include "sandbox/landlock.h"
 #include "util/cleanup.h"
 #include "util/syscalls.h"
+#include "util/trace.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -50,6 +51,8 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -864,9 +867,22 @@ static int cover_home_dir_entries(masker *m)
 	return r;
 }
 
+/* The workspace (ws: a directory descriptor, or the path when ws < 0)
+ * and the directories above it are never hidden. */
+static int keep_workspace(masker *m, int ws, const char *workspace)
+{
+	if (ws < 0 && !workspace)
+		return 0;
+	int fd = ws >= 0 ? fcntl(ws, F_DUPFD_CLOEXEC, 3) : open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return txbox_fail_errno(m->err, -errno, "secrets: opening the workspace %s", workspace ? workspace : "");
+	int r = keep_with_ancestors(m, fd);
+	return r < 0 ? txbox_fail_errno(m->err, r, "secrets: the directories above %s", workspace ? workspace : "") : 0;
+}
+
 /* The caller's homes first (they decide what is never covered), then
- * everybody else's. */
-static int find_homes(masker *m, const char *env_home, const char *workspace)
+ * everybody else's. The workspace as ws_fd or workspace (see keep_workspace). */
+static int find_homes(masker *m, const char *env_home, int ws_fd, const char *workspace)
 {
 	_cleanup_free_ char *own = NULL;
 	_cleanup_(strv_buf_free) strv_buf others = {0};
@@ -876,15 +892,8 @@ static int find_homes(masker *m, const char *env_home, const char *workspace)
 		return txbox_fail_errno(m->err, r, "secrets: reading /etc/passwd");
 	if (!own)
 		own = nss_home(uid);
-	if ((r = own_home(m, env_home)) < 0 || (r = own_home(m, own)) < 0)
+	if ((r = own_home(m, env_home)) < 0 || (r = own_home(m, own)) < 0 || (r = keep_workspace(m, ws_fd, workspace)) < 0)
 		return r;
-	if (workspace) {
-		int fd = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			return txbox_fail_errno(m->err, -errno, "secrets: opening the workspace %s", workspace);
-		if ((r = keep_with_ancestors(m, fd)) < 0)
-			return txbox_fail_errno(m->err, r, "secrets: the directories above %s", workspace);
-	}
 	if (uid != 0 && (r = other_home(m, "/root")) < 0)
 		return r;
 	for (size_t i = 0; i < others.n; i++)
@@ -1039,6 +1048,8 @@ typedef struct lnode {
 	long parent;    /* index of the split directory above, -1 for "/" */
 } lnode;
 
+typedef struct stat_memo stat_memo;
+
 typedef struct lsplit {
 	lnode *v;
 	size_t n, cap;
@@ -1052,8 +1063,12 @@ typedef struct lsplit {
 	uid_t mapped_lo[8], mapped_hi[8]; /* the uid ranges mapped into the sandbox */
 	size_t nmapped;
 	masker *m;         /* mounts for masks inside the workspace (the sandbox's overlay) */
+	int keep_fds_below; /* a granted entry's descriptor stays open below this */
+	stat_memo *memo;    /* lstat results while patterns are canonicalised, or NULL */
 	txbox_error *err;
 } lsplit;
+
+static void stat_memo_free(stat_memo **m);
 
 static void lsplit_done(lsplit *ls)
 {
@@ -1068,6 +1083,7 @@ static void lsplit_done(lsplit *ls)
 		strv_buf_free(&d->hits);
 	}
 	free(ls->v);
+	stat_memo_free(&ls->memo);
 	strv_buf_free(&ls->keep);
 	strv_buf_free(&ls->homes);
 	strv_buf_free(&ls->masked);
@@ -1108,6 +1124,61 @@ static int node_new(lsplit *ls, const char *path, int fd)
 
 #define MAX_LINK_HOPS 40
 
+/* lstat results of one canonicalisation pass, by path: the ~200
+ * patterns share their prefixes (the home, ~/.config), and each prefix
+ * would otherwise be looked up once per pattern. What it holds is one
+ * observation of the host, as a single walk would see it. */
+#define STAT_MEMO_SLOTS 512
+struct stat_memo {
+	struct {
+		char *path;
+		int err;     /* 0, or lstat's errno */
+		mode_t mode; /* the type bits */
+	} slot[STAT_MEMO_SLOTS];
+};
+
+static void stat_memo_free(stat_memo **m)
+{
+	if (!*m)
+		return;
+	for (size_t i = 0; i < STAT_MEMO_SLOTS; i++)
+		free((*m)->slot[i].path);
+	free(*m);
+	*m = NULL;
+}
+
+static size_t path_hash(const char *s)
+{
+	size_t h = 14695981039346656037ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* lstat through the memo (NULL: none); returns 0 or -1 with errno. */
+static int memo_lstat(stat_memo *m, const char *path, mode_t *mode)
+{
+	size_t i = m ? path_hash(path) % STAT_MEMO_SLOTS : 0;
+	for (size_t probe = 0; m && probe < 8; probe++, i = (i + 1) % STAT_MEMO_SLOTS) {
+		if (!m->slot[i].path)
+			break;
+		if (!strcmp(m->slot[i].path, path)) {
+			*mode = m->slot[i].mode;
+			errno = m->slot[i].err;
+			return m->slot[i].err ? -1 : 0;
+		}
+	}
+	struct stat st;
+	int r = lstat(path, &st), err = r < 0 ? errno : 0;
+	*mode = r < 0 ? 0 : st.st_mode;
+	if (m && !m->slot[i].path && (m->slot[i].path = strdup(path))) {
+		m->slot[i].err = err;
+		m->slot[i].mode = *mode;
+	}
+	errno = err;
+	return r;
+}
+
 /* Drop the last component of the canonical path in cur ("" is "/"). */
 static void canon_pop(char *cur, size_t *len)
 {
@@ -1143,7 +1214,7 @@ static int canon_follow(char *cur, size_t *len, char *todo, size_t todosz, const
  * the one before). A glob component or a missing name ends the
  * resolution (a ".." back above it resumes it); the walk matches the
  * rest against listings. Returns false when the result does not fit. */
-static bool canon_pattern(const char *abs, char *out, size_t outsz)
+static bool canon_pattern(stat_memo *memo, const char *abs, char *out, size_t outsz)
 {
 	char todo[PATH_MAX];
 	size_t len = 0, litlen = 0;
@@ -1176,11 +1247,11 @@ static bool canon_pattern(const char *abs, char *out, size_t outsz)
 		p = end;
 		if (lit)
 			continue;
-		struct stat st;
+		mode_t mode;
 		if (memchr(out + before, '*', n + 1) || memchr(out + before, '?', n + 1) ||
-		    memchr(out + before, '[', n + 1) || lstat(out, &st) < 0) {
+		    memchr(out + before, '[', n + 1) || memo_lstat(memo, out, &mode) < 0) {
 			lit = true, litlen = before;
-		} else if (S_ISLNK(st.st_mode)) {
+		} else if (S_ISLNK(mode)) {
 			if (++hops > MAX_LINK_HOPS || canon_follow(out, &len, todo, sizeof todo, p) < 0)
 				lit = true, litlen = before;
 			else
@@ -1195,7 +1266,7 @@ static bool canon_pattern(const char *abs, char *out, size_t outsz)
 static int ls_add(lsplit *ls, const char *abs)
 {
 	char c[PATH_MAX];
-	if (!canon_pattern(abs, c, sizeof c) || at_or_below(c, "/proc"))
+	if (!canon_pattern(ls->memo, abs, c, sizeof c) || at_or_below(c, "/proc"))
 		return 0; /* no such path; or a magic link (~/.ssh -> /proc/self/fd/3): no place */
 	const char *p = c;
 	while (*p == '/')
@@ -1385,7 +1456,7 @@ static int match_link(lsplit *ls, size_t i, const char *name, const char *full, 
 {
 	char p[PATH_MAX], c[PATH_MAX];
 	int r = push_copy(&ls->v[i].hits, name);
-	if (r < 0 || snprintf(p, sizeof p, "%s/%s", full, rest) >= (int)sizeof p || !canon_pattern(p, c, sizeof c))
+	if (r < 0 || snprintf(p, sizeof p, "%s/%s", full, rest) >= (int)sizeof p || !canon_pattern(ls->memo, p, c, sizeof c))
 		return r;
 	if (at_or_below(c, full) || (!*rest && kept(ls, c)))
 		return 0; /* a loop, or nothing to hide */
@@ -1731,10 +1802,14 @@ static int grant_entries(lsplit *ls, int rfd, int abi, size_t i)
 			if (c < 0 || ls->v[c].needed)
 				continue; /* hidden, or split: its entries get the rules */
 		}
-		_cleanup_close_ int fd = openat(d->fd, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || split_or_masked(ls, dst.st_dev, mounts, e, fd))
+		int fd = openat(d->fd, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		bool skip = fd < 0 || split_or_masked(ls, dst.st_dev, mounts, e, fd);
+		int r = skip ? 0 : landlock_grant_read(rfd, fd, type == DT_DIR, abi);
+		/* The helper's exit closes the rest, after it said it is done. */
+		if (fd >= 0 && (skip || fd >= ls->keep_fds_below))
+			close(fd);
+		if (skip)
 			continue; /* gone since it was listed: its successor stays unreadable */
-		int r = landlock_grant_read(rfd, fd, type == DT_DIR, abi);
 		if (r < 0 && r != -EBADFD)
 			return txbox_fail_errno(ls->err, r, "secrets: a Landlock rule for %s/%s", d->path, e->d_name);
 	}
@@ -1830,14 +1905,15 @@ static void read_uid_map(lsplit *ls)
 	}
 }
 
-static int ls_init(lsplit *ls, masker *m, const char *workspace, txbox_error *err)
+static int ls_init(lsplit *ls, masker *m, txbox_error *err)
 {
 	*ls = (lsplit){.m = m, .err = err};
+	/* Closing ~200 O_PATH descriptors costs the command's start a tenth
+	 * of a millisecond; leave them to the exit, with room for the rest. */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur > 128)
+		ls->keep_fds_below = nofile.rlim_cur > 4096 ? 4096 : (int)nofile.rlim_cur - 64;
 	read_uid_map(ls);
-	struct stat st, root;
-	/* the sandbox's /tmp is a tmpfs of its own (never the root's device) */
-	if (stat("/tmp", &st) == 0 && stat("/", &root) == 0 && st.st_dev != root.st_dev)
-		ls->private_dev = st.st_dev;
 	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return txbox_fail_errno(err, -errno, "secrets: opening /");
@@ -1845,10 +1921,6 @@ static int ls_init(lsplit *ls, masker *m, const char *workspace, txbox_error *er
 		close(fd);
 		return txbox_fail(err, -ENOMEM, "secrets: out of memory");
 	}
-	char *w = workspace ? realpath(workspace, NULL) : NULL;
-	if (w && strv_buf_push(&ls->keep, w) < 0)
-		return txbox_fail(err, -ENOMEM, "secrets: out of memory");
-	ls->ws = w && strcmp(w, "/") ? w : NULL;
 	for (size_t h = 0; h < m->nhomes; h++) {
 		char *c = realpath(m->homes[h].path, NULL);
 		if (c && (strv_buf_push(&ls->keep, c) < 0 || push_copy(&ls->homes, c) < 0))
@@ -1857,76 +1929,152 @@ static int ls_init(lsplit *ls, masker *m, const char *workspace, txbox_error *er
 	return 0;
 }
 
-/* The helper's work: the read layer's rules (and the masks inside the
- * workspace, mounts). */
-static int build_read_layer(masker *m, int abi, int rfd, const char *home, const char *workspace,
-			    const char *const *envp)
+/* Once the view is built: its own /tmp is a tmpfs (never the root's
+ * device: nothing of the host's to hide there), and the workspace is
+ * the overlay's root (kept as well as the host directory under it). */
+static int ls_view(lsplit *ls, const char *workspace)
+{
+	struct stat st, root;
+	if (stat("/tmp", &st) == 0 && stat("/", &root) == 0 && st.st_dev != root.st_dev)
+		ls->private_dev = st.st_dev;
+	int r = keep_workspace(ls->m, -1, workspace);
+	if (r < 0)
+		return r;
+	char *w = workspace ? realpath(workspace, NULL) : NULL;
+	if (w && strv_buf_push(&ls->keep, w) < 0)
+		return txbox_fail(ls->err, -ENOMEM, "secrets: out of memory");
+	ls->ws = w && strcmp(w, "/") ? w : NULL;
+	return 0;
+}
+
+/* Until init says the view is built (one byte; anything else, EOF
+ * included: it was not, and the rules would be for nothing). */
+static int await_view(int go, txbox_error *err)
+{
+	char c = 0;
+	ssize_t n;
+	do
+		n = read(go, &c, 1);
+	while (n < 0 && errno == EINTR);
+	return n == 1 && c == 'v' ? 0 : txbox_fail(err, -ECANCELED, "secrets: the sandbox's view was not built");
+}
+
+/* The helper's work. The patterns are canonicalised at once: they name
+ * the host's paths, which building the view does not change. What
+ * depends on the view waits for it: the listings rules are granted from
+ * (a rule on an inode a mount then covers is never consulted: Landlock
+ * skips covered mount points), the masks inside the workspace's overlay
+ * (mounts), the mount table's aliases, the view's private /tmp. */
+static int build_read_layer(masker *m, int abi, int rfd, int go, const char *home, int ws_fd,
+			    const char *workspace, const char *const *envp)
 {
 	_cleanup_(strv_buf_free) strv_buf others = {0};
 	m->collect = &others;
-	int r = find_homes(m, home, workspace);
+	trace_mark("helper: start");
+	int r = find_homes(m, home, ws_fd, workspace);
 	if (r < 0)
 		return r;
 	_cleanup_(lsplit_done) lsplit ls;
-	if ((r = ls_init(&ls, m, workspace, m->err)) < 0 || (r = ls_patterns(&ls, m, &others, m->paths, envp)) < 0 ||
-	    (r = expand_all(&ls)) < 0 || (r = mask_aliases(&ls)) < 0)
+	if ((r = ls_init(&ls, m, m->err)) < 0)
 		return r;
-	return grant_all(&ls, rfd, abi);
+	/* Patterns share prefixes: their lookups go through a memo, then
+	 * the walk sees the host afresh. */
+	ls.memo = calloc(1, sizeof *ls.memo);
+	if ((r = ls_patterns(&ls, m, &others, m->paths, envp)) < 0)
+		return r;
+	stat_memo_free(&ls.memo);
+	trace_mark("helper: patterns");
+	if ((r = await_view(go, m->err)) < 0)
+		return r;
+	trace_mark("helper: view built");
+	if ((r = ls_view(&ls, workspace)) < 0 || (r = expand_all(&ls)) < 0)
+		return r;
+	trace_mark("helper: expanded");
+	if ((r = mask_aliases(&ls)) < 0)
+		return r;
+	r = grant_all(&ls, rfd, abi);
+	trace_mark("helper: granted");
+	return r;
 }
 
-/* Landlock: a helper builds the read layer while the command's child
- * starts (the other CPU is idle then); the child waits for its EOF. */
-static int mask_by_landlock(const char *const *paths, int abi, const char *home, const char *workspace,
-			    const char *const *envp, harden_opts *ho, txbox_error *err)
+static void __attribute__((noreturn))
+read_layer_helper(const char *const *paths, int abi, int rfd, int go, int ready, const char *home,
+		  int ws_fd, const char *workspace, const char *const *envp)
 {
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "txbox-secrets");
+	txbox_error e = TXBOX_ERROR_INIT;
+	masker m = {.src = -1, .paths = paths, .err = &e};
+	int r = build_read_layer(&m, abi, rfd, go, home, ws_fd, workspace, envp);
+	const char *why = e.message && *e.message ? e.message : "the read layer failed";
+	/* Said before exiting: the command need not wait for this
+	 * process's teardown (its descriptors, its copy of memory). */
+	if (write(ready, r < 0 ? why : "", r < 0 ? strlen(why) : 1) < 0)
+		_exit(2);
+	_exit(r < 0);
+}
+
+/* Above the descriptors the command's child moves into place (0-5), so
+ * that moving them cannot overwrite these. */
+static int fd_high(int fd)
+{
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, 16);
+	close(fd);
+	return h;
+}
+
+int secrets_read_layer_start(const char *const *paths, const char *home, int ws_fd, const char *workspace,
+			     const char *const *envp, harden_opts *ho, int *view_built, txbox_error *err)
+{
+	*view_built = -1;
+	int abi = landlock_probe_abi();
+	if (abi <= 0)
+		return 0;
 	_cleanup_close_ int rfd = landlock_read_ruleset(abi);
-	int p[2];
+	int p[2], g[2];
 	if (rfd < 0)
 		return txbox_fail_errno(err, rfd, "secrets: creating the Landlock ruleset");
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return txbox_fail_errno(err, -errno, "secrets: a pipe for the read layer");
+	/* Sockets: every command of the sandbox (the validation's too) peeks
+	 * at the helper's one word, and init's never raises SIGPIPE when the
+	 * helper is gone. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+		return txbox_fail_errno(err, -errno, "secrets: a socket for the read layer");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g) < 0) {
+		int e = -errno;
+		close(p[0]), close(p[1]);
+		return txbox_fail_errno(err, e, "secrets: a socket for the read layer");
+	}
 	pid_t pid = fork();
-	if (pid < 0) {
-		int e = -errno;
-		close(p[0]);
-		close(p[1]);
-		return txbox_fail_errno(err, e, "secrets: forking the read layer's helper");
-	}
 	if (pid == 0) {
-		close(p[0]);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		txbox_error e = TXBOX_ERROR_INIT;
-		masker m = {.src = -1, .paths = paths, .err = &e};
-		int r = build_read_layer(&m, abi, rfd, home, workspace, envp);
-		const char *why = e.message ? e.message : "the read layer failed";
-		if (r < 0 && write(p[1], why, strlen(why)) < 0)
-			_exit(2);
-		_exit(r < 0);
+		close(p[0]), close(g[0]);
+		read_layer_helper(paths, abi, rfd, g[1], p[1], home, ws_fd, workspace, envp);
 	}
-	close(p[1]);
-	/* Above the descriptors the command's child moves into place (0-5),
-	 * so that moving them cannot overwrite these. */
-	int high = fcntl(rfd, F_DUPFD_CLOEXEC, 16), ready = fcntl(p[0], F_DUPFD_CLOEXEC, 16);
-	close(p[0]);
-	if (high < 0 || ready < 0) {
-		int e = -errno;
+	int e = pid < 0 ? -errno : 0;
+	close(p[1]), close(g[1]);
+	int high = fd_high(steal_fd(rfd)), ready = fd_high(p[0]), go = fd_high(g[0]);
+	if (e < 0 || high < 0 || ready < 0 || go < 0) {
+		e = e < 0 ? e : -EMFILE;
 		if (high >= 0)
 			close(high);
-		return txbox_fail_errno(err, e, "secrets: the read layer's descriptors");
+		if (ready >= 0)
+			close(ready);
+		if (go >= 0)
+			close(go);
+		return txbox_fail_errno(err, e, "secrets: starting the read layer's helper");
 	}
 	ho->read_layer = true;
 	ho->read_ruleset = high;
 	ho->read_ready = ready;
+	*view_built = go;
 	return 0;
 }
 
-int secrets_mask_paths(const char *const *paths, const char *home, const char *workspace,
-		       const char *const *envp, harden_opts *ho, txbox_error *err)
+int secrets_read_layer_view_built(int *view_built)
 {
-	int abi = landlock_probe_abi();
-	if (abi <= 0)
-		return secrets_mask_paths_by_mounts(paths, home, workspace, envp, err);
-	return mask_by_landlock(paths, abi, home, workspace, envp, ho, err);
+	int r = send(*view_built, "v", 1, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+	close(*view_built);
+	*view_built = -1;
+	return r;
 }
 
 /* The directories of a home the read layer always splits. */
@@ -1993,7 +2141,7 @@ int secrets_mask_paths_by_mounts(const char *const *paths, const char *home, con
 		return r;
 	if ((r = mounts_read(&m)) < 0)
 		return txbox_fail_errno(err, r, "secrets: reading /proc/self/mountinfo");
-	if ((r = find_homes(&m, home, workspace)) < 0)
+	if ((r = find_homes(&m, home, -1, workspace)) < 0)
 		return r;
 	for (size_t i = 0; i < m.nhomes; i++) {
 		_cleanup_close_ int h = open(m.homes[i].path, O_PATH | O_DIRECTORY | O_CLOEXEC);

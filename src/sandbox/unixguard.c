@@ -800,8 +800,10 @@ int unixguard_spawn(unixguard *g, txbox_error *err)
 		close(sp[1]);
 		return txbox_fail_errno(err, -e, "socket guard: fork");
 	}
-	if (pid == 0)
+	if (pid == 0) {
+		prctl(PR_SET_NAME, "txbox-guard");
 		guard_main(g, sp[1]);
+	}
 	close(sp[1]);
 	if (g->ctl >= 0)
 		close(g->ctl);

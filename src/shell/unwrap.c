@@ -2,9 +2,8 @@
  *
  * Every command is reported as written; what it runs is reported as a
  * further command whose via names the wrapper:
- *   sudo doas env command builtin exec nice nohup time timeout setsid
- *   stdbuf ionice flock chroot busybox xargs watch strace ltrace taskset chrt
- *   unshare nsenter prlimit unbuffer fakeroot torsocks proxychains …  (argv)
+ *   sudo doas env command xargs watch                                 (argv)
+ *   nice timeout flock taskset … and language runners: runners.c
  *   find -exec/-execdir/-ok/-okdir … ; / +                           (argv)
  *   sh/bash/zsh/dash/ksh/… -c TEXT, eval, watch, flock -c, su -c,
  *   script -c, git -c alias.x=!…, git -c core.pager=… etc., tar
@@ -17,6 +16,7 @@
  * it is unresolved.
  */
 #include "shell/internal.h"
+#include "shell/unwrap.h"
 
 #include "util/cleanup.h"
 
@@ -27,39 +27,9 @@
 #include <string.h>
 #include <strings.h>
 
-struct uw {
-	struct sh_ctx *ctx;
-	const struct sh_field *v;
-	size_t n;
-	int idx;          /* index of this command in ctx->out */
-	const char *name; /* basename of argv[0] */
-	const char *via;
-	unsigned depth;
-	const struct sh_stdin *in;
-	const struct sh_nodes *ns;
-};
-
 static const struct sh_stdin no_stdin = {0};
 
-static bool fis(const struct sh_field *f, const char *s)
-{
-	return !f->unres && strcmp(f->text, s) == 0;
-}
-
-static bool starts_with(const char *s, const char *p)
-{
-	return strncmp(s, p, strlen(p)) == 0;
-}
-
-static bool in_list(const char *s, const char *const *l)
-{
-	for (; l && *l; l++)
-		if (strcmp(s, *l) == 0)
-			return true;
-	return false;
-}
-
-static void mark(struct uw *u, const char *reason)
+void uw_mark(struct uw *u, const char *reason)
 {
 	sh_mark_unresolved(u->ctx, u->idx, reason);
 }
@@ -71,17 +41,17 @@ static void mark_by(struct uw *u, const struct sh_field *f, const char *reason)
 	if (f->env_values && !f->lookalike && !f->procsub && f->sub_begin == f->sub_end)
 		sh_mark_env(u->ctx, u->idx, reason);
 	else
-		mark(u, reason);
+		uw_mark(u, reason);
 }
 
-__attribute__((format(printf, 2, 3))) static void markf(struct uw *u, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) void uw_markf(struct uw *u, const char *fmt, ...)
 {
 	char buf[200];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	mark(u, buf);
+	uw_mark(u, buf);
 }
 
 static bool is_downloader(const char *n)
@@ -123,12 +93,9 @@ static const char *sub_reason(const struct uw *u, const struct sh_field *f, cons
 	return dec ? "decoded code is executed" : dflt;
 }
 
-static bool opt_value(const struct uw *u, size_t k, const char *s, const char *l,
-		      struct sh_field *out, size_t *next);
-
 /* Commands emitted while *dir is in effect run there: compose it with the
  * directory already in effect (returns the previous one to restore). */
-static int chdir_push(struct sh_ctx *ctx, const struct sh_field *dir, char **saved, bool *saved_unres)
+int uw_chdir_push(struct sh_ctx *ctx, const struct sh_field *dir, char **saved, bool *saved_unres)
 {
 	*saved = ctx->chdir;
 	*saved_unres = ctx->chdir_unres;
@@ -147,7 +114,7 @@ static int chdir_push(struct sh_ctx *ctx, const struct sh_field *dir, char **sav
 	return 0;
 }
 
-static void chdir_pop(struct sh_ctx *ctx, char *saved, bool saved_unres)
+void uw_chdir_pop(struct sh_ctx *ctx, char *saved, bool saved_unres)
 {
 	free(ctx->chdir);
 	ctx->chdir = saved;
@@ -242,7 +209,7 @@ static bool own_chdir(const struct uw *u, struct sh_field *dir)
 		size_t next = k + 1;
 		if (git && (u->v[k].unres || u->v[k].text[0] != '-'))
 			break;
-		if (opt_value(u, k, "-C", git ? NULL : "--directory", &val, &next) ||
+		if (uw_opt_value(u, k, "-C", git ? NULL : "--directory", &val, &next) ||
 		    (!git && cluster_chdir(u, k, valued, &val, &next))) {
 			*dir = val;
 			found = true;
@@ -278,14 +245,14 @@ static bool file_pattern_tail(const struct sh_field *f)
 	return strpbrk(sl + 1, "$`\"'(){}\\") == NULL;
 }
 
-static int inner(struct uw *u, size_t start, const char *via)
+int uw_inner(struct uw *u, size_t start, const char *via)
 {
 	if (start >= u->n)
 		return 0;
 	return sh_unwrap(u->ctx, u->v + start, u->n - start, NULL, 0, via, u->depth, u->in, u->ns);
 }
 
-/* inner() for a wrapper whose option (short s / long l, before end) moves
+/* uw_inner() for a wrapper whose option (short s / long l, before end) moves
  * where the command runs: env -C DIR, sudo -D DIR. */
 static int inner_moved(struct uw *u, size_t end, const char *s, const char *l, size_t start,
 		       const char *via)
@@ -295,20 +262,20 @@ static int inner_moved(struct uw *u, size_t end, const char *s, const char *l, s
 	for (size_t k = 1; k < end && k < u->n;) {
 		size_t next = k + 1;
 		struct sh_field val;
-		if (opt_value(u, k, s, l, &val, &next)) {
+		if (uw_opt_value(u, k, s, l, &val, &next)) {
 			dir = val;
 			moved = true;
 		}
 		k = next;
 	}
 	if (!moved)
-		return inner(u, start, via);
+		return uw_inner(u, start, via);
 	char *saved;
 	bool saved_unres;
-	int rc = chdir_push(u->ctx, &dir, &saved, &saved_unres);
+	int rc = uw_chdir_push(u->ctx, &dir, &saved, &saved_unres);
 	if (rc == 0)
-		rc = inner(u, start, via);
-	chdir_pop(u->ctx, saved, saved_unres);
+		rc = uw_inner(u, start, via);
+	uw_chdir_pop(u->ctx, saved, saved_unres);
 	return rc;
 }
 
@@ -316,7 +283,7 @@ static int inner_moved(struct uw *u, size_t end, const char *s, const char *l, s
  * (without "--") taking a separate argument when no '=' is given. Stops at
  * the first operand or after "--". An unresolved word where an option may
  * be makes the result unknown (*unk). */
-static size_t skip_opts(const struct uw *u, size_t i, const char *sarg, const char *const *larg,
+size_t uw_skip_opts(const struct uw *u, size_t i, const char *sarg, const char *const *larg,
 			bool *unk)
 {
 	while (i < u->n) {
@@ -348,7 +315,7 @@ static size_t skip_opts(const struct uw *u, size_t i, const char *sarg, const ch
 }
 
 /* Does the option cluster / long option list before end contain c / l? */
-static bool has_opt(const struct uw *u, size_t from, size_t end, char c, const char *l)
+bool uw_has_opt(const struct uw *u, size_t from, size_t end, char c, const char *l)
 {
 	for (size_t i = from; i < end && i < u->n; i++) {
 		const char *a = u->v[i].text;
@@ -371,7 +338,7 @@ static int reparse(struct uw *u, const char *text, const char *via)
 }
 
 /* Text argument that is shell code. */
-static int shell_text(struct uw *u, const struct sh_field *f, const char *via)
+int uw_shell_text(struct uw *u, const struct sh_field *f, const char *via)
 {
 	if (f->unres || f->lookalike) {
 		char buf[160];
@@ -391,7 +358,7 @@ static int stdin_code(struct uw *u, const char *lang)
 	if (in->body) {
 		snprintf(via, sizeof(via), "%s %s", u->name, in->here_string ? "<<<" : "<<");
 		if (in->body_unres)
-			markf(u, "%s: here-document with unresolved expansions", u->name);
+			uw_markf(u, "%s: here-document with unresolved expansions", u->name);
 		if (!lang)
 			return sh_reparse(u->ctx, in->body, strlen(in->body), via, u->depth + 1,
 					  u->idx, NULL);
@@ -399,16 +366,16 @@ static int stdin_code(struct uw *u, const char *lang)
 				      u->idx);
 	}
 	if (in->procsub) {
-		markf(u, "%s reads code from a process substitution", u->name);
+		uw_markf(u, "%s reads code from a process substitution", u->name);
 		return 0;
 	}
 	if (in->piped) {
 		if (in->downloaded)
-			markf(u, "downloaded code piped into %s", u->name);
+			uw_markf(u, "downloaded code piped into %s", u->name);
 		else if (in->decoded)
-			markf(u, "decoded data piped into %s", u->name);
+			uw_markf(u, "decoded data piped into %s", u->name);
 		else
-			markf(u, "pipeline into %s reading stdin", u->name);
+			uw_markf(u, "pipeline into %s reading stdin", u->name);
 	}
 	return 0;
 }
@@ -512,7 +479,7 @@ static int do_shell(struct uw *u)
 		if (i >= u->n)
 			return 0;
 		snprintf(via, sizeof(via), "%s -c", u->name);
-		return shell_text(u, &u->v[i], via);
+		return uw_shell_text(u, &u->v[i], via);
 	}
 	if (i < u->n && !has_s) {
 		const struct sh_field *f = &u->v[i];
@@ -520,11 +487,11 @@ static int do_shell(struct uw *u)
 			char buf[160];
 			snprintf(buf, sizeof(buf), "%s runs a process substitution: %s", u->name,
 				 sub_reason(u, f, "code not static"));
-			mark(u, buf);
+			uw_mark(u, buf);
 			return 0;
 		}
 		if (f->unres && !file_pattern_tail(f)) { /* "$DIR/run.sh" is a script file */
-			markf(u, "%s: script path is not static", u->name);
+			uw_markf(u, "%s: script path is not static", u->name);
 			return 0;
 		}
 		if (strcmp(f->text, "/dev/stdin") == 0 || strcmp(f->text, "/proc/self/fd/0") == 0)
@@ -591,11 +558,11 @@ static int do_source(struct uw *u)
 		char buf[160];
 		snprintf(buf, sizeof(buf), "%s of a process substitution: %s", u->name,
 			 sub_reason(u, f, "code not static"));
-		mark(u, buf);
+		uw_mark(u, buf);
 		return 0;
 	}
 	if (f->unres) {
-		markf(u, "%s: path is not static", u->name);
+		uw_markf(u, "%s: path is not static", u->name);
 		return 0;
 	}
 	if (strcmp(f->text, "/dev/stdin") == 0)
@@ -614,7 +581,7 @@ static int do_alias(struct uw *u)
 			continue;
 		struct sh_field g = *f;
 		g.text = (char *)eq + 1;
-		int rc = shell_text(u, &g, "alias");
+		int rc = uw_shell_text(u, &g, "alias");
 		if (rc < 0)
 			return rc;
 	}
@@ -623,36 +590,25 @@ static int do_alias(struct uw *u)
 
 /* ---- simple wrappers ------------------------------------------------------ */
 
-static int after_opts(struct uw *u, const char *sarg, const char *const *larg)
-{
-	bool unk = false;
-	size_t i = skip_opts(u, 1, sarg, larg, &unk);
-	if (unk) {
-		markf(u, "%s: cannot tell which command runs", u->name);
-		return 0;
-	}
-	return inner(u, i, u->name);
-}
-
 static int do_sudo(struct uw *u)
 {
 	static const char *const larg[] = {"close-from", "chdir", "group", "host", "prompt",
 					   "chroot", "role", "type", "command-timeout",
 					   "other-user", "user", NULL};
 	bool unk = false;
-	size_t i = skip_opts(u, 1, "CDghpRrtTUu", larg, &unk);
+	size_t i = uw_skip_opts(u, 1, "CDghpRrtTUu", larg, &unk);
 	if (unk) {
-		mark(u, "sudo: cannot tell which command runs");
+		uw_mark(u, "sudo: cannot tell which command runs");
 		return 0;
 	}
-	if (has_opt(u, 1, i, 'e', "edit") || has_opt(u, 1, i, 'l', "list") ||
-	    has_opt(u, 1, i, 'v', "validate") || has_opt(u, 1, i, 'K', "remove-timestamp"))
+	if (uw_has_opt(u, 1, i, 'e', "edit") || uw_has_opt(u, 1, i, 'l', "list") ||
+	    uw_has_opt(u, 1, i, 'v', "validate") || uw_has_opt(u, 1, i, 'K', "remove-timestamp"))
 		return 0;
 	while (i < u->n && !u->v[i].unres && strchr(u->v[i].text, '=') &&
 	       u->v[i].text[0] != '=' && u->v[i].text[0] != '-')
 		i++;
 	if (i >= u->n) {
-		if (has_opt(u, 1, i, 's', "shell") || has_opt(u, 1, i, 'i', "login"))
+		if (uw_has_opt(u, 1, i, 's', "shell") || uw_has_opt(u, 1, i, 'i', "login"))
 			return stdin_code(u, NULL);
 		return 0;
 	}
@@ -662,16 +618,16 @@ static int do_sudo(struct uw *u)
 static int do_doas(struct uw *u)
 {
 	bool unk = false;
-	size_t i = skip_opts(u, 1, "uC", NULL, &unk);
+	size_t i = uw_skip_opts(u, 1, "uC", NULL, &unk);
 	if (unk) {
-		mark(u, "doas: cannot tell which command runs");
+		uw_mark(u, "doas: cannot tell which command runs");
 		return 0;
 	}
-	if (has_opt(u, 1, i, 'C', NULL))
+	if (uw_has_opt(u, 1, i, 'C', NULL))
 		return 0;
 	if (i >= u->n)
-		return has_opt(u, 1, i, 's', NULL) ? stdin_code(u, NULL) : 0;
-	return inner(u, i, "doas");
+		return uw_has_opt(u, 1, i, 's', NULL) ? stdin_code(u, NULL) : 0;
+	return uw_inner(u, i, "doas");
 }
 
 /* env -S: split like env(1) (quotes, backslashes, whitespace). */
@@ -732,6 +688,49 @@ static int env_split(const char *s, struct sh_field **out, size_t *nout, size_t 
 	return 0;
 }
 
+/* env -S STRING ARGS…: the command is the split string, then the words
+ * after it (from word i). */
+static int env_run_split(struct uw *u, size_t i, const struct sh_field *split,
+			 const char *split_text)
+{
+	if (split && (split->unres || split->lookalike)) {
+		uw_mark(u, "env -S: string is not static");
+		return 0;
+	}
+	struct sh_field *nv = NULL;
+	size_t nn = 0, cap = 0;
+	int rc = env_split(split_text, &nv, &nn, &cap);
+	for (size_t k = i; rc == 0 && k < u->n; k++) {
+		if (sh_vec_reserve((void **)&nv, &cap, nn + 1, sizeof(*nv)) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		nv[nn] = u->v[k];
+		nv[nn].text = strdup(u->v[k].text);
+		if (!nv[nn].text) {
+			rc = -ENOMEM;
+			break;
+		}
+		nn++;
+	}
+	if (rc < 0)
+		rc = txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	else {
+		/* leading NAME=value words of the split string */
+		size_t k = 0;
+		while (k < nn && strchr(nv[k].text, '=') && nv[k].text[0] != '-' &&
+		       nv[k].text[0] != '=')
+			k++;
+		if (k < nn)
+			rc = sh_unwrap(u->ctx, nv + k, nn - k, NULL, 0, "env -S", u->depth, u->in,
+				       u->ns);
+	}
+	for (size_t k = 0; k < nn; k++)
+		free(nv[k].text);
+	free(nv);
+	return rc;
+}
+
 static int do_env(struct uw *u)
 {
 	size_t i = 1;
@@ -740,7 +739,7 @@ static int do_env(struct uw *u)
 	while (i < u->n) {
 		const struct sh_field *f = &u->v[i];
 		if (f->unres) {
-			mark(u, "env: cannot tell which command runs");
+			uw_mark(u, "env: cannot tell which command runs");
 			return 0;
 		}
 		const char *a = f->text;
@@ -804,42 +803,7 @@ static int do_env(struct uw *u)
 	}
 	if (!split_text)
 		return inner_moved(u, i, "-C", "--chdir", i, "env");
-	if (split && (split->unres || split->lookalike)) {
-		mark(u, "env -S: string is not static");
-		return 0;
-	}
-	struct sh_field *nv = NULL;
-	size_t nn = 0, cap = 0;
-	int rc = env_split(split_text, &nv, &nn, &cap);
-	for (size_t k = i; rc == 0 && k < u->n; k++) {
-		if (sh_vec_reserve((void **)&nv, &cap, nn + 1, sizeof(*nv)) < 0) {
-			rc = -ENOMEM;
-			break;
-		}
-		nv[nn] = u->v[k];
-		nv[nn].text = strdup(u->v[k].text);
-		if (!nv[nn].text) {
-			rc = -ENOMEM;
-			break;
-		}
-		nn++;
-	}
-	if (rc < 0)
-		rc = txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-	else {
-		/* leading NAME=value words of the split string */
-		size_t k = 0;
-		while (k < nn && strchr(nv[k].text, '=') && nv[k].text[0] != '-' &&
-		       nv[k].text[0] != '=')
-			k++;
-		if (k < nn)
-			rc = sh_unwrap(u->ctx, nv + k, nn - k, NULL, 0, "env -S", u->depth, u->in,
-				       u->ns);
-	}
-	for (size_t k = 0; k < nn; k++)
-		free(nv[k].text);
-	free(nv);
-	return rc;
+	return env_run_split(u, i, split, split_text);
 }
 
 static int do_command(struct uw *u)
@@ -855,103 +819,7 @@ static int do_command(struct uw *u)
 	}
 	if (i < u->n && u->v[i].unres && u->v[i].text[0] == '-')
 		return 0;
-	return inner(u, i, u->name);
-}
-
-static int do_nice(struct uw *u)
-{
-	size_t i = 1;
-	while (i < u->n && !u->v[i].unres) {
-		const char *a = u->v[i].text;
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (strcmp(a, "-n") == 0 || strcmp(a, "--adjustment") == 0) {
-			i += 2;
-			continue;
-		}
-		if (a[0] == '-' && a[1] != '\0') {
-			i++;
-			continue;
-		}
-		break;
-	}
-	return inner(u, i, "nice");
-}
-
-static int do_timeout(struct uw *u)
-{
-	static const char *const larg[] = {"signal", "kill-after", NULL};
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "sk", larg, &unk);
-	if (unk) {
-		mark(u, "timeout: cannot tell which command runs");
-		return 0;
-	}
-	return inner(u, i + 1, "timeout"); /* skip DURATION */
-}
-
-static int do_ionice(struct uw *u)
-{
-	static const char *const larg[] = {"class", "classdata", "pid", "pgid", "uid", NULL};
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "cnpPu", larg, &unk);
-	if (unk) {
-		mark(u, "ionice: cannot tell which command runs");
-		return 0;
-	}
-	if (has_opt(u, 1, i, 'p', "pid") || has_opt(u, 1, i, 'P', "pgid") ||
-	    has_opt(u, 1, i, 'u', "uid"))
-		return 0;
-	return inner(u, i, "ionice");
-}
-
-static int do_flock(struct uw *u)
-{
-	static const char *const larg[] = {"timeout", "wait", "conflict-exit-code", "command", NULL};
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "wEc", larg, &unk);
-	if (unk) {
-		mark(u, "flock: cannot tell which command runs");
-		return 0;
-	}
-	/* -c before the file */
-	for (size_t k = 1; k + 1 < i; k++)
-		if (fis(&u->v[k], "-c") || fis(&u->v[k], "--command"))
-			return shell_text(u, &u->v[k + 1], "flock -c");
-	for (size_t k = 1; k < i; k++)
-		if (!u->v[k].unres && starts_with(u->v[k].text, "--command=")) {
-			struct sh_field f = u->v[k];
-			f.text = u->v[k].text + 10;
-			return shell_text(u, &f, "flock -c");
-		}
-	i++; /* lock file or fd */
-	if (i < u->n && (fis(&u->v[i], "-c") || fis(&u->v[i], "--command"))) {
-		if (i + 1 < u->n)
-			return shell_text(u, &u->v[i + 1], "flock -c");
-		return 0;
-	}
-	return inner(u, i, "flock");
-}
-
-static int do_chroot(struct uw *u)
-{
-	static const char *const larg[] = {"userspec", "groups", NULL};
-	bool unk = false;
-	size_t i = skip_opts(u, 1, NULL, larg, &unk);
-	if (unk) {
-		mark(u, "chroot: cannot tell which command runs");
-		return 0;
-	}
-	return inner(u, i + 1, "chroot");
-}
-
-static int do_busybox(struct uw *u)
-{
-	if (u->n < 2 || (!u->v[1].unres && u->v[1].text[0] == '-'))
-		return 0;
-	return inner(u, 1, "busybox");
+	return uw_inner(u, i, u->name);
 }
 
 static int do_xargs(struct uw *u)
@@ -959,9 +827,9 @@ static int do_xargs(struct uw *u)
 	static const char *const larg[] = {"arg-file", "delimiter", "max-args", "max-procs",
 					   "max-chars", "process-slot-var", NULL};
 	bool unk = false;
-	size_t i = skip_opts(u, 1, "adEILnPs", larg, &unk);
+	size_t i = uw_skip_opts(u, 1, "adEILnPs", larg, &unk);
 	if (unk) {
-		mark(u, "xargs: cannot tell which command runs");
+		uw_mark(u, "xargs: cannot tell which command runs");
 		return 0;
 	}
 	struct sh_field *nv = calloc(u->n - (i < u->n ? i : u->n) + 2, sizeof(*nv));
@@ -983,18 +851,18 @@ static int do_watch(struct uw *u)
 {
 	static const char *const larg[] = {"interval", NULL};
 	bool unk = false;
-	size_t i = skip_opts(u, 1, "nq", larg, &unk);
+	size_t i = uw_skip_opts(u, 1, "nq", larg, &unk);
 	if (unk) {
-		mark(u, "watch: cannot tell which command runs");
+		uw_mark(u, "watch: cannot tell which command runs");
 		return 0;
 	}
-	if (has_opt(u, 1, i, 'x', "exec"))
-		return inner(u, i, "watch");
+	if (uw_has_opt(u, 1, i, 'x', "exec"))
+		return uw_inner(u, i, "watch");
 	struct sbuf b = {0};
 	for (size_t k = i; k < u->n; k++) {
 		if (u->v[k].unres || u->v[k].lookalike) {
 			sbuf_free(&b);
-			mark(u, "watch: command text is not static");
+			uw_mark(u, "watch: command text is not static");
 			return 0;
 		}
 		if (k > i)
@@ -1065,7 +933,7 @@ static int git_setting(struct uw *u, const char *key, const struct sh_field *val
 	if (!alias && !git_runs_shell(key))
 		return 0;
 	if (val->unres || val->lookalike) {
-		markf(u, "%s %s: value is not static", via, key);
+		uw_markf(u, "%s %s: value is not static", via, key);
 		return 0;
 	}
 	const char *v = val->text;
@@ -1095,7 +963,7 @@ static int git_config(struct uw *u, size_t i)
 	for (; k < u->n && nops < 3; k++) {
 		const struct sh_field *f = &u->v[k];
 		if (f->unres && nops == 0) {
-			mark(u, "git config: the key is not static");
+			uw_mark(u, "git config: the key is not static");
 			return 0;
 		}
 		if (!f->unres && f->text[0] == '-') {
@@ -1134,7 +1002,7 @@ static int difftool_cmd(struct uw *u, size_t k)
 	if (!t)
 		return 0;
 	if (unres) {
-		mark(u, "git difftool -x: command is not static");
+		uw_mark(u, "git difftool -x: command is not static");
 		return 0;
 	}
 	struct sbuf b = {0};
@@ -1177,15 +1045,15 @@ static int git_command_options(struct uw *u, size_t i)
 			char via[64];
 			snprintf(via, sizeof(via), "git %s %s", sub, opts[o].l);
 			if (((opts[o].s && fis(f, opts[o].s)) || fis(f, opts[o].l)) && k + 1 < u->n) {
-				rc = shell_text(u, &u->v[k + 1], via);
+				rc = uw_shell_text(u, &u->v[k + 1], via);
 			} else if (strncmp(f->text, opts[o].l, ll) == 0 && f->text[ll] == '=') {
 				struct sh_field g = *f;
 				g.text = f->text + ll + 1;
-				rc = shell_text(u, &g, via);
+				rc = uw_shell_text(u, &g, via);
 			} else if (opts[o].s && strncmp(f->text, opts[o].s, 2) == 0 && f->text[2]) {
 				struct sh_field g = *f; /* -xCMD */
 				g.text = f->text + 2;
-				rc = shell_text(u, &g, via);
+				rc = uw_shell_text(u, &g, via);
 			}
 		}
 	}
@@ -1199,7 +1067,7 @@ static int do_git(struct uw *u)
 	while (i < u->n && rc == 0) {
 		const struct sh_field *f = &u->v[i];
 		if (f->unres) {
-			mark(u, "git: options are not static");
+			uw_mark(u, "git: options are not static");
 			return 0;
 		}
 		const char *a = f->text;
@@ -1209,7 +1077,7 @@ static int do_git(struct uw *u)
 			const struct sh_field *kv = &u->v[i + 1];
 			const char *eq = strchr(kv->text, '=');
 			if (kv->unres || kv->lookalike) {
-				mark(u, "git -c: value is not static");
+				uw_mark(u, "git -c: value is not static");
 			} else if (eq) {
 				char key[128];
 				lower_key(key, sizeof(key), kv->text, (size_t)(eq - kv->text));
@@ -1217,7 +1085,7 @@ static int do_git(struct uw *u)
 				val.text = (char *)eq + 1;
 				if (strcmp(key, "core.hookspath") == 0 || strcmp(key, "include.path") == 0 ||
 				    starts_with(key, "includeif."))
-					markf(u, "git -c %s: runs or loads code from elsewhere", key);
+					uw_markf(u, "git -c %s: runs or loads code from elsewhere", key);
 				else
 					rc = git_setting(u, key, &val,
 							 starts_with(key, "alias.") ? "git alias" : "git -c");
@@ -1251,7 +1119,7 @@ static int do_git(struct uw *u)
 			for (size_t j = k; j < u->n; j++) {
 				if (u->v[j].unres) {
 					sbuf_free(&b);
-					mark(u, "git submodule foreach: command is not static");
+					uw_mark(u, "git submodule foreach: command is not static");
 					return 0;
 				}
 				if (j > k)
@@ -1264,7 +1132,7 @@ static int do_git(struct uw *u)
 		return rc;
 	}
 	if (strcmp(sub->text, "bisect") == 0 && i + 1 < u->n && fis(&u->v[i + 1], "run"))
-		return inner(u, i + 2, "git bisect run");
+		return uw_inner(u, i + 2, "git bisect run");
 	return 0;
 }
 
@@ -1287,19 +1155,19 @@ static int do_tar(struct uw *u)
 			if (starts_with(a, *o)) {
 				struct sh_field g = *f;
 				g.text = (char *)a + strlen(*o);
-				rc = shell_text(u, &g, "tar");
+				rc = uw_shell_text(u, &g, "tar");
 				done = true;
 			}
 		if (done)
 			continue;
 		if (in_list(a, sepopts) && k + 1 < u->n) {
-			rc = shell_text(u, &u->v[++k], "tar");
+			rc = uw_shell_text(u, &u->v[++k], "tar");
 			continue;
 		}
 		if (a[0] == '-' && a[1] == 'I' && a[2]) {
 			struct sh_field g = *f;
 			g.text = (char *)a + 2;
-			rc = shell_text(u, &g, "tar");
+			rc = uw_shell_text(u, &g, "tar");
 		}
 	}
 	return rc;
@@ -1330,16 +1198,16 @@ static int do_su(struct uw *u)
 		if (f->unres)
 			continue;
 		if ((fis(f, "--command") || cluster_ends_in_c(f->text, valued)) && k + 1 < u->n)
-			return shell_text(u, &u->v[k + 1], u->name);
+			return uw_shell_text(u, &u->v[k + 1], u->name);
 		if (f->text[0] == '-' && f->text[1] == 'c' && f->text[2]) {
 			struct sh_field g = *f;
 			g.text = f->text + 2;
-			return shell_text(u, &g, u->name);
+			return uw_shell_text(u, &g, u->name);
 		}
 		if (starts_with(f->text, "--command=")) {
 			struct sh_field g = *f;
 			g.text = f->text + 10;
-			return shell_text(u, &g, u->name);
+			return uw_shell_text(u, &g, u->name);
 		}
 	}
 	if (strcmp(u->name, "script") == 0)
@@ -1376,6 +1244,25 @@ static int code_arg(struct uw *u, const struct sh_field *f, const char *arg_text
 /* Generic interpreter option walk. code_opts: short options whose argument
  * is code; arg_opts: short options taking an argument (attached or next);
  * attached_only: options whose argument can only be attached. */
+/* An interpreter without inline code: its program is word i (a script,
+ * "-" or /dev/stdin for stdin, a process substitution) or stdin. */
+static int interp_program(struct uw *u, size_t i, const char *lang)
+{
+	if (i >= u->n)
+		return stdin_code(u, lang);
+	const struct sh_field *f = &u->v[i];
+	if (f->procsub) {
+		char buf[160];
+		snprintf(buf, sizeof(buf), "%s runs a process substitution: %s", u->name,
+			 sub_reason(u, f, "code not static"));
+		uw_mark(u, buf);
+		return 0;
+	}
+	if (!f->unres && (strcmp(f->text, "-") == 0 || strcmp(f->text, "/dev/stdin") == 0))
+		return stdin_code(u, lang);
+	return 0;
+}
+
 static int do_interp(struct uw *u, const char *lang, const char *code_opts, const char *arg_opts,
 		     const char *attached_only, const char *const *long_code,
 		     const char *const *long_arg, const char *stop_opts)
@@ -1451,20 +1338,7 @@ static int do_interp(struct uw *u, const char *lang, const char *code_opts, cons
 	}
 	if (rc < 0 || had_code)
 		return rc;
-	if (i < u->n) {
-		const struct sh_field *f = &u->v[i];
-		if (f->procsub) {
-			char buf[160];
-			snprintf(buf, sizeof(buf), "%s runs a process substitution: %s", u->name,
-				 sub_reason(u, f, "code not static"));
-			mark(u, buf);
-			return 0;
-		}
-		if (!f->unres && (strcmp(f->text, "-") == 0 || strcmp(f->text, "/dev/stdin") == 0))
-			return stdin_code(u, lang);
-		return 0;
-	}
-	return stdin_code(u, lang);
+	return interp_program(u, i, lang);
 }
 
 static int do_python(struct uw *u)
@@ -1560,7 +1434,7 @@ static int do_awk(struct uw *u)
 	if (prog->unres || prog->lookalike) {
 		if (strstr(prog->text, "system") || strchr(prog->text, '|') ||
 		    strstr(prog->text, "getline"))
-			markf(u, "%s: program is not static", u->name);
+			uw_markf(u, "%s: program is not static", u->name);
 		return 0;
 	}
 	char via[64];
@@ -1569,112 +1443,16 @@ static int do_awk(struct uw *u)
 			      u->idx);
 }
 
-/* ---- misc wrappers ------------------------------------------------------ */
-
-static int do_time(struct uw *u)
-{
-	static const char *const larg[] = {"format", "output", NULL};
-	return after_opts(u, "fo", larg);
-}
-
-static int do_stdbuf(struct uw *u)
-{
-	static const char *const larg[] = {"input", "output", "error", NULL};
-	return after_opts(u, "ioe", larg);
-}
-
-static int do_exec(struct uw *u)
-{
-	return after_opts(u, "a", NULL);
-}
-
-static int do_plain(struct uw *u)
-{
-	return after_opts(u, NULL, NULL);
-}
-
-static int do_strace(struct uw *u)
-{
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "eoOpPsSuEabIX", NULL, &unk);
-	if (unk) {
-		markf(u, "%s: cannot tell which command runs", u->name);
-		return 0;
-	}
-	if (has_opt(u, 1, i, 'p', NULL))
-		return 0;
-	return inner(u, i, u->name);
-}
-
-static int do_taskset(struct uw *u)
-{
-	bool unk = false;
-	size_t i = skip_opts(u, 1, NULL, NULL, &unk);
-	if (unk || has_opt(u, 1, i, 'p', "pid"))
-		return 0;
-	return inner(u, i + 1, "taskset");
-}
-
-static int do_chrt(struct uw *u)
-{
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "T P D", NULL, &unk);
-	if (unk || has_opt(u, 1, i, 'p', "pid"))
-		return 0;
-	return inner(u, i + 1, "chrt");
-}
-
-static int do_unshare(struct uw *u)
-{
-	return after_opts(u, "SGRwl", NULL);
-}
-
-static int do_nsenter(struct uw *u)
-{
-	return after_opts(u, "tSGrw", NULL);
-}
-
-static int do_prlimit(struct uw *u)
-{
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "po", NULL, &unk);
-	if (unk || has_opt(u, 1, i, 'p', "pid"))
-		return 0;
-	return inner(u, i, "prlimit");
-}
-
-static int do_systemd_run(struct uw *u)
-{
-	static const char *const larg[] = {"property", "setenv", "unit", "uid", "gid", "machine",
-					   "host", "description", "slice", "working-directory",
-					   "nice", NULL};
-	return after_opts(u, "pEuMHd", larg);
-}
-
-static int do_faketime(struct uw *u)
-{
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "p", NULL, &unk);
-	if (unk)
-		return 0;
-	return inner(u, i + 1, "faketime");
-}
-
-static int do_proxychains(struct uw *u)
-{
-	return after_opts(u, "f", NULL);
-}
-
 /* ---- runners: programs that run a command given in their own syntax ------ */
 
 /* Words from..end joined with spaces, analysed as shell text. */
-static int joined_text(struct uw *u, size_t from, size_t end, const char *via)
+int uw_joined_text(struct uw *u, size_t from, size_t end, const char *via)
 {
 	struct sbuf b = {0};
 	for (size_t k = from; k < end && k < u->n; k++) {
 		if (u->v[k].unres || u->v[k].lookalike) {
 			sbuf_free(&b);
-			markf(u, "%s: command text is not static", via);
+			uw_markf(u, "%s: command text is not static", via);
 			return 0;
 		}
 		if (k > from)
@@ -1692,7 +1470,7 @@ static int joined_text(struct uw *u, size_t from, size_t end, const char *via)
 
 /* Value of option s (short, also attached) or l (long, also l=VALUE) at
  * word k, as a field in *out; false when word k is not that option. */
-static bool opt_value(const struct uw *u, size_t k, const char *s, const char *l,
+bool uw_opt_value(const struct uw *u, size_t k, const char *s, const char *l,
 		      struct sh_field *out, size_t *next)
 {
 	const struct sh_field *f = &u->v[k];
@@ -1717,38 +1495,6 @@ static bool opt_value(const struct uw *u, size_t k, const char *s, const char *l
 	return true;
 }
 
-/* Options whose value is shell text the program runs. */
-static int do_optcmd(struct uw *u)
-{
-	static const struct {
-		const char *cmd, *s, *l;
-	} t[] = {
-		{"rsync", "-e", "--rsh"},      {"zip", "-TT", "--unzip-command"},
-		{"man", "-P", "--pager"},      {"sort", NULL, "--compress-program"},
-		{"xterm", "-e", NULL},         {"uxterm", "-e", NULL},
-		{"konsole", "-e", NULL},       {"urxvt", "-e", NULL},
-		{"less", NULL, NULL},          {"entr", NULL, NULL},
-		{"inotifywait", NULL, NULL},
-	};
-	int rc = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
-		if (strcmp(t[i].cmd, u->name) != 0 || (!t[i].s && !t[i].l))
-			continue;
-		char via[64];
-		snprintf(via, sizeof(via), "%s %s", u->name, t[i].s ? t[i].s : t[i].l);
-		for (size_t k = 1; k < u->n && rc == 0;) {
-			struct sh_field val;
-			size_t next = k + 1;
-			if (opt_value(u, k, t[i].s, t[i].l, &val, &next))
-				rc = shell_text(u, &val, via);
-			k = next;
-		}
-	}
-	if (rc == 0 && strcmp(u->name, "entr") == 0)
-		rc = after_opts(u, NULL, NULL);
-	return rc;
-}
-
 /* vim -c CMD / --cmd CMD / +CMD: an Ex command; `!…` runs shell text. */
 static int do_vim(struct uw *u)
 {
@@ -1756,7 +1502,7 @@ static int do_vim(struct uw *u)
 	for (size_t k = 1; k < u->n && rc == 0;) {
 		struct sh_field val;
 		size_t next = k + 1;
-		bool is = opt_value(u, k, "-c", "--cmd", &val, &next);
+		bool is = uw_opt_value(u, k, "-c", "--cmd", &val, &next);
 		if (!is && !u->v[k].unres && u->v[k].text[0] == '+' && u->v[k].text[1]) {
 			val = u->v[k];
 			val.text = u->v[k].text + 1;
@@ -1766,7 +1512,7 @@ static int do_vim(struct uw *u)
 		if (!is)
 			continue;
 		if (val.unres) {
-			markf(u, "%s -c: command is not static", u->name);
+			uw_markf(u, "%s -c: command is not static", u->name);
 			continue;
 		}
 		const char *c = val.text;
@@ -1782,63 +1528,8 @@ static int do_vim(struct uw *u)
 			rc = reparse(u, strchr(c, '!') + 1, "vim !");
 		else if (strstr(c, "system(") || starts_with(c, "term") || starts_with(c, "py") ||
 			 starts_with(c, "lua") || starts_with(c, "perl") || starts_with(c, "ruby"))
-			markf(u, "%s -c: runs code (%.40s)", u->name, c);
+			uw_markf(u, "%s -c: runs code (%.40s)", u->name, c);
 	}
-	return rc;
-}
-
-/* sg GROUP [-c] COMMAND: the command is shell text. */
-static int do_sg(struct uw *u)
-{
-	size_t i = 1;
-	while (i < u->n && !u->v[i].unres && u->v[i].text[0] == '-' && !fis(&u->v[i], "-c"))
-		i++;
-	if (i < u->n && !fis(&u->v[i], "-c"))
-		i++; /* the group */
-	if (i < u->n && fis(&u->v[i], "-c"))
-		i++;
-	return i < u->n ? joined_text(u, i, u->n, "sg") : 0;
-}
-
-static int do_setpriv(struct uw *u)
-{
-	static const char *const larg[] = {"reuid", "regid", "ruid", "rgid", "euid", "egid",
-					   "groups", "inh-caps", "ambient-caps", "bounding-set",
-					   "securebits", "selinux-label", "apparmor-profile",
-					   "pdeathsig", "landlock-access", "landlock-rule", NULL};
-	return after_opts(u, NULL, larg);
-}
-
-/* start-stop-daemon --start --exec PROG [--startas PROG] -- ARGS */
-static int do_start_stop_daemon(struct uw *u)
-{
-	const struct sh_field *prog = NULL;
-	size_t dd = u->n;
-	for (size_t k = 1; k < u->n; k++) {
-		struct sh_field val;
-		size_t next;
-		if (fis(&u->v[k], "--")) {
-			dd = k + 1;
-			break;
-		}
-		if (opt_value(u, k, "-a", "--startas", &val, &next) ||
-		    (!prog && opt_value(u, k, "-x", "--exec", &val, &next)))
-			prog = &u->v[next - 1];
-	}
-	if (!prog)
-		return 0;
-	struct sh_field *nv = calloc(u->n - (dd < u->n ? dd : u->n) + 2, sizeof(*nv));
-	if (!nv)
-		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-	size_t nn = 0;
-	nv[nn] = *prog;
-	if (!prog->unres && strchr(prog->text, '=') && prog->text[0] == '-')
-		nv[nn].text = strchr(prog->text, '=') + 1;
-	nn++;
-	for (size_t k = dd; k < u->n; k++)
-		nv[nn++] = u->v[k];
-	int rc = sh_unwrap(u->ctx, nv, nn, NULL, 0, "start-stop-daemon", u->depth, NULL, u->ns);
-	free(nv);
 	return rc;
 }
 
@@ -1851,7 +1542,7 @@ static int do_trap(struct uw *u)
 	if (i >= u->n || fis(&u->v[i], "-") || fis(&u->v[i], "-p") || fis(&u->v[i], "-l") ||
 	    i + 1 >= u->n)
 		return 0;
-	return shell_text(u, &u->v[i], "trap");
+	return uw_shell_text(u, &u->v[i], "trap");
 }
 
 /* ssh [options] HOST [COMMAND…]: -o ProxyCommand / LocalCommand run here,
@@ -1869,14 +1560,14 @@ static int do_ssh(struct uw *u)
 			break;
 		struct sh_field val;
 		size_t next;
-		if (opt_value(u, i, "-o", NULL, &val, &next)) {
+		if (uw_opt_value(u, i, "-o", NULL, &val, &next)) {
 			char key[32];
 			size_t kl = strcspn(val.text, "= ");
 			lower_key(key, sizeof(key), val.text, kl);
 			if (in_list(key, local_keys) && val.text[kl]) {
 				struct sh_field cmd = val;
 				cmd.text = val.text + kl + 1 + strspn(val.text + kl + 1, "= ");
-				rc = shell_text(u, &cmd, "ssh -o");
+				rc = uw_shell_text(u, &cmd, "ssh -o");
 			}
 			i = next;
 			continue;
@@ -1887,105 +1578,7 @@ static int do_ssh(struct uw *u)
 	}
 	if (rc < 0 || i + 1 >= u->n || !strcmp(u->name, "scp") || !strcmp(u->name, "sftp"))
 		return rc;
-	return joined_text(u, i + 1, u->n, "ssh");
-}
-
-/* docker/podman [global options] exec [options] CONTAINER COMMAND… */
-static int do_container_exec(struct uw *u)
-{
-	static const char *const glarg[] = {"host", "context", "config", "log-level", "url",
-					    "connection", "root", "runroot", NULL};
-	static const char *const larg[] = {"env", "env-file", "user", "workdir", "detach-keys",
-					   NULL};
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "Hcl", glarg, &unk);
-	if (unk || i >= u->n)
-		return 0;
-	if (fis(&u->v[i], "container") && i + 1 < u->n)
-		i++;
-	if (!fis(&u->v[i], "exec"))
-		return 0;
-	i = skip_opts(u, i + 1, "euw", larg, &unk);
-	if (unk) {
-		markf(u, "%s exec: cannot tell which command runs", u->name);
-		return 0;
-	}
-	return inner(u, i + 1, "container exec");
-}
-
-/* kubectl/oc exec POD [options] -- COMMAND… */
-static int do_kubectl(struct uw *u)
-{
-	bool exec = false;
-	for (size_t k = 1; k < u->n; k++) {
-		if (fis(&u->v[k], "exec") || fis(&u->v[k], "debug"))
-			exec = true;
-		if (exec && fis(&u->v[k], "--"))
-			return inner(u, k + 1, "kubectl exec");
-	}
-	return 0;
-}
-
-/* parallel [options] COMMAND ::: ARGS…  (arguments from stdin without :::) */
-static int do_parallel(struct uw *u)
-{
-	static const char *const larg[] = {"jobs", "sshlogin", "arg-file", "delimiter", "colsep",
-					   "joblog", "results", "max-args", "max-replace-args",
-					   "timeout", "tmpdir", "workdir", "env", NULL};
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "jSadIENnLlPsC", larg, &unk);
-	if (unk) {
-		mark(u, "parallel: cannot tell which command runs");
-		return 0;
-	}
-	struct sh_field *nv = calloc(u->n + 2, sizeof(*nv));
-	if (!nv)
-		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-	size_t nn = 0;
-	bool sep = false;
-	for (size_t k = i; k < u->n; k++) {
-		if (!u->v[k].unres && starts_with(u->v[k].text, ":::")) {
-			sep = true;
-			continue;
-		}
-		nv[nn++] = u->v[k];
-	}
-	if (!sep)
-		nv[nn++] = (struct sh_field){.text = (char *)"\u2026", .unres = true};
-	int rc = nn > (sep ? 0u : 1u) ? sh_unwrap(u->ctx, nv, nn, NULL, 0, "xargs", u->depth, NULL, u->ns)
-				      : 0;
-	free(nv);
-	return rc;
-}
-
-/* tmux [options] SUBCOMMAND [options] [shell-command] */
-static int do_tmux(struct uw *u)
-{
-	static const char *const run[] = {"new-session", "new", "new-window", "neww", "split-window",
-					  "splitw", "respawn-pane", "respawnp", "respawn-window",
-					  "respawnw", "run-shell", "run", "display-popup", "popup",
-					  "pipe-pane", "pipep", "if-shell", "if", NULL};
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "cfLSFT", NULL, &unk);
-	if (unk || i >= u->n || u->v[i].unres || !in_list(u->v[i].text, run))
-		return 0;
-	i = skip_opts(u, i + 1, "cefFnstxylpT", NULL, &unk);
-	if (unk) {
-		mark(u, "tmux: cannot tell which command runs");
-		return 0;
-	}
-	return i < u->n ? joined_text(u, i, u->n, "tmux") : 0;
-}
-
-static int do_screen(struct uw *u)
-{
-	bool unk = false;
-	size_t i = skip_opts(u, 1, "SctTpheX", NULL, &unk);
-	if (unk) {
-		mark(u, "screen: cannot tell which command runs");
-		return 0;
-	}
-	return inner(u, i, "screen");
+	return uw_joined_text(u, i + 1, u->n, "ssh");
 }
 
 /* Tcl text: `exec CMD …`, `spawn CMD …` (expect), `system …` at the start
@@ -2000,7 +1593,7 @@ static int tcl_text(struct uw *u, const char *text, const char *via)
 			continue;
 		if (starts_with(text + i, "file delete") || starts_with(text + i, "open \"|") ||
 		    starts_with(text + i, "open |") || starts_with(text + i, "eval ")) {
-			markf(u, "%s: script deletes files or runs computed commands", via);
+			uw_markf(u, "%s: script deletes files or runs computed commands", via);
 			continue;
 		}
 		for (const char *const *r = runs; *r && rc == 0; r++) {
@@ -2024,13 +1617,13 @@ static int do_expect(struct uw *u)
 	for (size_t k = 1; k < u->n && rc == 0;) {
 		struct sh_field val;
 		size_t next = k + 1;
-		if (!opt_value(u, k, "-c", NULL, &val, &next)) {
+		if (!uw_opt_value(u, k, "-c", NULL, &val, &next)) {
 			k = next;
 			continue;
 		}
 		k = next;
 		if (val.unres)
-			mark(u, "expect -c: script is not static");
+			uw_mark(u, "expect -c: script is not static");
 		else
 			rc = tcl_text(u, val.text, "expect spawn");
 	}
@@ -2045,13 +1638,13 @@ static int do_tclsh(struct uw *u)
 		i++;
 	if (i < u->n && !(fis(&u->v[i], "-") || fis(&u->v[i], "/dev/stdin"))) {
 		if (u->v[i].procsub)
-			markf(u, "%s runs a process substitution", u->name);
+			uw_markf(u, "%s runs a process substitution", u->name);
 		return 0;
 	}
 	const struct sh_stdin *in = u->in ? u->in : &no_stdin;
 	if (in->body) {
 		if (in->body_unres)
-			markf(u, "%s: here-document with unresolved expansions", u->name);
+			uw_markf(u, "%s: here-document with unresolved expansions", u->name);
 		return tcl_text(u, in->body, u->name);
 	}
 	return stdin_code(u, "tcl");
@@ -2129,24 +1722,24 @@ static int do_make(struct uw *u)
 	for (size_t k = 1; k < u->n && rc == 0;) {
 		struct sh_field val;
 		size_t next = k + 1;
-		if (opt_value(u, k, "-E", "--eval", &val, &next)) {
+		if (uw_opt_value(u, k, "-E", "--eval", &val, &next)) {
 			if (val.unres)
-				mark(u, "make --eval: text is not static");
+				uw_mark(u, "make --eval: text is not static");
 			else
 				rc = makefile_text(u, val.text, "make --eval");
-		} else if (opt_value(u, k, "-f", "--file", &val, &next) ||
-			   opt_value(u, k, NULL, "--makefile", &val, &next)) {
+		} else if (uw_opt_value(u, k, "-f", "--file", &val, &next) ||
+			   uw_opt_value(u, k, NULL, "--makefile", &val, &next)) {
 			if (val.procsub) {
 				char buf[160];
 				snprintf(buf, sizeof(buf), "make reads its makefile from a process substitution: %s",
 					 sub_reason(u, &val, "code not static"));
-				mark(u, buf);
+				uw_mark(u, buf);
 			} else if (!val.unres && (!strcmp(val.text, "-") || !strcmp(val.text, "/dev/stdin"))) {
 				const struct sh_stdin *in = u->in ? u->in : &no_stdin;
 				if (in->body && !in->body_unres)
 					rc = makefile_text(u, in->body, "make -f -");
 				else
-					mark(u, "make reads its makefile from stdin");
+					uw_mark(u, "make reads its makefile from stdin");
 			}
 		}
 		k = next;
@@ -2180,7 +1773,7 @@ static int make_assignment(struct uw *u, const struct sh_field *f, const char *s
 	val.text = (char *)eq + 1;
 	if (len == 11 && strncmp(f->text, ".SHELLFLAGS", 11) == 0) {
 		if (val.unres) {
-			mark(u, "make .SHELLFLAGS: flags are not static");
+			uw_mark(u, "make .SHELLFLAGS: flags are not static");
 			return 0;
 		}
 		_cleanup_free_ char *t = NULL;
@@ -2190,7 +1783,7 @@ static int make_assignment(struct uw *u, const struct sh_field *f, const char *s
 	}
 	if (make_command_var(f->text, len) || strpbrk(val.text, ";&|`\n") ||
 	    strstr(val.text, "$("))
-		return shell_text(u, &val, "make variable");
+		return uw_shell_text(u, &val, "make variable");
 	return 0;
 }
 
@@ -2213,48 +1806,6 @@ static int make_overrides(struct uw *u)
 		rc = make_assignment(u, f, shell);
 	}
 	return rc;
-}
-
-/* npx [opts] -c TEXT / npm exec -c TEXT: shell text. Options after the
- * package's name belong to the package. */
-static int do_npx(struct uw *u)
-{
-	size_t k = 1;
-	if (strcmp(u->name, "npx") != 0) {
-		if (u->n < 2 || !(fis(&u->v[1], "exec") || fis(&u->v[1], "x")))
-			return 0;
-		k = 2;
-	}
-	int rc = 0;
-	while (k < u->n && rc == 0) {
-		struct sh_field val;
-		size_t next = k + 1;
-		const struct sh_field *f = &u->v[k];
-		if (opt_value(u, k, "-c", "--call", &val, &next))
-			rc = shell_text(u, &val, "npx -c");
-		else if (fis(f, "-p") || fis(f, "--package"))
-			next = k + 2;
-		else if (f->unres || f->text[0] != '-')
-			break;
-		k = next;
-	}
-	return rc;
-}
-
-/* dtach -n|-c|-A|-N SOCKET [opts] CMD…, abduco -c|-n|-A NAME CMD… */
-static int do_dtach(struct uw *u)
-{
-	static const char *const modes[] = {"-n", "-c", "-A", "-N", "-a", NULL};
-	if (u->n < 3 || u->v[1].unres || !in_list(u->v[1].text, modes) ||
-	    fis(&u->v[1], "-a"))
-		return 0;
-	bool unk = false;
-	size_t i = skip_opts(u, 3, "er", NULL, &unk);
-	if (unk) {
-		markf(u, "%s: cannot tell which command runs", u->name);
-		return 0;
-	}
-	return inner(u, i, u->name);
 }
 
 /* The argv of a cmake -E tool as the command doing the same: rm. */
@@ -2289,21 +1840,21 @@ static int cmake_tool(struct uw *u, size_t i)
 	if (!strcmp(t, "remove_directory"))
 		return cmake_as_rm(u, i, true);
 	if (!strcmp(t, "time"))
-		return inner(u, i + 1, "cmake -E time");
+		return uw_inner(u, i + 1, "cmake -E time");
 	if (!strcmp(t, "env")) {
 		size_t k = i + 1;
 		while (k < u->n && !u->v[k].unres &&
 		       (u->v[k].text[0] == '-' || strchr(u->v[k].text, '=')))
 			k++;
-		return inner(u, k, "cmake -E env");
+		return uw_inner(u, k, "cmake -E env");
 	}
 	if (!strcmp(t, "chdir") && i + 2 < u->n) {
 		char *saved;
 		bool saved_unres;
-		int rc = chdir_push(u->ctx, &u->v[i + 1], &saved, &saved_unres);
+		int rc = uw_chdir_push(u->ctx, &u->v[i + 1], &saved, &saved_unres);
 		if (rc == 0)
-			rc = inner(u, i + 2, "cmake -E chdir");
-		chdir_pop(u->ctx, saved, saved_unres);
+			rc = uw_inner(u, i + 2, "cmake -E chdir");
+		uw_chdir_pop(u->ctx, saved, saved_unres);
 		return rc;
 	}
 	return 0;
@@ -2318,11 +1869,11 @@ static int do_cmake(struct uw *u)
 		size_t next = k + 1;
 		if (fis(&u->v[k], "-E"))
 			return cmake_tool(u, k + 1);
-		if (opt_value(u, k, "-P", NULL, &val, &next) &&
+		if (uw_opt_value(u, k, "-P", NULL, &val, &next) &&
 		    (val.procsub || val.unres || !strcmp(val.text, "-") ||
 		     starts_with(val.text, "/dev/stdin") || starts_with(val.text, "/dev/fd/") ||
 		     starts_with(val.text, "/proc/self/fd/"))) {
-			mark(u, "cmake -P runs a script that is not a file of the workspace");
+			uw_mark(u, "cmake -P runs a script that is not a file of the workspace");
 			return 0;
 		}
 		k = next;
@@ -2346,7 +1897,7 @@ static int do_less(struct uw *u)
 		} else if (bang) {
 			rc = reparse(u, bang + 1, "less +!");
 		} else if (strchr(f->text, '|')) {
-			mark(u, "less +|: pipes to a shell command");
+			uw_mark(u, "less +|: pipes to a shell command");
 		}
 	}
 	return rc;
@@ -2370,7 +1921,7 @@ static int ed_line(struct uw *u, const char *ln, const char *via)
 	if (*p == '!' && p[1])
 		return reparse(u, p + 1, via);
 	if (strstr(ln, "system(") || strstr(ln, "systemlist("))
-		markf(u, "%s: script calls system()", u->name);
+		uw_markf(u, "%s: script calls system()", u->name);
 	return 0;
 }
 
@@ -2394,13 +1945,13 @@ static int ed_stdin(struct uw *u)
 	snprintf(via, sizeof(via), "%s !", u->name);
 	if (in->body) {
 		if (in->body_unres)
-			markf(u, "%s: here-document with unresolved expansions", u->name);
+			uw_markf(u, "%s: here-document with unresolved expansions", u->name);
 		return ed_script(u, in->body, via);
 	}
 	if (in->procsub)
-		markf(u, "%s reads its script from a process substitution", u->name);
+		uw_markf(u, "%s reads its script from a process substitution", u->name);
 	else if (in->piped && (in->downloaded || in->decoded))
-		markf(u, "%s reads a %s script", u->name, in->downloaded ? "downloaded" : "decoded");
+		uw_markf(u, "%s reads a %s script", u->name, in->downloaded ? "downloaded" : "decoded");
 	return 0;
 }
 
@@ -2435,13 +1986,13 @@ static int elisp_code(struct uw *u, const char *code)
 			if (starts_with(p, *l) && strchr(" \t\n)", p[strlen(*l)]))
 				oth = true;
 		if (oth)
-			markf(u, "%s: code starts processes or deletes files", u->name);
+			uw_markf(u, "%s: code starts processes or deletes files", u->name);
 		if (!sh)
 			continue;
 		const char *q = p + len + strspn(p + len, " \t\n");
 		size_t n = *q == '"' ? strcspn(q + 1, "\"\\") : 0;
 		if (*q != '"' || q[1 + n] != '"') {
-			markf(u, "%s: shell-command with a non-literal argument", u->name);
+			uw_markf(u, "%s: shell-command with a non-literal argument", u->name);
 			continue;
 		}
 		_cleanup_free_ char *t = strndup(q + 1, n);
@@ -2459,18 +2010,18 @@ static int do_emacs(struct uw *u)
 	for (size_t k = 1; k < u->n && rc == 0;) {
 		struct sh_field val;
 		size_t next = k + 1;
-		if (opt_value(u, k, NULL, "--eval", &val, &next) ||
-		    opt_value(u, k, NULL, "-eval", &val, &next) ||
-		    opt_value(u, k, NULL, "--execute", &val, &next)) {
+		if (uw_opt_value(u, k, NULL, "--eval", &val, &next) ||
+		    uw_opt_value(u, k, NULL, "-eval", &val, &next) ||
+		    uw_opt_value(u, k, NULL, "--execute", &val, &next)) {
 			if (val.unres || val.lookalike)
 				mark_by(u, &val, "emacs --eval: code is not static");
 			else
 				rc = elisp_code(u, val.text);
-		} else if ((opt_value(u, k, "-l", "--load", &val, &next) ||
-			    opt_value(u, k, NULL, "--script", &val, &next)) &&
+		} else if ((uw_opt_value(u, k, "-l", "--load", &val, &next) ||
+			    uw_opt_value(u, k, NULL, "--script", &val, &next)) &&
 			   (val.procsub || val.unres || starts_with(val.text, "/dev/") ||
 			    starts_with(val.text, "/proc/"))) {
-			mark(u, "emacs loads code that is not a file of the workspace");
+			uw_mark(u, "emacs loads code that is not a file of the workspace");
 		}
 		k = next;
 	}
@@ -2493,8 +2044,8 @@ static int do_curl(struct uw *u)
 		struct sh_field val;
 		size_t next = k + 1;
 		const struct sh_field *f = &u->v[k];
-		bool cfg = opt_value(u, k, NULL, "--config", &val, &next) ||
-			   (strcmp(u->name, "curl") == 0 && opt_value(u, k, "-K", NULL, &val, &next));
+		bool cfg = uw_opt_value(u, k, NULL, "--config", &val, &next) ||
+			   (strcmp(u->name, "curl") == 0 && uw_opt_value(u, k, "-K", NULL, &val, &next));
 		if (!cfg && strcmp(u->name, "curl") == 0 && !f->unres && f->text[0] == '-' &&
 		    f->text[1] != '-' && strchr(f->text, 'K') && !strchr(f->text, 'K')[1] &&
 		    k + 1 < u->n) {
@@ -2503,7 +2054,7 @@ static int do_curl(struct uw *u)
 		}
 		if (cfg && (val.procsub || val.unres || !strcmp(val.text, "-") ||
 			    starts_with(val.text, "/dev/") || starts_with(val.text, "/proc/"))) {
-			markf(u, "%s reads its options from a stream nobody can read here", u->name);
+			uw_markf(u, "%s reads its options from a stream nobody can read here", u->name);
 			return 0;
 		}
 		k = next - 1;
@@ -2560,7 +2111,7 @@ static int sed_script(struct uw *u, const char *t)
 			if (!cmd)
 				return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
 			if (!cmd[strspn(cmd, " \t")])
-				mark(u, "sed e runs the pattern space as a command");
+				uw_mark(u, "sed e runs the pattern space as a command");
 			else
 				rc = reparse(u, cmd, "sed e");
 			i = eol;
@@ -2569,7 +2120,7 @@ static int sed_script(struct uw *u, const char *t)
 			i = sed_delimited(t, sed_delimited(t, i + 2, d), d);
 			size_t fl = strcspn(t + i, ";\n} \tw");
 			if (c == 's' && memchr(t + i, 'e', fl))
-				mark(u, "sed s///e runs the result as a command");
+				uw_mark(u, "sed s///e runs the result as a command");
 			i += fl;
 			if (t[i] == 'w')
 				i = eol;
@@ -2590,7 +2141,7 @@ static int sed_script(struct uw *u, const char *t)
 static int sed_script_field(struct uw *u, const struct sh_field *f)
 {
 	if (f->unres && (f->text[0] == '$' || f->text[0] == '`')) {
-		mark(u, "sed: script is not static");
+		uw_mark(u, "sed: script is not static");
 		return 0;
 	}
 	return sed_script(u, f->text);
@@ -2607,12 +2158,12 @@ static int do_sed(struct uw *u)
 		struct sh_field val;
 		size_t next = k + 1;
 		const struct sh_field *f = &u->v[k];
-		if (opt_value(u, k, "-e", "--expression", &val, &next)) {
+		if (uw_opt_value(u, k, "-e", "--expression", &val, &next)) {
 			given = true;
 			rc = sed_script_field(u, &val);
-		} else if (opt_value(u, k, "-f", "--file", &val, &next)) {
+		} else if (uw_opt_value(u, k, "-f", "--file", &val, &next)) {
 			given = true;
-		} else if (!opt_value(u, k, "-l", "--line-length", &val, &next) && !first &&
+		} else if (!uw_opt_value(u, k, "-l", "--line-length", &val, &next) && !first &&
 			   (f->unres || f->text[0] != '-')) {
 			first = k;
 		}
@@ -2628,14 +2179,14 @@ static int do_sed(struct uw *u)
 static int gdb_command(struct uw *u, const struct sh_field *val)
 {
 	if (val->unres) {
-		mark(u, "gdb -ex: command is not static");
+		uw_mark(u, "gdb -ex: command is not static");
 		return 0;
 	}
 	const char *t = val->text + strspn(val->text, " \t");
 	struct sh_field g = *val;
 	if (t[0] == '!' || (starts_with(t, "shell") && (!t[5] || t[5] == ' ' || t[5] == '\t'))) {
 		g.text = (char *)(t + (t[0] == '!' ? 1 : 5));
-		return shell_text(u, &g, "gdb shell");
+		return uw_shell_text(u, &g, "gdb shell");
 	}
 	static const char *const py[] = {"python ", "py ", "pi ", "python-interactive ", NULL};
 	for (size_t i = 0; py[i]; i++)
@@ -2655,7 +2206,7 @@ static int do_gdb(struct uw *u)
 		struct sh_field val;
 		size_t next = k + 1;
 		for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
-			if (opt_value(u, k, opts[i][0], opts[i][1], &val, &next)) {
+			if (uw_opt_value(u, k, opts[i][0], opts[i][1], &val, &next)) {
 				rc = gdb_command(u, &val);
 				break;
 			}
@@ -2686,45 +2237,24 @@ static const struct handler handlers[] = {
 	{"sh", do_shell}, {"bash", do_shell}, {"zsh", do_shell}, {"dash", do_shell},
 	{"ksh", do_shell}, {"mksh", do_shell}, {"ash", do_shell}, {"yash", do_shell},
 	{"posh", do_shell}, {"rbash", do_shell}, {"fish", do_shell}, {"ksh93", do_shell},
-	{"tcsh", do_shell}, {"csh", do_shell},
-	{"eval", do_eval}, {"source", do_source}, {".", do_source}, {"alias", do_alias},
-	{"export", do_export}, {"declare", do_export}, {"typeset", do_export},
-	{"readonly", do_export}, {"local", do_export},
-	{"sudo", do_sudo}, {"doas", do_doas}, {"env", do_env},
-	{"command", do_command}, {"builtin", do_plain}, {"exec", do_exec},
-	{"nice", do_nice}, {"nohup", do_plain}, {"time", do_time}, {"timeout", do_timeout},
-	{"setsid", do_plain}, {"stdbuf", do_stdbuf}, {"ionice", do_ionice},
-	{"flock", do_flock}, {"chroot", do_chroot}, {"busybox", do_busybox},
+	{"tcsh", do_shell}, {"csh", do_shell}, {"eval", do_eval}, {"source", do_source},
+	{".", do_source}, {"alias", do_alias}, {"export", do_export}, {"declare", do_export},
+	{"typeset", do_export}, {"readonly", do_export}, {"local", do_export},
+	{"sudo", do_sudo}, {"doas", do_doas}, {"env", do_env}, {"command", do_command},
 	{"xargs", do_xargs}, {"watch", do_watch}, {"find", do_find}, {"git", do_git},
-	{"tar", do_tar}, {"gtar", do_tar}, {"bsdtar", do_tar},
-	{"su", do_su}, {"runuser", do_su}, {"script", do_su},
-	{"awk", do_awk}, {"gawk", do_awk}, {"mawk", do_awk}, {"nawk", do_awk},
-	{"perl", do_perl}, {"ruby", do_ruby}, {"node", do_node}, {"nodejs", do_node},
-	{"php", do_php},
-	{"strace", do_strace}, {"ltrace", do_strace}, {"taskset", do_taskset},
-	{"chrt", do_chrt}, {"unshare", do_unshare}, {"nsenter", do_nsenter},
-	{"prlimit", do_prlimit}, {"systemd-run", do_systemd_run},
-	{"unbuffer", do_plain}, {"fakeroot", do_plain}, {"torsocks", do_plain},
-	{"catchsegv", do_plain}, {"proxychains", do_proxychains},
-	{"proxychains4", do_proxychains}, {"faketime", do_faketime},
-	{"caffeinate", do_plain}, {"firejail", do_plain}, {"valgrind", do_plain},
-	{"rsync", do_optcmd}, {"zip", do_optcmd}, {"man", do_optcmd}, {"sort", do_optcmd},
-	{"xterm", do_optcmd}, {"uxterm", do_optcmd}, {"konsole", do_optcmd}, {"urxvt", do_optcmd},
-	{"entr", do_optcmd}, {"vim", do_vim}, {"vi", do_vim}, {"nvim", do_vim}, {"view", do_vim},
-	{"vimdiff", do_vim}, {"ex", do_ex}, {"gvim", do_vim}, {"sg", do_sg},
-	{"setpriv", do_setpriv}, {"start-stop-daemon", do_start_stop_daemon}, {"trap", do_trap},
-	{"ssh", do_ssh}, {"docker", do_container_exec}, {"podman", do_container_exec},
-	{"nerdctl", do_container_exec}, {"kubectl", do_kubectl}, {"oc", do_kubectl},
-	{"parallel", do_parallel}, {"tmux", do_tmux}, {"screen", do_screen},
-	{"expect", do_expect}, {"make", do_make}, {"gmake", do_make}, {"lua", do_lua},
-	{"luajit", do_lua}, {"lua5.1", do_lua}, {"lua5.3", do_lua}, {"lua5.4", do_lua},
-	{"xvfb-run", do_plain}, {"dbus-launch", do_plain}, {"chronic", do_plain},
-	{"gdb", do_gdb}, {"gdb-multiarch", do_gdb}, {"sed", do_sed}, {"gsed", do_sed},
-	{"bmake", do_make}, {"npx", do_npx}, {"npm", do_npx}, {"pnpm", do_npx},
-	{"dtach", do_dtach}, {"abduco", do_dtach}, {"cmake", do_cmake}, {"less", do_less},
-	{"ed", do_ed}, {"red", do_ed}, {"tclsh", do_tclsh}, {"wish", do_tclsh},
-	{"jimsh", do_tclsh}, {"tclsh8.6", do_tclsh}, {"emacs", do_emacs},
-	{"Rscript", do_rscript}, {"R", do_rscript}, {"curl", do_curl}, {"wget", do_curl},
+	{"tar", do_tar}, {"gtar", do_tar}, {"bsdtar", do_tar}, {"su", do_su},
+	{"runuser", do_su}, {"script", do_su}, {"awk", do_awk}, {"gawk", do_awk},
+	{"mawk", do_awk}, {"nawk", do_awk}, {"perl", do_perl}, {"ruby", do_ruby},
+	{"node", do_node}, {"nodejs", do_node}, {"php", do_php}, {"vim", do_vim},
+	{"vi", do_vim}, {"nvim", do_vim}, {"view", do_vim}, {"vimdiff", do_vim}, {"ex", do_ex},
+	{"gvim", do_vim}, {"trap", do_trap}, {"ssh", do_ssh}, {"expect", do_expect},
+	{"make", do_make}, {"gmake", do_make}, {"lua", do_lua}, {"luajit", do_lua},
+	{"lua5.1", do_lua}, {"lua5.3", do_lua}, {"lua5.4", do_lua}, {"gdb", do_gdb},
+	{"gdb-multiarch", do_gdb}, {"sed", do_sed}, {"gsed", do_sed}, {"bmake", do_make},
+	{"cmake", do_cmake}, {"less", do_less}, {"ed", do_ed}, {"red", do_ed},
+	{"tclsh", do_tclsh}, {"wish", do_tclsh}, {"jimsh", do_tclsh}, {"tclsh8.6", do_tclsh},
+	{"emacs", do_emacs}, {"Rscript", do_rscript}, {"R", do_rscript}, {"curl", do_curl},
+	{"wget", do_curl},
 };
 
 static bool is_python(const char *n)
@@ -2768,10 +2298,10 @@ int sh_unwrap(struct sh_ctx *ctx, const struct sh_field *argv, size_t argc,
 		return unwrap_one(&u, redirs, nredirs);
 	char *saved;
 	bool saved_unres;
-	int rc = chdir_push(ctx, &dir, &saved, &saved_unres);
+	int rc = uw_chdir_push(ctx, &dir, &saved, &saved_unres);
 	if (rc == 0)
 		rc = unwrap_one(&u, redirs, nredirs);
-	chdir_pop(ctx, saved, saved_unres);
+	uw_chdir_pop(ctx, saved, saved_unres);
 	return rc;
 }
 
@@ -2796,16 +2326,16 @@ static int unwrap_one(struct uw *up, const struct sh_redir_raw *const *redirs, s
 		char buf[160];
 		snprintf(buf, sizeof(buf), "command name is not static (%s)",
 			 sub_reason(&u, &argv[0], "expansion"));
-		mark(&u, buf);
+		uw_mark(&u, buf);
 		return 0;
 	}
 	if (argv[0].lookalike || argv[0].lookalike_q) {
-		mark(&u, "look-alike character in command name");
+		uw_mark(&u, "look-alike character in command name");
 		return 0;
 	}
 	if (argv[0].glob) {
 		/* /???/b??/r? is whatever the file system matches: rm, or anything */
-		mark(&u, "command name is a pathname pattern");
+		uw_mark(&u, "command name is a pathname pattern");
 		return 0;
 	}
 	u.name = sh_basename(argv[0].text);
@@ -2813,6 +2343,8 @@ static int unwrap_one(struct uw *up, const struct sh_redir_raw *const *redirs, s
 	for (size_t i = 0; i < ARRAY_SIZE(handlers) && !fn; i++)
 		if (strcmp(handlers[i].name, u.name) == 0)
 			fn = handlers[i].fn;
+	if (!fn)
+		fn = uw_runner(u.name);
 	if (!fn && is_python(u.name))
 		fn = do_python;
 	if (!fn && is_perl(u.name))
@@ -2824,7 +2356,7 @@ static int unwrap_one(struct uw *up, const struct sh_redir_raw *const *redirs, s
 	if (!fn)
 		return 0;
 	if (ctx->wrap_nest >= 64) {
-		mark(&u, "too many nested wrappers");
+		uw_mark(&u, "too many nested wrappers");
 		return 0;
 	}
 	ctx->wrap_nest++;

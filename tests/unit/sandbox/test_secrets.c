@@ -216,7 +216,7 @@ static void test_env_table(void **state)
 static void test_env_git_config_pairs(void **state)
 {
 	(void)state;
-	char *envp[] = {
+	static char envs[][64] = {
 		"GIT_CONFIG_COUNT=5",
 		"GIT_CONFIG_KEY_0=http.https://github.com/.extraheader", "GIT_CONFIG_VALUE_0=X-Custom: abc",
 		"GIT_CONFIG_KEY_1=credential.helper", "GIT_CONFIG_VALUE_1=!f() { echo password=x; }; f",
@@ -224,8 +224,10 @@ static void test_env_git_config_pairs(void **state)
 		"GIT_CONFIG_KEY_3=url.https://tok@github.com/.insteadOf", "GIT_CONFIG_VALUE_3=https://u@github.com/",
 		"GIT_CONFIG_KEY_4=safe.directory", "GIT_CONFIG_VALUE_4=*",
 		"GIT_CONFIG_KEY_5=remote.origin.url", "GIT_CONFIG_VALUE_5=https://github.com/o/r.git",
-		NULL,
 	};
+	char *envp[sizeof envs / sizeof envs[0] + 1] = {0};
+	for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++)
+		envp[i] = envs[i];
 	char **out = secrets_filter_env(envp, NULL, NULL);
 	assert_non_null(out);
 	for (int i = 0; i <= 3; i++) {

@@ -533,6 +533,206 @@ static void test_round2_runners(void **state)
 	}
 }
 
+/* rt5: runners that run the command given as their arguments, in their
+ * own option or as shell text (the runner table of runners.c). */
+static void test_runner_table(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *cmd, *via;
+	} t[] = {
+		{"coreutils --coreutils-prog=rm -rf ~", "rm -rf ~", "coreutils --coreutils-prog"},
+		{"fd -e tmp -x rm -rf ~", "rm -rf ~ \u2026", "fd -x"},
+		{"fd --exec rm -rf ~ ';' -H", "rm -rf ~ \u2026", "fd --exec"},
+		{"fd -e c -X rm -rf ~", "rm -rf ~ \u2026", "fd -X"},
+		{"fdfind --exec-batch rm -rf ~", "rm -rf ~ \u2026", "fdfind --exec-batch"},
+		{"/lib64/ld-linux-x86-64.so.2 /bin/rm -rf ~", "/bin/rm -rf ~", "ld-linux-x86-64.so.2"},
+		{"/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 --library-path /tmp /bin/rm -rf ~",
+		 "/bin/rm -rf ~", "ld-linux-x86-64.so.2"},
+		{"ld.so --argv0 x /bin/rm -rf ~", "/bin/rm -rf ~", "ld.so"},
+		{"uv run rm -rf ~", "rm -rf ~", "uv"},
+		{"uv --directory sub run --with requests -p 3.12 rm -rf ~", "rm -rf ~", "uv"},
+		{"uv run --group dev -- rm -rf ~", "rm -rf ~", "uv"},
+		{"poetry -C sub run rm -rf ~", "rm -rf ~", "poetry"},
+		{"pipenv run rm -rf ~", "rm -rf ~", "pipenv"},
+		{"pdm run rm -rf ~", "rm -rf ~", "pdm"},
+		{"hatch run rm -rf ~", "rm -rf ~", "hatch"},
+		{"pixi run 'rm -rf ~'", "rm -rf ~", "pixi"},
+		{"pnpm --filter app exec rm -rf ~", "rm -rf ~", "pnpm"},
+		{"pnpm exec -c 'rm -rf ~'", "rm -rf ~", "pnpm"},
+		{"npx rm -rf ~", "rm -rf ~", "npx"},
+		{"npm exec -c 'rm -rf ~'", "rm -rf ~", "npm -c"},
+		{"yarn exec rm -rf ~", "rm -rf ~", "yarn"},
+		{"bundle exec --gemfile=G rm -rf ~", "rm -rf ~", "bundle"},
+		{"conda run -n base --no-capture-output rm -rf ~", "rm -rf ~", "conda"},
+		{"mamba run -p /opt/env rm -rf ~", "rm -rf ~", "mamba"},
+		{"micromamba run -n base rm -rf ~", "rm -rf ~", "micromamba"},
+		{"mise exec -- rm -rf ~", "rm -rf ~", "mise"},
+		{"mise x node@20 python@3 -- rm -rf ~", "rm -rf ~", "mise"},
+		{"mise exec -c 'rm -rf ~'", "rm -rf ~", "mise -c"},
+		{"asdf exec rm -rf ~", "rm -rf ~", "asdf"},
+		{"direnv exec . rm -rf ~", "rm -rf ~", "direnv"},
+		{"nix-shell --run 'rm -rf ~'", "rm -rf ~", "nix-shell --run"},
+		{"nix-shell -p hello --command 'rm -rf ~'", "rm -rf ~", "nix-shell --command"},
+		{"nix develop -c rm -rf ~", "rm -rf ~", "nix -c"},
+		{"nix develop .#ci --command rm -rf ~", "rm -rf ~", "nix --command"},
+		{"nix shell nixpkgs#hello -c rm -rf ~", "rm -rf ~", "nix -c"},
+		{"gosu root rm -rf ~", "rm -rf ~", "gosu"},
+		{"su-exec root rm -rf ~", "rm -rf ~", "su-exec"},
+		{"s6-setuidgid nobody rm -rf ~", "rm -rf ~", "s6-setuidgid"},
+		{"chpst -u nobody rm -rf ~", "rm -rf ~", "chpst"},
+		{"tini -- rm -rf ~", "rm -rf ~", "tini"},
+		{"tini -s -g -p SIGKILL rm -rf ~", "rm -rf ~", "tini"},
+		{"dumb-init --rewrite 15:2 rm -rf ~", "rm -rf ~", "dumb-init"},
+		{"catatonit -- rm -rf ~", "rm -rf ~", "catatonit"},
+		{"eatmydata rm -rf ~", "rm -rf ~", "eatmydata"},
+		{"nocache -n 2 rm -rf ~", "rm -rf ~", "nocache"},
+		{"catchsegv rm -rf ~", "rm -rf ~", "catchsegv"},
+		{"setarch x86_64 -R rm -rf ~", "rm -rf ~", "setarch"},
+		{"setarch -R linux32 rm -rf ~", "rm -rf ~", "setarch"},
+		{"linux64 rm -rf ~", "rm -rf ~", "linux64"},
+		{"i386 -R rm -rf ~", "rm -rf ~", "i386"},
+		{"watchexec -e rs -- rm -rf ~", "rm -rf ~", "watchexec"},
+		{"watchexec -w src 'rm -rf ~'", "rm -rf ~", "watchexec"},
+		{"hyperfine 'sleep 0.1' 'rm -rf ~'", "rm -rf ~", "hyperfine"},
+		{"hyperfine -L n 1,2 --prepare 'rm -rf ~' ls", "rm -rf ~", "hyperfine --prepare"},
+		{"hyperfine -w 3 -p 'rm -rf ~' ls", "rm -rf ~", "hyperfine -p"},
+		{"pwsh -c 'rm -rf ~'", "rm -rf ~", "pwsh"},
+		{"powershell -NoProfile -command rm -rf ~", "rm -rf ~", "powershell"},
+		{"proot -r /srv/root -b /dev rm -rf ~", "rm -rf ~", "proot"},
+		{"fakeroot -s state -- rm -rf ~", "rm -rf ~", "fakeroot"},
+		{"chrt --idle 0 rm -rf ~", "rm -rf ~", "chrt"},
+		{"taskset -c 0,1 rm -rf ~", "rm -rf ~", "taskset"},
+		{"flock -x /tmp/lock rm -rf ~", "rm -rf ~", "flock"},
+		{"unbuffer -p rm -rf ~", "rm -rf ~", "unbuffer"},
+		{"faketime -f +1d rm -rf ~", "rm -rf ~", "faketime"},
+		{"systemd-run --scope -p MemoryMax=1G rm -rf ~", "rm -rf ~", "systemd-run"},
+		/* beyond rt5's list */
+		{"doppler run -p app -c dev -- rm -rf ~", "rm -rf ~", "doppler"},
+		{"doppler run --command 'rm -rf ~'", "rm -rf ~", "doppler --command"},
+		{"op run --env-file=.env -- rm -rf ~", "rm -rf ~", "op"},
+		{"aws-vault exec prod -d 1h -- rm -rf ~", "rm -rf ~", "aws-vault"},
+		{"dotenv -e .env -- rm -rf ~", "rm -rf ~", "dotenv"},
+		{"dotenv -f .env run rm -rf ~", "rm -rf ~", "dotenv"},
+		{"env-cmd -f .env rm -rf ~", "rm -rf ~", "env-cmd"},
+		{"infisical run --command 'rm -rf ~'", "rm -rf ~", "infisical --command"},
+		{"chamber exec app other -- rm -rf ~", "rm -rf ~", "chamber"},
+		{"sops exec-env s.json 'rm -rf ~'", "rm -rf ~", "sops"},
+		{"pyenv exec rm -rf ~", "rm -rf ~", "pyenv"},
+		{"rustup run stable rm -rf ~", "rm -rf ~", "rustup"},
+		{"opam exec -- rm -rf ~", "rm -rf ~", "opam"},
+		{"tox exec -e py -- rm -rf ~", "rm -rf ~", "tox"},
+		{"pkexec --user root rm -rf ~", "rm -rf ~", "pkexec"},
+		{"run0 -u root rm -rf ~", "rm -rf ~", "run0"},
+		{"envdir ./env rm -rf ~", "rm -rf ~", "envdir"},
+		{"softlimit -m 100000 rm -rf ~", "rm -rf ~", "softlimit"},
+		{"cpulimit -l 50 -- rm -rf ~", "rm -rf ~", "cpulimit"},
+		{"numactl -N 0 -m 0 rm -rf ~", "rm -rf ~", "numactl"},
+		{"cgexec -g cpu:grp rm -rf ~", "rm -rf ~", "cgexec"},
+		{"bwrap --ro-bind / / --dev /dev rm -rf ~", "rm -rf ~", "bwrap"},
+		{"ccache rm -rf ~", "rm -rf ~", "ccache"},
+		{"perf record -g -- rm -rf ~", "rm -rf ~", "perf"},
+		{"ssh-agent rm -rf ~", "rm -rf ~", "ssh-agent"},
+		{"distrobox enter box -- rm -rf ~", "rm -rf ~", "distrobox"},
+		{"toolbox run rm -rf ~", "rm -rf ~", "toolbox"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+		shell_analysis a = analyze_ok(t[i].text);
+		if (!find_cmd_via(&a, t[i].cmd, t[i].via)) {
+			dump(&a);
+			fail_msg("%s: no '%s' via %s", t[i].text, t[i].cmd, t[i].via);
+		}
+		shell_analysis_free(&a);
+	}
+}
+
+/* The runner table's ordinary uses stay resolved; other subcommands run
+ * nothing. */
+static void test_runner_table_plain(void **state)
+{
+	(void)state;
+	/* harmless uses: the inner command is found, and resolved (fd's found
+	 * path is an unknown word, as xargs' input is) */
+	static const struct {
+		const char *text, *cmd;
+	} ok[] = {
+		{"uv run --locked --group dev tox run -e typing", "tox run -e typing"},
+		{"poetry run pytest -v", "pytest -v"},
+		{"bundle exec rake test", "rake test"},
+		{"conda run -n base python -V", "python -V"},
+		{"mise exec node@20 -- node -v", "node -v"},
+		{"nix develop -c make test", "make test"},
+		{"nix-shell --run 'make test'", "make test"},
+		{"gosu nobody id", "id"},
+		{"dumb-init node server.js", "node server.js"},
+		{"setarch x86_64 -R ./a.out", "./a.out"},
+		{"watchexec -w src -- 'make && ./run'", "./run"},
+		{"hyperfine --warmup 3 'make -j4'", "make -j4"},
+		{"fd -e c -x wc -l", "wc -l \u2026"},
+		{"pnpm exec eslint .", "eslint ."},
+		{"direnv exec /tmp/proj make test", "make test"},
+		{"/lib64/ld-linux-x86-64.so.2 /bin/ls -la", "/bin/ls -la"},
+		{"pwsh -NoProfile -ExecutionPolicy Bypass -c make test", "make test"},
+		{"doppler run -p app -c dev -- npm test", "npm test"},
+		{"aws-vault exec prod -d 1h -- aws s3 ls", "aws s3 ls"},
+		{"rustup run nightly cargo build", "cargo build"},
+		{"ccache gcc -c x.c", "gcc -c x.c"},
+		{"perf stat -e cycles make", "make"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
+		shell_analysis a = analyze_ok(ok[i].text);
+		const shell_cmd *c = find_cmd(&a, ok[i].cmd);
+		if (!c || c->unresolved || a.cmds[0].unresolved) {
+			dump(&a);
+			fail_msg("%s: no '%s', or unresolved", ok[i].text, ok[i].cmd);
+		}
+		shell_analysis_free(&a);
+	}
+	/* no command runs: other subcommands, listing, packages fetched */
+	static const char *const none[] = {"uv pip install rm", "pnpm dlx rm", "mise x python@3.12",
+					   "ld.so --list /bin/rm", "nix-shell -p rm", "poetry add rm",
+					   "pwsh -File rm.ps1", "cargo run -- rm -rf ~",
+					   "ccache -M 5G", "cpulimit -l 50 -p 1234", "numactl --hardware",
+					   "ssh-agent -s", "dotenv run"};
+	for (size_t i = 0; i < ARRAY_SIZE(none); i++) {
+		shell_analysis a = analyze_ok(none[i]);
+		if (a.ncmds != 1 || a.unresolved) {
+			dump(&a);
+			fail_msg("%s: runs something", none[i]);
+		}
+		shell_analysis_free(&a);
+	}
+}
+
+static void test_runner_table_dirs(void **state)
+{
+	(void)state;
+	/* options giving the directory the command runs in, before or after
+	 * the subcommand, also for what an option runs */
+	shell_analysis a = analyze_ok("uv --directory /etc run rm -rf a; conda run --cwd /srv -n b "
+				      "rm b; mise exec -C /opt -- rm c; pnpm -C /var exec rm d; "
+				      "yarn exec --cwd=/usr rm e; mise -C /boot exec -c 'rm f'; "
+				      "conda run --cwd \"$D\" rm g; uv run rm h");
+	assert_string_equal(get_cmd(&a, "rm -rf a")->cwd, "/etc");
+	assert_string_equal(get_cmd(&a, "rm b")->cwd, "/srv");
+	assert_string_equal(get_cmd(&a, "rm c")->cwd, "/opt");
+	assert_string_equal(get_cmd(&a, "rm d")->cwd, "/var");
+	assert_string_equal(get_cmd(&a, "rm e")->cwd, "/usr");
+	assert_string_equal(get_cmd(&a, "rm f")->cwd, "/boot");
+	assert_true(get_cmd(&a, "rm g")->cwd_unresolved);
+	assert_null(get_cmd(&a, "rm h")->cwd);
+	shell_analysis_free(&a);
+	/* PowerShell beyond plain words is held with what it is */
+	static const char *const ps[] = {"pwsh -Command 'Remove-Item -Recurse -Force ~'",
+					 "pwsh -c '$env:X=1; ls'", "powershell -ec ZQBjAGgAbwA="};
+	for (size_t i = 0; i < ARRAY_SIZE(ps); i++) {
+		a = analyze_ok(ps[i]);
+		if (!a.cmds[0].unresolved || !strstr(a.cmds[0].unresolved_reason, "PowerShell"))
+			fail_msg("%s: not held as PowerShell", ps[i]);
+		shell_analysis_free(&a);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -543,6 +743,8 @@ int main(void)
 		cmocka_unit_test(test_written_then_run),   cmocka_unit_test(test_interp_calls),
 		cmocka_unit_test(test_awk_tar),            cmocka_unit_test(test_interpreters),
 		cmocka_unit_test(test_argv_api),           cmocka_unit_test(test_round2_runners),
+		cmocka_unit_test(test_runner_table),       cmocka_unit_test(test_runner_table_plain),
+		cmocka_unit_test(test_runner_table_dirs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
