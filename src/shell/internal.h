@@ -40,6 +40,7 @@ enum {
 	CF_QUOTED = 1u << 0, /* quoted/escaped: not special for braces or globs */
 	CF_EXP = 1u << 1,    /* raw text of an expansion whose value is unknown */
 	CF_HOME = 1u << 2,   /* "~" standing for $HOME / ${HOME} */
+	CF_PWD = 1u << 4,    /* with CF_HOME: "~+" standing for $PWD / ${PWD} */
 };
 
 struct cells {

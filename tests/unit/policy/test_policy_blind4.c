@@ -13,55 +13,11 @@
 
 #include <cmocka.h>
 
+#include "want.h"
+
 static const policy_ctx ctx = {.workspace = "/work/ws", .cwd = "/work/ws", .home = "/home/agent"};
 
-typedef struct {
-	const char *line;
-	policy_decision dec;
-	const char *rule;
-	const char *reason; /* a part of the reason, or NULL */
-} want;
-
-/* Is the verdict, its rule and (a part of) its reason as expected? Every
- * line is checked and printed when it is not, so a run lists them all. */
-static bool expect(const policy *p, const policy_ctx *c, const want *w)
-{
-	policy_verdict v;
-	txbox_error err = TXBOX_ERROR_INIT;
-	const char *argv[] = {w->line};
-	if (policy_decide(p, c, argv, 1, &v, &err) < 0)
-		fail_msg("%s", err.message);
-	bool ok = v.decision == w->dec && strcmp(v.rule, w->rule) == 0 &&
-		  (!w->reason || strstr(v.reason, w->reason));
-	if (!ok)
-		print_error("%s (network %d): got %s/%s (%s), want %s/%s (%s)\n", w->line, c->network,
-			    policy_decision_name(v.decision), v.rule, v.reason,
-			    policy_decision_name(w->dec), w->rule, w->reason ? w->reason : "");
-	policy_verdict_free(&v);
-	return ok;
-}
-
-static void expect_all(const policy *p, const policy_ctx *c, const want *t, size_t n)
-{
-	size_t bad = 0;
-	for (size_t i = 0; i < n; i++)
-		bad += !expect(p, c, &t[i]);
-	if (bad)
-		fail_msg("%zu of %zu lines judged otherwise", bad, n);
-}
-
-static policy *load_default(void)
-{
-	policy *p = NULL;
-	txbox_error err = TXBOX_ERROR_INIT;
-	if (policy_load_default(&p, &err) < 0)
-		fail_msg("%s", err.message);
-	return p;
-}
-
-#define EXPECT_ALL(p, c, table) expect_all(p, c, table, sizeof(table) / sizeof(*(table)))
-
-/* Tools that force-reset a branch or change git for every repository. */
+/* Commands that force-reset a branch or redirect git's remotes. */
 static void test_git_resets_and_global_config(void **state)
 {
 	(void)state;
@@ -73,9 +29,8 @@ static void test_git_resets_and_global_config(void **state)
 		{"git config --global url.\"https://evil.example/\".insteadOf https://github.com/",
 		 POLICY_HOLD, "git-url-rewrite", "insteadOf"},
 		{"git config url.git@evil:.pushInsteadOf git@github.com:", POLICY_HOLD, "git-url-rewrite", NULL},
-		{"git config --global alias.st 'reset --hard'", POLICY_HOLD, "git-config-global-alias",
-		 "outside the workspace"},
-		{"git config --system --add alias.co checkout", POLICY_HOLD, "git-config-global-alias", NULL},
+		/* an alias is judged by what it runs, wherever it is written */
+		{"git config --global alias.st 'reset --hard'", POLICY_HOLD, "git-reset-hard", NULL},
 		/* neighbours that stay allowed */
 		{"git switch -C \"$branch\"", POLICY_ALLOW, "default", NULL},
 		{"git checkout -b feature origin/main", POLICY_ALLOW, "default", NULL},
@@ -83,6 +38,7 @@ static void test_git_resets_and_global_config(void **state)
 		{"git config --global --get alias.st", POLICY_ALLOW, "default", NULL},
 		{"git config --global --unset url.x.insteadOf", POLICY_ALLOW, "default", NULL},
 		{"git config alias.st status", POLICY_ALLOW, "default", NULL},
+		{"git config --global alias.lg 'log --oneline --graph'", POLICY_ALLOW, "default", NULL},
 	};
 	policy *p = load_default();
 	EXPECT_ALL(p, &ctx, t);
@@ -101,7 +57,7 @@ static void test_package_runner_deleters(void **state)
 		{"pnpm dlx del-cli ~/Documents", POLICY_DENY, "rm-outside-workspace", NULL},
 		{"npm exec --package=rimraf -- rimraf ../../", POLICY_DENY, "rm-outside-workspace", NULL},
 		{"npx rimraf .", POLICY_HOLD, "rm-tool-workspace-root", NULL},
-		{"npx rimraf ../other", POLICY_HOLD, "rm-outside-other", NULL},
+		{"npx rimraf /work/other", POLICY_HOLD, "rm-outside-other", NULL},
 		{"npx rimraf dist coverage", POLICY_ALLOW, "default", NULL},
 		{"pnpm dlx create-vite app", POLICY_ALLOW, "default", NULL},
 	};
@@ -110,11 +66,45 @@ static void test_package_runner_deleters(void **state)
 	policy_free(p);
 }
 
+/* A target reached from the workspace by climbing out of it is a neighbour
+ * (another project), wherever the workspace is: in /tmp too, where the
+ * same path written absolutely is only scratch space. */
+static void test_climbing_out(void **state)
+{
+	(void)state;
+	static const want t[] = {
+		{"rm -rf ../sibling-project", POLICY_DENY, "rm-outside-workspace", "(/tmp/sibling-project)"},
+		{"rm -rf ../../x", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"rm -rf \"$PWD\"/../x", POLICY_DENY, "rm-outside-workspace", "(/tmp/x)"},
+		{"rm -rf ${PWD}/../x", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"rm -rf ~+/../x", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"cd .. && rm -rf x", POLICY_DENY, "rm-outside-workspace", "(/tmp/x)"},
+		{"cd ..; cd other && rm -rf build", POLICY_HOLD, "unresolved", NULL},
+		{"rm -rf $(dirname \"$PWD\")/x", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"cd \"$(dirname \"$PWD\")\" && rm -rf x", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"env -C .. rm -rf x", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"npx rimraf ../x", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"find ../other -name '*.o' -delete", POLICY_DENY, "find-delete-outside", NULL},
+		/* neighbours that stay allowed */
+		{"rm -rf build/../dist", POLICY_ALLOW, "default", NULL},
+		{"cd build && rm -rf ../dist", POLICY_ALLOW, "default", NULL},
+		{"rm -rf \"$PWD\"/build", POLICY_ALLOW, "default", NULL},
+		{"rm -rf /tmp/scratch", POLICY_ALLOW, "default", NULL},
+		{"cd /tmp && rm -rf scratch", POLICY_ALLOW, "default", NULL},
+		{"cd .. && ls", POLICY_ALLOW, "default", NULL},
+	};
+	static const policy_ctx tmp = {.workspace = "/tmp/ws", .cwd = "/tmp/ws", .home = "/home/agent"};
+	policy *p = load_default();
+	EXPECT_ALL(p, &tmp, t);
+	policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_git_resets_and_global_config),
 		cmocka_unit_test(test_package_runner_deleters),
+		cmocka_unit_test(test_climbing_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

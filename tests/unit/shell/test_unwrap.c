@@ -678,6 +678,10 @@ static void test_runner_table_plain(void **state)
 		{"rustup run nightly cargo build", "cargo build"},
 		{"ccache gcc -c x.c", "gcc -c x.c"},
 		{"perf stat -e cycles make", "make"},
+		/* dlx fetches a package and runs its bin, named like the package */
+		{"yarn dlx rimraf dist", "rimraf dist"},
+		{"pnpm dlx rimraf dist", "rimraf dist"},
+		{"yarn dlx -p del-cli del dist", "del dist"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
 		shell_analysis a = analyze_ok(ok[i].text);
@@ -689,7 +693,7 @@ static void test_runner_table_plain(void **state)
 		shell_analysis_free(&a);
 	}
 	/* no command runs: other subcommands, listing, packages fetched */
-	static const char *const none[] = {"uv pip install rm", "pnpm dlx rm", "mise x python@3.12",
+	static const char *const none[] = {"uv pip install rm", "pnpm dlx", "mise x python@3.12",
 					   "ld.so --list /bin/rm", "nix-shell -p rm", "poetry add rm",
 					   "pwsh -File rm.ps1", "cargo run -- rm -rf ~",
 					   "ccache -M 5G", "cpulimit -l 50 -p 1234", "numactl --hardware",
