@@ -224,6 +224,7 @@ struct sh_bind {
 	size_t len;
 	const char *value;
 	const struct sh_bind *up;
+	bool pattern; /* value is a pathname pattern of the list: a path it matches, even unquoted */
 };
 
 struct sh_parser {

@@ -357,11 +357,19 @@ static bool known_var(struct sh_parser *p, struct sh_word *w, const char *name, 
 	const char *v = b ? b->value : sh_var_get(p->vars, name, len);
 	if (!v)
 		return false;
-	/* unquoted, bash would split and glob it */
-	if (!in_dq && strpbrk(v, " \t\n*?["))
+	/* unquoted, bash would split and glob it (a pattern bound by a loop
+	 * stands for one path it matched) */
+	if (!in_dq && strpbrk(v, " \t\n*?[") && !(b && b->pattern && !strpbrk(v, " \t\n")))
 		return false;
 	/* (an unquoted empty value leaves nothing: the word may vanish) */
-	cells_addn(&w->cells, v, strlen(v), CF_QUOTED);
+	if (!b || !b->pattern) {
+		cells_addn(&w->cells, v, strlen(v), CF_QUOTED);
+		return true;
+	}
+	/* the pattern stays one: the word is a pathname pattern (its
+	 * wildcards unquoted) that is neither split nor brace-expanded */
+	for (const char *c = v; *c; c++)
+		cells_add(&w->cells, *c, strchr("*?[]", *c) ? 0 : CF_QUOTED);
 	return true;
 }
 

@@ -99,12 +99,33 @@ static void test_climbing_out(void **state)
 	policy_free(p);
 }
 
+/* A loop over a pathname pattern binds its variable to the pattern: a
+ * workspace script found by a glob is ordinary CI, a glob over the home
+ * is judged as one. */
+static void test_glob_loops(void **state)
+{
+	(void)state;
+	static const want t[] = {
+		{"for f in tests/*.sh; do bash \"$f\" || exit 1; done", POLICY_ALLOW, "default", NULL},
+		{"for f in tests/*.sh; do bash $f; done", POLICY_ALLOW, "default", NULL},
+		{"for t in test/*_test.py; do python3 \"$t\"; done", POLICY_ALLOW, "default", NULL},
+		{"for f in build/*.o; do rm -f \"$f\"; done", POLICY_ALLOW, "default", NULL},
+		{"for f in ~/*; do rm -rf \"$f\"; done", POLICY_DENY, "rm-outside-workspace", "(/home/agent/*)"},
+		{"for f in ../*; do rm -rf $f; done", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"for x in *; do $x; done", POLICY_HOLD, "unresolved", "pathname pattern"},
+	};
+	policy *p = load_default();
+	EXPECT_ALL(p, &ctx, t);
+	policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_git_resets_and_global_config),
 		cmocka_unit_test(test_package_runner_deleters),
 		cmocka_unit_test(test_climbing_out),
+		cmocka_unit_test(test_glob_loops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
