@@ -310,11 +310,12 @@ static int parse_trailing_redirs(struct sh_parser *p)
 	return rc;
 }
 
-/* Keep NAME=value when NAME names a command the program may run. */
+/* Keep NAME=value when NAME names a command the program may run, or sets
+ * up what a shell or git it starts runs. */
 static int note_env_command(struct sh_node *n, const struct sh_word *w, size_t al)
 {
 	const char *c = w->cells.c;
-	if (!sh_env_names_command(c, al - 1) || c[al - 1] != '=')
+	if ((!sh_env_names_command(c, al - 1) && !sh_env_names_setup(c, al - 1)) || c[al - 1] != '=')
 		return 0;
 	struct sh_field *v = realloc(n->env_cmds, (n->nenv_cmds + 1) * sizeof(*v));
 	if (!v)
