@@ -1100,6 +1100,19 @@ static int git_command_options(struct uw *u, size_t i)
 	return rc;
 }
 
+/* How a command in `git -c KEY=VALUE` is reached: editors keep their key,
+ * rules tell a scripted todo-list editor from a pager. */
+static const char *git_c_via(const char *key)
+{
+	if (starts_with(key, "alias."))
+		return "git alias";
+	if (strcmp(key, "sequence.editor") == 0)
+		return "git -c sequence.editor";
+	if (strcmp(key, "core.editor") == 0)
+		return "git -c core.editor";
+	return "git -c";
+}
+
 static int do_git(struct uw *u)
 {
 	size_t i = 1;
@@ -1127,8 +1140,7 @@ static int do_git(struct uw *u)
 				    starts_with(key, "includeif."))
 					uw_markf(u, "git -c %s: runs or loads code from elsewhere", key);
 				else
-					rc = git_setting(u, key, &val,
-							 starts_with(key, "alias.") ? "git alias" : "git -c");
+					rc = git_setting(u, key, &val, git_c_via(key));
 			}
 			i += 2;
 			continue;

@@ -17,11 +17,29 @@
 
 static const policy_ctx ctx = {.workspace = "/work/ws", .cwd = "/work/ws", .home = "/home/agent"};
 
-/* Commands that force-reset a branch or redirect git's remotes. */
+/* git: scripted editors, settings from the environment, force-resets of a
+ * branch, remotes redirected. */
 static void test_git_resets_and_global_config(void **state)
 {
 	(void)state;
 	static const want t[] = {
+		{"GIT_SEQUENCE_EDITOR=\"sed -i s/^pick/drop/\" git rebase -i --root", POLICY_HOLD,
+		 "git-scripted-editor", "todo list"},
+		{"GIT_EDITOR='sed -i s/pick/drop/' git rebase -i HEAD~3", POLICY_HOLD, "git-scripted-editor", NULL},
+		{"git -c sequence.editor='sed -i s/^pick/drop/' rebase -i --root", POLICY_HOLD,
+		 "git-scripted-editor", NULL},
+		{"git -c core.editor='perl -pi -e s/pick/drop/' rebase -i HEAD~2", POLICY_HOLD,
+		 "git-scripted-editor", NULL},
+		{"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.st GIT_CONFIG_VALUE_0='reset --hard' git st",
+		 POLICY_HOLD, "git-reset-hard", NULL},
+		{"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/tmp/h git commit",
+		 POLICY_HOLD, "git-destructive-settings", NULL},
+		{"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm -rf ~' make", POLICY_DENY,
+		 "rm-outside-workspace", NULL},
+		{"GIT_SEQUENCE_EDITOR=: git rebase -i --autosquash main", POLICY_ALLOW, "default", NULL},
+		{"GIT_EDITOR=true git rebase --continue", POLICY_ALLOW, "default", NULL},
+		{"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=user.name GIT_CONFIG_VALUE_0=bot git commit -m x",
+		 POLICY_ALLOW, "default", NULL},
 		{"git checkout -B main origin/main", POLICY_HOLD, "git-branch-force-reset", "force-resets"},
 		{"git switch -C main origin/main", POLICY_HOLD, "git-branch-force-reset", NULL},
 		{"git switch --force-create main HEAD~3", POLICY_HOLD, "git-branch-force-reset", NULL},
@@ -119,6 +137,26 @@ static void test_glob_loops(void **state)
 	policy_free(p);
 }
 
+/* A shell's start-up file and its stdin from another descriptor: the text
+ * fed is judged. */
+static void test_startup_and_fd_code(void **state)
+{
+	(void)state;
+	static const want t[] = {
+		{"BASH_ENV=<(echo 'rm -rf ~') bash -c true", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"ENV=<(echo 'rm -rf ~') sh -i", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"export BASH_ENV=<(echo 'rm -rf /etc'); bash x.sh", POLICY_DENY, "rm-outside-workspace", NULL},
+		{"exec 3<<< 'rm -rf ~'; sh <&3", POLICY_DENY, "rm-outside-workspace", "via sh <<<"},
+		{"exec 5<<< 'git reset --hard'; bash <&5", POLICY_HOLD, "git-reset-hard", NULL},
+		{"BASH_ENV=./ci/env.sh bash -c 'make test'", POLICY_ALLOW, "default", NULL},
+		{"source ~/.bashrc", POLICY_ALLOW, "default", NULL},
+		{"exec 3<<< 'make test'; sh <&3", POLICY_ALLOW, "default", NULL},
+	};
+	policy *p = load_default();
+	EXPECT_ALL(p, &ctx, t);
+	policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -126,6 +164,7 @@ int main(void)
 		cmocka_unit_test(test_package_runner_deleters),
 		cmocka_unit_test(test_climbing_out),
 		cmocka_unit_test(test_glob_loops),
+		cmocka_unit_test(test_startup_and_fd_code),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
