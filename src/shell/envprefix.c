@@ -132,7 +132,7 @@ static int git_config_env(struct sh_ctx *ctx, const struct sh_field *env, size_t
 	const char *cv = strchr(count->text, '=') + 1;
 	if (count->unres || strspn(cv, "0123456789") != strlen(cv) || strlen(cv) > 3 ||
 	    atoi(cv) > GIT_CONFIG_MAX) {
-		mark(ctx, cmd_idx, "GIT_CONFIG_COUNT is not static");
+		mark(ctx, cmd_idx, "GIT_CONFIG_COUNT is not static, or sets more settings than are followed");
 		return 0;
 	}
 	int rc = 0;
