@@ -164,6 +164,14 @@ static bool inside_workspace(const char *path, const char *ws)
 	return path && strncmp(path, ws, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
+/* Did a relative move from `from` (the line's directory under ctx) to `to`
+ * leave the workspace? Then relative paths there are its neighbours. */
+static bool climbs_out(const policy_ctx *ctx, const char *from, const char *to)
+{
+	return from && (ctx->cwd_climbed || path_within(from, ctx->workspace)) &&
+	       !path_within(to, ctx->workspace);
+}
+
 /* `cd DIR` / `pushd DIR` moves where later relative paths start; an
  * unknown target (or popd, cd -) makes it unknown (ctx->cwd NULL).
  * The analysis does not know whether a cd runs in this shell (a subshell,
@@ -179,6 +187,7 @@ static int track_cd(const cmdview *v, policy_ctx *ctx, char **cwd, char **alt, b
 				strcmp(v->name, "popd")))
 		return 0;
 	char *next = NULL;
+	bool climbed = false;
 	if (strcmp(v->name, "popd") == 0) {
 		next = NULL;
 	} else if (v->npositional == 0) {
@@ -186,10 +195,11 @@ static int track_cd(const cmdview *v, policy_ctx *ctx, char **cwd, char **alt, b
 			return -ENOMEM;
 	} else {
 		const char *w = v->words[v->positional[0]];
-		if (!v->pos_unknown[0] && strcmp(w, "-") != 0 && (ctx->cwd || w[0] == '/' || w[0] == '~')) {
+		if (!v->pos_unknown[0] && strcmp(w, "-") != 0 && (ctx->cwd || !path_is_relative(w))) {
 			next = path_resolve(w, ctx->cwd ? ctx->cwd : "/", ctx->home);
 			if (!next && (w[0] != '~' || ctx->home))
 				return -ENOMEM;
+			climbed = next && path_is_relative(w) && climbs_out(ctx, ctx->cwd, next);
 		}
 	}
 	char *prev = *cwd;
@@ -207,6 +217,7 @@ static int track_cd(const cmdview *v, policy_ctx *ctx, char **cwd, char **alt, b
 	*cwd = next;
 	ctx->cwd = next;
 	ctx->cwd_alt = *alt;
+	ctx->cwd_climbed = next && climbed;
 	return 0;
 }
 
@@ -240,15 +251,17 @@ static int cmd_moved_ctx(const shell_cmd *cmd, const policy_ctx *line, policy_ct
 		return 0;
 	out->cwd_alt = NULL;
 	out->cwd = NULL;
+	out->cwd_climbed = false;
 	if (cmd->cwd_unresolved || !cmd->cwd)
 		return 0;
-	bool absolute = cmd->cwd[0] == '/' || cmd->cwd[0] == '~';
+	bool absolute = !path_is_relative(cmd->cwd);
 	if (!absolute && (!line->cwd || line->cwd_alt))
 		return 0;
 	*moved = path_resolve(cmd->cwd, absolute ? "/" : line->cwd, line->home);
 	if (!*moved && (cmd->cwd[0] != '~' || line->home))
 		return -ENOMEM;
 	out->cwd = *moved;
+	out->cwd_climbed = !absolute && climbs_out(line, line->cwd, *moved);
 	return 0;
 }
 
@@ -372,8 +385,11 @@ int policy_decide(const policy *p, const policy_ctx *ctx, const char *const *arg
 	if (!ws || !cwd || (ctx->home && ctx->home[0] == '/' && !home))
 		goto oom;
 	const char *const *socks = (const char *const *)p->sandbox.allowed_sockets;
-	policy_ctx nctx = {ws, cwd, home, NULL, ctx->network || p->sandbox.network,
-			   ctx->host_sockets || (socks && socks[0])};
+	policy_ctx nctx = {.workspace = ws,
+			   .cwd = cwd,
+			   .home = home,
+			   .network = ctx->network || p->sandbox.network,
+			   .host_sockets = ctx->host_sockets || (socks && socks[0])};
 
 	const char *text = argv[0];
 	/* CDPATH changes where a relative `cd` goes (txbox removes it from the

@@ -42,6 +42,8 @@ enum path_class {
 	PC_PSEUDO = 1u << 9,    /* /dev/null, /dev/zero, /dev/std..., /dev/fd/..., /dev/tty, ... */
 	PC_OTHER = 1u << 10,    /* outside and none of the above */
 	PC_UNKNOWN = 1u << 11,  /* cannot be resolved statically */
+	PC_CLIMB = 1u << 12,    /* outside, reached from the workspace by a relative path (`../x`,
+				 * `cd .. && … x`): a neighbour of the workspace, whatever it is */
 };
 
 /* Name -> class bit, 0 when unknown. */
@@ -54,6 +56,11 @@ const char *path_class_describe(unsigned classes, char *buf, size_t size);
  * Returns a malloc'd string, or NULL when it cannot be resolved (e.g. `~`
  * with no home) or on allocation failure. */
 char *path_resolve(const char *word, const char *cwd, const char *home);
+/* path is dir or below it (both absolute, normalised). */
+bool path_within(const char *path, const char *dir);
+/* A word resolved against the current directory: not absolute, not `~…`
+ * except bash's `~+` ($PWD). */
+bool path_is_relative(const char *word);
 /* Classify a resolved absolute path. `glob_tail` is set when the word had
  * glob characters: `abs` is then the literal directory prefix and `wild_all`
  * says the wildcard covers all of it (`*`). */

@@ -18,6 +18,7 @@ static const struct {
 	{"ancestor", PC_ANCESTOR}, {"home", PC_HOME},         {"system", PC_SYSTEM},
 	{"device", PC_DEVICE},   {"network", PC_NETWORK},     {"tmp", PC_TMP},
 	{"pseudo", PC_PSEUDO},   {"other", PC_OTHER},         {"unknown", PC_UNKNOWN},
+	{"climb", PC_CLIMB},
 };
 
 unsigned path_class_from_name(const char *name)
@@ -81,7 +82,10 @@ char *path_resolve(const char *word, const char *cwd, const char *home)
 {
 	char *s = NULL;
 	int r;
-	if (word[0] == '~') {
+	if (word[0] == '~' && word[1] == '+' && (word[2] == '/' || word[2] == '\0')) {
+		/* bash's ~+ is $PWD */
+		r = asprintf(&s, "%s/%s", cwd && cwd[0] == '/' ? cwd : "/", word + 2);
+	} else if (word[0] == '~') {
 		const char *rest = strchrnul(word, '/');
 		size_t ulen = (size_t)(rest - word) - 1;
 		if (ulen == 0) {
@@ -179,20 +183,28 @@ unsigned path_classify(const char *abs, const char *workspace, const char *home,
 	return c;
 }
 
+bool path_within(const char *path, const char *dir) { return under(path, dir); }
+
+bool path_is_relative(const char *word)
+{
+	return word[0] != '/' && (word[0] != '~' || (word[1] == '+' && (word[2] == '/' || !word[2])));
+}
+
 static bool is_glob_char(char ch) { return ch == '*' || ch == '?' || ch == '['; }
 
 unsigned path_classify_word(const char *word, bool unresolved, const policy_ctx *ctx,
 			    char **resolved)
 {
 	*resolved = NULL;
-	if (unresolved || (!ctx->cwd && word[0] != '/' && word[0] != '~'))
+	if (unresolved || (!ctx->cwd && path_is_relative(word)))
 		return PC_UNKNOWN;
 	unsigned alt_classes = 0;
-	if (ctx->cwd_alt && word[0] != '/' && word[0] != '~') {
+	if (ctx->cwd_alt && path_is_relative(word)) {
 		/* a relative path under the other hypothesis too: the union counts */
 		policy_ctx other = *ctx;
 		other.cwd = ctx->cwd_alt;
 		other.cwd_alt = NULL;
+		other.cwd_climbed = false;
 		char *ignored = NULL;
 		alt_classes = path_classify_word(word, false, &other, &ignored);
 		free(ignored);
@@ -226,6 +238,9 @@ unsigned path_classify_word(const char *word, bool unresolved, const policy_ctx 
 		}
 	}
 	unsigned c = path_classify(glob ? prefix : abs, ctx->workspace, ctx->home, glob, wild_all);
+	if ((c & PC_OUTSIDE) && path_is_relative(word) && ctx->cwd &&
+	    (ctx->cwd_climbed || path_within(ctx->cwd, ctx->workspace)))
+		c |= PC_CLIMB;
 	*resolved = abs;
 	return c | alt_classes;
 }

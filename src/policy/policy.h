@@ -38,6 +38,8 @@ typedef struct policy_ctx {
 	const char *home;      /* $HOME, may be NULL */
 	const char *cwd_alt;   /* set by policy_decide itself: where relative paths start if
 				* the last `cd` did not take effect (callers leave it NULL) */
+	bool cwd_climbed;      /* set by policy_decide itself: cwd was reached from the workspace
+				* by a relative `cd` (cd ..) and is outside it */
 	/* What the sandbox will let this run reach besides the workspace (or'ed
 	 * with the policy's own `sandbox:` grants): a word that cannot be
 	 * resolved is a reason to hold only where its effect could escape. */

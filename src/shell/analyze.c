@@ -232,6 +232,56 @@ static bool is_stdin_redir(const struct sh_redir_raw *r)
 	       r->op == R_TLT;
 }
 
+/* Here-documents / here-strings opened on descriptors 1..9: by `exec N<<<
+ * TEXT` for the rest of the text, or on the command itself. */
+struct here_fds {
+	const struct sh_redir_raw *fd[10];
+};
+
+static bool here_fd_target(const struct sh_redir_raw *r, int *fd)
+{
+	const char *t = r->target;
+	if (r->op != R_LTAMP || r->fd > 0 || r->fd == -2 || r->unres || !t || t[0] < '1' ||
+	    t[0] > '9' || t[1])
+		return false;
+	*fd = t[0] - '0';
+	return true;
+}
+
+/* What the node's standard input is: a pipe, a here-document (also one
+ * duplicated from another descriptor: `exec 3<<< TEXT; sh <&3`), a file
+ * or a process substitution. The last redirection wins. */
+static void node_stdin(const struct sh_node *n, struct here_fds *open, struct sh_stdin *in)
+{
+	struct here_fds own = *open;
+	bool exec_only = n->argc == 1 && !n->argv[0].unres && strcmp(n->argv[0].text, "exec") == 0;
+	*in = (struct sh_stdin){.piped = n->stdin_piped};
+	for (size_t k = 0; k < n->nredirs; k++) {
+		const struct sh_redir_raw *r = n->redirs[k];
+		int fd = -1;
+		if (r->fd >= 1 && r->fd <= 9)
+			own.fd[r->fd] = r->here ? r : NULL;
+		if (!is_stdin_redir(r) && !here_fd_target(r, &fd))
+			continue;
+		if (fd > 0)
+			r = own.fd[fd];
+		*in = (struct sh_stdin){0};
+		if (!r) {
+			in->redirected = true; /* a descriptor opened elsewhere */
+		} else if (r->here) {
+			in->body = r->body ? r->body : "";
+			in->body_unres = r->body_unres;
+			in->here_string = r->op == R_TLT;
+		} else if (r->procsub) {
+			in->procsub = true;
+		} else {
+			in->redirected = true;
+		}
+	}
+	if (exec_only)
+		*open = own;
+}
+
 static int analyze_nodes(struct sh_ctx *ctx, const struct sh_nodes *ns)
 {
 	/* per pipeline: has a downloader (1) / decoder (2) run so far; nodes
@@ -241,27 +291,11 @@ static int analyze_nodes(struct sh_ctx *ctx, const struct sh_nodes *ns)
 	if (!pipe_src)
 		return txbox_fail(ctx->err, -ENOMEM, "shell: out of memory");
 	int rc = 0;
+	struct here_fds fds = {0};
 	for (size_t i = 0; i < ns->n && rc == 0; i++) {
 		const struct sh_node *n = &ns->v[i];
-		struct sh_stdin in = {.piped = n->stdin_piped};
-		for (size_t k = 0; k < n->nredirs; k++) {
-			const struct sh_redir_raw *r = n->redirs[k];
-			if (!is_stdin_redir(r))
-				continue;
-			/* the last one wins */
-			in.piped = false;
-			in.body = NULL;
-			in.redirected = false;
-			in.procsub = false;
-			if (r->here) {
-				in.body = r->body ? r->body : "";
-				in.body_unres = r->body_unres;
-				in.here_string = r->op == R_TLT;
-			} else if (r->procsub) {
-				in.procsub = true;
-			} else
-				in.redirected = true;
-		}
+		struct sh_stdin in;
+		node_stdin(n, &fds, &in);
 		bool known = n->pipe_id < npipes;
 		if (in.piped && known) {
 			in.downloaded = pipe_src[n->pipe_id] & 1;
@@ -280,8 +314,8 @@ static int analyze_nodes(struct sh_ctx *ctx, const struct sh_nodes *ns)
 			rc = sh_unwrap(ctx, n->argv, n->argc,
 				       (const struct sh_redir_raw *const *)n->redirs, n->nredirs,
 				       n->via, n->depth, &in, ns);
-		for (size_t k = 0; k < n->nenv_cmds && rc == 0; k++)
-			rc = sh_env_command(ctx, &n->env_cmds[k], n->depth, files ? idx : -1);
+		if (rc == 0)
+			rc = sh_env_prefix(ctx, n->env_cmds, n->nenv_cmds, n->depth, files ? idx : -1);
 	}
 	free(pipe_src);
 	return rc;

@@ -40,6 +40,7 @@ enum {
 	CF_QUOTED = 1u << 0, /* quoted/escaped: not special for braces or globs */
 	CF_EXP = 1u << 1,    /* raw text of an expansion whose value is unknown */
 	CF_HOME = 1u << 2,   /* "~" standing for $HOME / ${HOME} */
+	CF_PWD = 1u << 4,    /* with CF_HOME: "~+" standing for $PWD / ${PWD} */
 };
 
 struct cells {
@@ -95,7 +96,8 @@ struct sh_node {
 	bool stdin_piped;
 	bool compound_redirs; /* redirections of a compound command */
 	/* NAME=VALUE prefixes whose variable names a command (PAGER, EDITOR,
-	 * GIT_SSH_COMMAND, …): what the command may run */
+	 * GIT_SSH_COMMAND, …) or sets up a shell or git (BASH_ENV,
+	 * GIT_CONFIG_COUNT, …): what the command may run */
 	struct sh_field *env_cmds;
 	size_t nenv_cmds;
 };
@@ -223,6 +225,7 @@ struct sh_bind {
 	size_t len;
 	const char *value;
 	const struct sh_bind *up;
+	bool pattern; /* value is a pathname pattern of the list: a path it matches, even unquoted */
 };
 
 struct sh_parser {
@@ -356,6 +359,14 @@ bool sh_env_names_command(const char *name, size_t len);
 /* Analyse the value of such an assignment "NAME=VALUE" as shell text run
  * on behalf of command cmd_idx (marked unresolved when it is not static). */
 int sh_env_command(struct sh_ctx *ctx, const struct sh_field *assign, unsigned depth, int cmd_idx);
+/* envprefix.c: does NAME set up what a starting shell or git runs
+ * (BASH_ENV, ENV, GIT_CONFIG_COUNT / _KEY_n / _VALUE_n, GIT_CONFIG_PARAMETERS)? */
+bool sh_env_names_setup(const char *name, size_t len);
+/* Judge the NAME=VALUE prefixes kept for command cmd_idx (-1: none, an
+ * assignment-only statement): commands they name, startup files, git
+ * settings. */
+int sh_env_prefix(struct sh_ctx *ctx, const struct sh_field *env, size_t n, unsigned depth,
+		  int cmd_idx);
 
 /* steps.c: files written and then run in the same line (after all
  * commands are listed): analyse what runs. */

@@ -38,6 +38,7 @@
 #include "util/cleanup.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -309,11 +310,12 @@ static int parse_trailing_redirs(struct sh_parser *p)
 	return rc;
 }
 
-/* Keep NAME=value when NAME names a command the program may run. */
+/* Keep NAME=value when NAME names a command the program may run, or sets
+ * up what a shell or git it starts runs. */
 static int note_env_command(struct sh_node *n, const struct sh_word *w, size_t al)
 {
 	const char *c = w->cells.c;
-	if (!sh_env_names_command(c, al - 1) || c[al - 1] != '=')
+	if ((!sh_env_names_command(c, al - 1) && !sh_env_names_setup(c, al - 1)) || c[al - 1] != '=')
 		return 0;
 	struct sh_field *v = realloc(n->env_cmds, (n->nenv_cmds + 1) * sizeof(*v));
 	if (!v)
@@ -445,6 +447,7 @@ struct loop_list {
 	char *name;                   /* NULL: not a NAME that can be bound */
 	char *values[SH_LOOP_VALUES];
 	size_t n;
+	bool pattern[SH_LOOP_VALUES]; /* that value is a pathname pattern */
 	bool bindable;                /* every word static, at most SH_LOOP_VALUES */
 	bool raw;                     /* read -r: backslashes are kept */
 };
@@ -466,10 +469,15 @@ static int read_loop_words(struct sh_parser *p, struct loop_list *l)
 		rc = sh_word_fields(p, &t->w, &scratch);
 		for (size_t i = 0; rc == 0 && i < scratch.argc; i++) {
 			const struct sh_field *f = &scratch.argv[i];
-			if (f->unres || f->glob || f->lookalike || f->procsub || l->n == SH_LOOP_VALUES)
+			/* a pathname pattern is bound as itself: each value is a path it
+			 * matches (or the pattern, matching none), which is what the
+			 * policy's glob classes judge; "$f" keeps it one word */
+			if (f->unres || f->lookalike || f->procsub || l->n == SH_LOOP_VALUES)
 				l->bindable = false;
-			else if (!(l->values[l->n++] = strdup(f->text)))
+			else if (!(l->values[l->n] = strdup(f->text)))
 				rc = oom(p);
+			else
+				l->pattern[l->n++] = f->glob;
 		}
 		sh_node_free(&scratch);
 		if (rc < 0)
@@ -540,13 +548,15 @@ static int parse_for_body(struct sh_parser *p)
 	return rc;
 }
 
-/* Read the body from body_at with the loop variable bound to value (NULL:
- * unknown, hiding any outer binding); *assigns: something in it may assign
+/* Read the body from body_at with the loop variable bound to value idx of
+ * the list (SIZE_MAX: unknown, hiding any outer binding); *assigns: something in it may assign
  * the variable. */
 static int read_loop_body(struct sh_parser *p, const struct loop_list *l, size_t body_at,
-			  const char *value, bool *assigns)
+			  size_t idx, bool *assigns)
 {
-	struct sh_bind one = {l->name, l->name ? strlen(l->name) : 0, value, p->binds};
+	const char *value = idx < l->n ? l->values[idx] : NULL;
+	struct sh_bind one = {l->name, l->name ? strlen(l->name) : 0, value, p->binds,
+			      idx < l->n && l->pattern[idx]};
 	struct sh_vars *v = p->vars;
 	const char *watch = v ? v->watch : NULL;
 	size_t watch_len = v ? v->watch_len : 0;
@@ -590,7 +600,7 @@ static int parse_loop_body(struct sh_parser *p, struct loop_list *l, size_t body
 {
 	size_t n0 = p->nodes->n, pend0 = p->npend;
 	bool assigns = false, defines = p->vars && p->vars->defines;
-	int rc = read_loop_body(p, l, body_at, NULL, &assigns);
+	int rc = read_loop_body(p, l, body_at, SIZE_MAX, &assigns);
 	size_t end = p->pos;
 	if (rc == 0 && fill)
 		rc = fill(p, l);
@@ -603,10 +613,10 @@ static int parse_loop_body(struct sh_parser *p, struct loop_list *l, size_t body
 	drop_nodes(p, n0);
 	assigns = false;
 	for (size_t i = 0; i < l->n && rc == 0 && !assigns; i++)
-		rc = read_loop_body(p, l, body_at, l->values[i], &assigns);
+		rc = read_loop_body(p, l, body_at, i, &assigns);
 	if (rc == 0 && assigns) {
 		drop_nodes(p, n0);
-		rc = read_loop_body(p, l, body_at, NULL, &assigns);
+		rc = read_loop_body(p, l, body_at, SIZE_MAX, &assigns);
 	}
 	if (rc == 0 && (p->pos != end || p->npend || p->have_la))
 		rc = sh_fail_at(p, body_at, -EINVAL, "syntax error: loop body read differently");

@@ -546,9 +546,10 @@ static const struct runner runner_table[] = {
 	{"pixi", "run", "-e= --environment= --manifest-path=", 0, RUN_TEXT},
 	{"npx", NULL, NPX_OPTS, 0, RUN_ARGV},
 	{"npm", "exec|x", NPX_OPTS, 0, RUN_ARGV},
-	{"pnpm", "exec", "-c+ --shell-mode+ --filter= -F= -C@ --dir@ --resume-from= --reporter=", 0,
+	{"pnpm", "exec|dlx", "-c+ --shell-mode+ --filter= -F= -C@ --dir@ --resume-from= --reporter=", 0,
 	 RUN_ARGV},
-	{"yarn", "exec", "--cwd@", 0, RUN_ARGV},
+	/* dlx fetches a package and runs its bin: the command is judged like npx's */
+	{"yarn", "exec|dlx", "--cwd@ -p= --package=", 0, RUN_ARGV},
 	{"bundle", "exec", "--gemfile=", 0, RUN_ARGV},
 	{"bundler", "exec", "--gemfile=", 0, RUN_ARGV},
 	{"conda", "run", CONDA_OPTS, 0, RUN_ARGV},

@@ -421,12 +421,62 @@ int sh_env_command(struct sh_ctx *ctx, const struct sh_field *assign, unsigned d
 static int do_export(struct uw *u)
 {
 	int rc = 0;
+	_cleanup_free_ struct sh_field *setup = calloc(u->n, sizeof(*setup));
+	size_t nsetup = 0;
+	if (!setup)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
 	for (size_t i = 1; i < u->n && rc == 0; i++) {
-		const char *eq = u->v[i].unres ? NULL : strchr(u->v[i].text, '=');
-		if (eq && sh_env_names_command(u->v[i].text, (size_t)(eq - u->v[i].text)))
+		const char *eq = strchr(u->v[i].text, '=');
+		if (eq && sh_env_names_setup(u->v[i].text, (size_t)(eq - u->v[i].text)))
+			setup[nsetup++] = u->v[i]; /* BASH_ENV, GIT_CONFIG_*: judged together */
+		else if (eq && !u->v[i].unres &&
+			 sh_env_names_command(u->v[i].text, (size_t)(eq - u->v[i].text)))
 			rc = sh_env_command(u->ctx, &u->v[i], u->depth, u->idx);
 	}
-	return rc;
+	return rc < 0 ? rc : sh_env_prefix(u->ctx, setup, nsetup, u->depth, u->idx);
+}
+
+/* <(echo TEXT) / <(printf %s TEXT) with static words is TEXT plus a
+ * newline: what a shell reading it runs (BASH_ENV=<(echo …), sh <(echo …)).
+ * Returns a malloc'd text, NULL otherwise (or on allocation failure, when
+ * the caller falls back to "not static"). */
+static char *echoed_text(const struct uw *u, const struct sh_field *f)
+{
+	if (!u->ns || !f->procsub || f->lookalike || f->sub_end != f->sub_begin + 1 ||
+	    f->sub_end > u->ns->n)
+		return NULL;
+	const struct sh_node *nd = &u->ns->v[f->sub_begin];
+	if (nd->argc < 2 || nd->nredirs || nd->nenv_cmds)
+		return NULL;
+	size_t first = 1;
+	if (fis(&nd->argv[0], "printf") && nd->argc > 2 && fis(&nd->argv[1], "%s"))
+		first = 2;
+	else if (!fis(&nd->argv[0], "echo") || nd->argv[1].text[0] == '-')
+		return NULL;
+	struct sbuf b = {0};
+	for (size_t i = first; i < nd->argc; i++) {
+		if (nd->argv[i].unres || nd->argv[i].lookalike || nd->argv[i].procsub) {
+			sbuf_free(&b);
+			return NULL;
+		}
+		if (i > first && first == 1)
+			sbuf_putc(&b, ' ');
+		sbuf_puts(&b, nd->argv[i].text);
+	}
+	return sbuf_take(&b);
+}
+
+/* A shell reading code from process substitution f: the echoed text, or
+ * unresolved with what was found. */
+static int procsub_code(struct uw *u, const struct sh_field *f, const char *what)
+{
+	_cleanup_free_ char *text = echoed_text(u, f);
+	char via[64];
+	snprintf(via, sizeof(via), "%s <(echo …)", u->name);
+	if (text)
+		return reparse(u, text, via);
+	uw_markf(u, "%s %s: %s", u->name, what, sub_reason(u, f, "code not static"));
+	return 0;
 }
 
 /* ---- shells ------------------------------------------------------------- */
@@ -483,13 +533,8 @@ static int do_shell(struct uw *u)
 	}
 	if (i < u->n && !has_s) {
 		const struct sh_field *f = &u->v[i];
-		if (f->procsub) {
-			char buf[160];
-			snprintf(buf, sizeof(buf), "%s runs a process substitution: %s", u->name,
-				 sub_reason(u, f, "code not static"));
-			uw_mark(u, buf);
-			return 0;
-		}
+		if (f->procsub)
+			return procsub_code(u, f, "runs a process substitution");
 		if (f->unres && !file_pattern_tail(f)) { /* "$DIR/run.sh" is a script file */
 			uw_markf(u, "%s: script path is not static", u->name);
 			return 0;
@@ -554,13 +599,8 @@ static int do_source(struct uw *u)
 	const struct sh_field *f = &u->v[1];
 	if ((f->procsub && local_program_output(u, f)) || (f->unres && sh_literal_tail(f)))
 		return 0; /* like running a script file */
-	if (f->procsub) {
-		char buf[160];
-		snprintf(buf, sizeof(buf), "%s of a process substitution: %s", u->name,
-			 sub_reason(u, f, "code not static"));
-		uw_mark(u, buf);
-		return 0;
-	}
+	if (f->procsub)
+		return procsub_code(u, f, "of a process substitution");
 	if (f->unres) {
 		uw_markf(u, "%s: path is not static", u->name);
 		return 0;
@@ -1060,6 +1100,19 @@ static int git_command_options(struct uw *u, size_t i)
 	return rc;
 }
 
+/* How a command in `git -c KEY=VALUE` is reached: editors keep their key,
+ * rules tell a scripted todo-list editor from a pager. */
+static const char *git_c_via(const char *key)
+{
+	if (starts_with(key, "alias."))
+		return "git alias";
+	if (strcmp(key, "sequence.editor") == 0)
+		return "git -c sequence.editor";
+	if (strcmp(key, "core.editor") == 0)
+		return "git -c core.editor";
+	return "git -c";
+}
+
 static int do_git(struct uw *u)
 {
 	size_t i = 1;
@@ -1087,8 +1140,7 @@ static int do_git(struct uw *u)
 				    starts_with(key, "includeif."))
 					uw_markf(u, "git -c %s: runs or loads code from elsewhere", key);
 				else
-					rc = git_setting(u, key, &val,
-							 starts_with(key, "alias.") ? "git alias" : "git -c");
+					rc = git_setting(u, key, &val, git_c_via(key));
 			}
 			i += 2;
 			continue;

@@ -357,11 +357,90 @@ static bool known_var(struct sh_parser *p, struct sh_word *w, const char *name, 
 	const char *v = b ? b->value : sh_var_get(p->vars, name, len);
 	if (!v)
 		return false;
-	/* unquoted, bash would split and glob it */
-	if (!in_dq && strpbrk(v, " \t\n*?["))
+	/* unquoted, bash would split and glob it (a pattern bound by a loop
+	 * stands for one path it matched) */
+	if (!in_dq && strpbrk(v, " \t\n*?[") && !(b && b->pattern && !strpbrk(v, " \t\n")))
 		return false;
 	/* (an unquoted empty value leaves nothing: the word may vanish) */
-	cells_addn(&w->cells, v, strlen(v), CF_QUOTED);
+	if (!b || !b->pattern) {
+		cells_addn(&w->cells, v, strlen(v), CF_QUOTED);
+		return true;
+	}
+	/* the pattern stays one: the word is a pathname pattern (its
+	 * wildcards unquoted) that is neither split nor brace-expanded */
+	for (const char *c = v; *c; c++)
+		cells_add(&w->cells, *c, strchr("*?[]", *c) ? 0 : CF_QUOTED);
+	return true;
+}
+
+/* $PWD is the directory the policy tracks (bash's `~+`) unless this text
+ * may set PWD itself: it names PWD other than in $PWD / ${PWD} (PWD=…,
+ * read PWD, declare -n r=PWD, for PWD in …). OLDPWD is another name. */
+static bool pwd_is_cwd(const struct sh_parser *p)
+{
+	for (const char *q = p->s; (q = memmem(q, (size_t)(p->s + p->len - q), "PWD", 3)); q += 3) {
+		size_t at = (size_t)(q - p->s);
+		if (at + 3 < p->len && is_name_char(q[3]))
+			continue;
+		if (at >= 1 && q[-1] == '$')
+			continue;
+		if (at >= 2 && q[-1] == '{' && q[-2] == '$' && at + 3 < p->len && q[3] == '}')
+			continue;
+		if (at >= 1 && is_name_char(q[-1]))
+			continue;
+		return false;
+	}
+	return true;
+}
+
+/* $PWD / ${PWD}: "~+" for the policy when it starts the word (cells_text). */
+static bool pwd_var(struct sh_parser *p, struct sh_word *w, const char *name, size_t len)
+{
+	if (len != 3 || memcmp(name, "PWD", 3) != 0 || !pwd_is_cwd(p))
+		return false;
+	cells_add(&w->cells, '~', CF_HOME | CF_PWD | CF_QUOTED);
+	return true;
+}
+
+/* $(dirname ARG) of a static ARG, [st, p->pos) being the substitution: its
+ * value lexically is ARG/.. (for an ARG whose last name is not . or ..),
+ * and $PWD there is "~+": `rm -rf "$(dirname "$PWD")"/x` is `~+/../x`. */
+static bool static_dirname(struct sh_parser *p, struct sh_word *w, size_t st)
+{
+	const char *b = p->s + st + 2, *e = p->s + p->pos - 1;
+	while (b < e && (*b == ' ' || *b == '\t'))
+		b++;
+	while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	if (e - b < 9 || memcmp(b, "dirname", 7) != 0 || (b[7] != ' ' && b[7] != '\t'))
+		return false;
+	b += 8;
+	while (b < e && (*b == ' ' || *b == '\t'))
+		b++;
+	if (e - b >= 2 && *b == '"' && e[-1] == '"')
+		b++, e--;
+	size_t n = (size_t)(e - b);
+	bool pwd = (n == 4 && memcmp(b, "$PWD", 4) == 0) || (n == 6 && memcmp(b, "${PWD}", 6) == 0);
+	if (pwd && !pwd_is_cwd(p))
+		return false;
+	if (!pwd) {
+		if (n == 0 || b[0] == '-' || strspn(b, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+						"0123456789_./+-") < n)
+			return false;
+		const char *last = e;
+		while (last > b && last[-1] == '/')
+			last--;
+		const char *name = last;
+		while (name > b && name[-1] != '/')
+			name--;
+		if (name == last || (last - name == 1 && *name == '.') ||
+		    (last - name == 2 && name[0] == '.' && name[1] == '.'))
+			return false;
+		cells_addn(&w->cells, b, n, CF_QUOTED);
+	} else {
+		cells_add(&w->cells, '~', CF_HOME | CF_PWD | CF_QUOTED);
+	}
+	cells_addn(&w->cells, "/..", 3, CF_QUOTED);
 	return true;
 }
 
@@ -381,7 +460,8 @@ static int read_param(struct sh_parser *p, struct sh_word *w, bool in_dq)
 			e++;
 		if (e > st + 2 && e < p->len && s[e] == '}' && is_name_start(s[st + 2])) {
 			p->pos = e + 1;
-			if (!known_var(p, w, s + st + 2, e - st - 2, in_dq))
+			if (!pwd_var(p, w, s + st + 2, e - st - 2) &&
+			    !known_var(p, w, s + st + 2, e - st - 2, in_dq))
 				add_param(p, w, st, s + st + 2, e - st - 2);
 			return 0;
 		}
@@ -547,7 +627,8 @@ static int read_dollar(struct sh_parser *p, struct sh_word *w, bool in_dq)
 		rc = sh_parse_subst(p, "$(…)", p->stdin_piped);
 		if (rc < 0)
 			return rc;
-		add_opaque(p, w, st);
+		if (!static_dirname(p, w, st))
+			add_opaque(p, w, st);
 		return 0;
 	}
 	if (n == '[')
@@ -563,7 +644,7 @@ static int read_dollar(struct sh_parser *p, struct sh_word *w, bool in_dq)
 			cells_add(&w->cells, '~', CF_HOME | CF_QUOTED);
 			return 0;
 		}
-		if (known_var(p, w, s + st + 1, e - st - 1, in_dq))
+		if (pwd_var(p, w, s + st + 1, e - st - 1) || known_var(p, w, s + st + 1, e - st - 1, in_dq))
 			return 0;
 		add_param(p, w, st, s + st + 1, e - st - 1);
 		return 0;
@@ -764,7 +845,7 @@ static bool home_after_separator(const char *c, const uint8_t *f, size_t first, 
 	return k > first && !(f[k - 1] & (CF_EXP | CF_HOME)) && strchr("=@:", c[k - 1]);
 }
 
-/* Text of cells [0, n) without markers; CF_HOME handled. */
+/* Text of cells [0, n) without markers; CF_HOME (and CF_PWD) handled. */
 static char *cells_text(const char *c, const uint8_t *f, size_t n, bool *unres)
 {
 	struct sbuf b = {0};
@@ -779,10 +860,12 @@ static char *cells_text(const char *c, const uint8_t *f, size_t n, bool *unres)
 			size_t j = i + 1;
 			while (j < n && (f[j] & CF_NULLQ))
 				j++;
-			if ((i == first || home_after_separator(c, f, first, i)) && (j == n || c[j] == '/')) {
-				sbuf_putc(&b, '~');
+			bool pwd = f[i] & CF_PWD;
+			if ((i == first || (!pwd && home_after_separator(c, f, first, i))) &&
+			    (j == n || c[j] == '/')) {
+				sbuf_puts(&b, pwd ? "~+" : "~");
 			} else {
-				sbuf_puts(&b, "$HOME");
+				sbuf_puts(&b, pwd ? "$PWD" : "$HOME");
 				*unres = true;
 			}
 			continue;

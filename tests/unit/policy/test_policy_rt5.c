@@ -15,53 +15,9 @@
 
 #include <cmocka.h>
 
+#include "want.h"
+
 static const policy_ctx ctx = {.workspace = "/work/ws", .cwd = "/work/ws", .home = "/home/agent"};
-
-typedef struct {
-	const char *line;
-	policy_decision dec;
-	const char *rule;
-	const char *reason; /* a part of the reason, or NULL */
-} want;
-
-/* Is the verdict, its rule and (a part of) its reason as expected? Every
- * line is checked and printed when it is not, so a run lists them all. */
-static bool expect(const policy *p, const policy_ctx *c, const want *w)
-{
-	policy_verdict v;
-	txbox_error err = TXBOX_ERROR_INIT;
-	const char *argv[] = {w->line};
-	if (policy_decide(p, c, argv, 1, &v, &err) < 0)
-		fail_msg("%s", err.message);
-	bool ok = v.decision == w->dec && strcmp(v.rule, w->rule) == 0 &&
-		  (!w->reason || strstr(v.reason, w->reason));
-	if (!ok)
-		print_error("%s (network %d): got %s/%s (%s), want %s/%s (%s)\n", w->line, c->network,
-			    policy_decision_name(v.decision), v.rule, v.reason,
-			    policy_decision_name(w->dec), w->rule, w->reason ? w->reason : "");
-	policy_verdict_free(&v);
-	return ok;
-}
-
-static void expect_all(const policy *p, const policy_ctx *c, const want *t, size_t n)
-{
-	size_t bad = 0;
-	for (size_t i = 0; i < n; i++)
-		bad += !expect(p, c, &t[i]);
-	if (bad)
-		fail_msg("%zu of %zu lines judged otherwise", bad, n);
-}
-
-static policy *load_default(void)
-{
-	policy *p = NULL;
-	txbox_error err = TXBOX_ERROR_INIT;
-	if (policy_load_default(&p, &err) < 0)
-		fail_msg("%s", err.message);
-	return p;
-}
-
-#define EXPECT_ALL(p, c, table) expect_all(p, c, table, sizeof(table) / sizeof(*(table)))
 
 /* Remote harm is judged the same with and without --net when resolved. */
 static void test_remote_harm(void **state)

@@ -533,6 +533,17 @@ static void test_round2_runners(void **state)
 	}
 }
 
+/* text runs cmd (joined argv), reached via via (see find_cmd_via). */
+static void expect_cmd_via(const char *text, const char *cmd, const char *via)
+{
+	shell_analysis a = analyze_ok(text);
+	if (!find_cmd_via(&a, cmd, via)) {
+		dump(&a);
+		fail_msg("%s: no '%s' via %s", text, cmd, via);
+	}
+	shell_analysis_free(&a);
+}
+
 /* rt5: runners that run the command given as their arguments, in their
  * own option or as shell text (the runner table of runners.c). */
 static void test_runner_table(void **state)
@@ -636,14 +647,8 @@ static void test_runner_table(void **state)
 		{"distrobox enter box -- rm -rf ~", "rm -rf ~", "distrobox"},
 		{"toolbox run rm -rf ~", "rm -rf ~", "toolbox"},
 	};
-	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
-		shell_analysis a = analyze_ok(t[i].text);
-		if (!find_cmd_via(&a, t[i].cmd, t[i].via)) {
-			dump(&a);
-			fail_msg("%s: no '%s' via %s", t[i].text, t[i].cmd, t[i].via);
-		}
-		shell_analysis_free(&a);
-	}
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+		expect_cmd_via(t[i].text, t[i].cmd, t[i].via);
 }
 
 /* The runner table's ordinary uses stay resolved; other subcommands run
@@ -678,6 +683,10 @@ static void test_runner_table_plain(void **state)
 		{"rustup run nightly cargo build", "cargo build"},
 		{"ccache gcc -c x.c", "gcc -c x.c"},
 		{"perf stat -e cycles make", "make"},
+		/* dlx fetches a package and runs its bin, named like the package */
+		{"yarn dlx rimraf dist", "rimraf dist"},
+		{"pnpm dlx rimraf dist", "rimraf dist"},
+		{"yarn dlx -p del-cli del dist", "del dist"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
 		shell_analysis a = analyze_ok(ok[i].text);
@@ -689,7 +698,7 @@ static void test_runner_table_plain(void **state)
 		shell_analysis_free(&a);
 	}
 	/* no command runs: other subcommands, listing, packages fetched */
-	static const char *const none[] = {"uv pip install rm", "pnpm dlx rm", "mise x python@3.12",
+	static const char *const none[] = {"uv pip install rm", "pnpm dlx", "mise x python@3.12",
 					   "ld.so --list /bin/rm", "nix-shell -p rm", "poetry add rm",
 					   "pwsh -File rm.ps1", "cargo run -- rm -rf ~",
 					   "ccache -M 5G", "cpulimit -l 50 -p 1234", "numactl --hardware",
@@ -733,6 +742,52 @@ static void test_runner_table_dirs(void **state)
 	}
 }
 
+/* What a command's environment makes a shell or git run: a startup file
+ * (BASH_ENV, ENV) is sourced, git settings from GIT_CONFIG_COUNT are
+ * `git -c`, a here-string on another descriptor feeds a shell's stdin. */
+static void test_env_setup_and_fds(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *cmd, *via;
+	} t[] = {
+		{"BASH_ENV=<(echo 'rm -rf ~') bash -c true", "rm -rf ~", ". <(echo …)"},
+		{"BASH_ENV=<(echo 'rm -rf ~') bash -c true", ". <(echo 'rm -rf ~')", "BASH_ENV="},
+		{"ENV=<(printf %s 'rm -rf /x') sh -i", "rm -rf /x", ". <(echo …)"},
+		{"export BASH_ENV=<(echo 'rm -rf ~'); bash -c true", "rm -rf ~", ". <(echo …)"},
+		{"BASH_ENV=./env.sh make", ". ./env.sh", "BASH_ENV="},
+		{"source <(echo 'rm -rf /etc')", "rm -rf /etc", "source <(echo …)"},
+		{"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.st GIT_CONFIG_VALUE_0='reset --hard' git st",
+		 "git reset --hard", "git alias"},
+		{"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.hooksPath GIT_CONFIG_VALUE_0=/tmp/h git commit",
+		 "git -c core.hooksPath=/tmp/h", "GIT_CONFIG_COUNT="},
+		{"export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm -rf ~'",
+		 "rm -rf ~", "*"},
+		{"exec 3<<< 'rm -rf ~'; sh <&3", "rm -rf ~", "sh <<<"},
+		{"exec 4<<'E'\ngit reset --hard\nE\nbash <&4", "git reset --hard", "bash <<"},
+		{"sh 3<<< 'rm -rf ~' <&3", "rm -rf ~", "sh <<<"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+		expect_cmd_via(t[i].text, t[i].cmd, t[i].via);
+	/* not followed: unresolved, never silently dropped */
+	static const char *const unres[] = {
+		"BASH_ENV=$F bash -c true", "GIT_CONFIG_COUNT=$N GIT_CONFIG_KEY_0=a.b git st",
+		"GIT_CONFIG_PARAMETERS=\"'alias.st'='reset --hard'\" git st",
+		"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.st GIT_CONFIG_VALUE_0=\"$V\" git st"};
+	for (size_t i = 0; i < ARRAY_SIZE(unres); i++) {
+		shell_analysis a = analyze_ok(unres[i]);
+		if (!a.unresolved) {
+			dump(&a);
+			fail_msg("%s: want unresolved", unres[i]);
+		}
+		shell_analysis_free(&a);
+	}
+	/* a descriptor opened on a file is a script file, as `sh < f` */
+	shell_analysis a = analyze_ok("exec 3< ci.sh; sh <&3");
+	assert_false(a.unresolved);
+	shell_analysis_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -744,7 +799,7 @@ int main(void)
 		cmocka_unit_test(test_awk_tar),            cmocka_unit_test(test_interpreters),
 		cmocka_unit_test(test_argv_api),           cmocka_unit_test(test_round2_runners),
 		cmocka_unit_test(test_runner_table),       cmocka_unit_test(test_runner_table_plain),
-		cmocka_unit_test(test_runner_table_dirs),
+		cmocka_unit_test(test_runner_table_dirs),  cmocka_unit_test(test_env_setup_and_fds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

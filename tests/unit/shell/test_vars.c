@@ -81,7 +81,17 @@ static void test_loop_binding(void **state)
 	resolved("for d in a; do echo $(rm -rf $d); done", "rm -rf a");
 	resolved("for d in x; do bash -c \"rm -rf $d\"; done", "rm -rf x");
 	unresolved_name("for X in $L; do $X; done");             /* list not static */
-	unresolved_name("for X in *; do $X; done");              /* pathname expansion */
+	/* a pathname pattern is bound as itself, a pattern (quoted or not) */
+	resolved("for f in tests/*.sh; do bash \"$f\" || exit 1; done", "bash tests/*.sh");
+	resolved("for f in tests/*.sh; do bash $f; done", "bash tests/*.sh");
+	resolved("for f in a b/*.sh; do sh \"$f\"; done", "sh b/*.sh");
+	shell_analysis a = analyze_ok("for X in *; do $X; done");
+	assert_true(a.ncmds == 1 && a.cmds[0].unresolved);
+	assert_non_null(strstr(a.cmds[0].unresolved_reason, "pathname pattern"));
+	shell_analysis_free(&a);
+	a = analyze_ok("for f in *.sh; do bash \"$f\"; done");
+	assert_false(a.unresolved);
+	shell_analysis_free(&a);
 	unresolved_name("for X; do $X; done");                   /* "$@" */
 	unresolved_name("for X in rm; do X=ls; $X; done");       /* assigned in the body */
 	unresolved_name("for X in rm; do read X; $X; done");

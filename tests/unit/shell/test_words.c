@@ -96,6 +96,35 @@ static void test_home(void **state)
 	shell_analysis_free(&a);
 }
 
+/* $PWD starting a word is bash's ~+ (the policy knows the directory), as is
+ * $(dirname "$PWD") with /.. after it; not where the text may set PWD. */
+static void test_pwd(void **state)
+{
+	(void)state;
+	assert_words("rm -rf $PWD \"$PWD\"/../x ${PWD}/b \"${PWD}/../c\" $(dirname \"$PWD\")/d", 7,
+		     "rm", "-rf", "~+", "~+/../x", "~+/b", "~+/../c", "~+/../d");
+	assert_words("cd \"$(dirname build/x)\"", 2, "cd", "build/x/..");
+	shell_analysis a = analyze_ok("rm -rf \"$PWD\"/../x");
+	assert_false(a.cmds[0].word_unresolved[2]);
+	shell_analysis_free(&a);
+	/* not at the start, after a separator, or when the text names PWD */
+	static const char *const unknown[] = {"echo x$PWD/y", "docker run -v $PWD:/src",
+					      "PWD=/etc; rm -rf $PWD/x", "read PWD; rm -rf $PWD/x",
+					      "echo $(dirname ..)", "echo $(dirname -z a/b)",
+					      "rm -rf ${PWD%/*}/x"};
+	for (size_t i = 0; i < ARRAY_SIZE(unknown); i++) {
+		a = analyze_ok(unknown[i]);
+		const shell_cmd *c = &a.cmds[a.ncmds - 1];
+		if (strstr(c->argv[c->argc - 1], "~+"))
+			fail_msg("%s: %s", unknown[i], c->argv[c->argc - 1]);
+		shell_analysis_free(&a);
+	}
+	/* a known assignment is its value */
+	a = analyze_ok("PWD=/etc; rm -rf $PWD/x");
+	assert_string_equal(a.cmds[a.ncmds - 1].argv[2], "/etc/x");
+	shell_analysis_free(&a);
+}
+
 static void test_expansions(void **state)
 {
 	(void)state;
@@ -191,7 +220,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_quoting),     cmocka_unit_test(test_ansi_c),
-		cmocka_unit_test(test_braces),      cmocka_unit_test(test_home),
+		cmocka_unit_test(test_braces),      cmocka_unit_test(test_home), cmocka_unit_test(test_pwd),
 		cmocka_unit_test(test_expansions),  cmocka_unit_test(test_lookalikes),
 		cmocka_unit_test(test_assignments),
 	};
