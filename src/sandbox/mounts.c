@@ -611,8 +611,9 @@ int mounts_view_seal(const sandbox_spec *s, mounts_view *v, char *msg, size_t le
 	trace_mark("view: read-only + remounts");
 	/* Secrets last: every mount is made (Landlock rules bind to them). */
 	if (v->read_layer_view_built >= 0) {
+		/* a helper gone is not reported here: each command fails with its reason */
 		if ((r = secrets_read_layer_view_built(&v->read_layer_view_built)) < 0)
-			return failf(msg, len, -r, "masking secrets: the read layer's helper is gone");
+			return failf(msg, len, -r, "masking secrets: telling the read layer's helper the view is built");
 	} else if (s->masked_paths) {
 		txbox_error e = TXBOX_ERROR_INIT;
 		if (secrets_mask_paths_by_mounts(s->masked_paths, s->home, s->workspace,

@@ -102,7 +102,6 @@
 
 #define MASK_FILE "empty"
 #define MASK_DIR "dir"
-#define MAX_OTHER_HOMES 4096
 
 /* Credential stores, relative to each of the caller's homes. A directory
  * is hidden whole where nothing in it is needed to build or test code. */
@@ -273,6 +272,7 @@ typedef struct home_dir {
 typedef struct masker {
 	int src;           /* detached read-only tmpfs holding MASK_FILE and MASK_DIR, or -1 */
 	dev_t src_dev;     /* what a mask shows: a path already masked is left alone */
+	bool src_tried;    /* src was asked for (masker_init, or the first cover) */
 	devino_set keep;   /* never covered: the workspace, the caller's homes, their ancestors */
 	const char *const *paths; /* the policy's: "!X" keeps the built-in X (a store, a
 				   * system secret, a home) visible */
@@ -390,42 +390,74 @@ static int make_mask_source(void)
 }
 #endif
 
-static int masker_init(masker *m, const char *const *paths, txbox_error *err)
+/* m->src, made once; without the new mount API it stays -1 (the masks
+ * are made by path). */
+static int mask_source(masker *m)
 {
-	*m = (masker){.src = -1, .paths = paths, .err = err};
+	if (m->src_tried)
+		return 0;
+	m->src_tried = true;
 #if HAVE_NEW_MOUNT_API
 	int src = make_mask_source();
 	if (src >= 0) {
 		struct stat st;
 		if (fstat(src, &st) < 0) {
+			int e = -errno;
 			close(src);
-			return txbox_fail_errno(err, -errno, "secrets: the mask tmpfs");
+			return e;
 		}
 		m->src = src;
 		m->src_dev = st.st_dev;
 	} else if (src != -ENOSYS && src != -EPERM) {
-		return txbox_fail_errno(err, src, "secrets: making the mask tmpfs");
+		return src;
 	}
 #endif
 	return 0;
 }
 
-/* Old kernels: a tmpfs over a directory, /dev/null (read-only) over the rest. */
-static int cover_by_path(const char *target, bool dir)
+static int masker_init(masker *m, const char *const *paths, txbox_error *err)
 {
+	*m = (masker){.src = -1, .paths = paths, .err = err};
+	int r = mask_source(m);
+	return r < 0 ? txbox_fail_errno(err, r, "secrets: making the mask tmpfs") : 0;
+}
+
+/* Old kernels: a tmpfs over a directory, /dev/null (read-only) over the
+ * rest. fd is the target's O_PATH descriptor. */
+static int cover_by_path(int fd, bool dir)
+{
+	char target[40], path[PATH_MAX];
+	snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
 	if (dir)
 		return mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 			     "mode=0500,size=4k,nr_inodes=2") < 0 ? -errno : 0;
+	/* The bind's flags are set by a remount of the bind itself, which
+	 * target cannot name: the magic link leads to fd's own mount, under
+	 * the bind (a remount there is EINVAL: not a mount's root). The path,
+	 * looked up, ends on the bind, unless something else is mounted over
+	 * it: then the bind stays writable (writes to /dev/null go nowhere). */
+	ssize_t n = readlink(target, path, sizeof path - 1);
+	if (n <= 0 || path[0] != '/')
+		return n < 0 ? -errno : -ENOENT;
+	path[n] = '\0';
 	if (mount("/dev/null", target, NULL, MS_BIND, NULL) < 0)
 		return -errno;
-	if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
-		  NULL) < 0)
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3))
+		return 0;
+	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0)
 		return -errno;
 	return 0;
 }
 
+/* Cover fd's target with an empty, read-only file or directory. The mask
+ * source is made on the first cover when masker_init was not called (the
+ * read layer's helper: most runs need no mount at all). */
 static int cover(masker *m, int fd, bool dir)
 {
+	int r = mask_source(m);
+	if (r < 0)
+		return r;
 #if HAVE_NEW_MOUNT_API
 	if (m->src >= 0) {
 		_cleanup_close_ int tree = (int)syscall(SYS_open_tree, m->src, dir ? MASK_DIR : MASK_FILE,
@@ -438,9 +470,7 @@ static int cover(masker *m, int fd, bool dir)
 		return 0;
 	}
 #endif
-	char target[40];
-	snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
-	return cover_by_path(target, dir);
+	return cover_by_path(fd, dir);
 }
 
 /* A path that cannot be reached holds nothing to hide. */
@@ -786,44 +816,102 @@ static int other_home(masker *m, const char *path)
 }
 
 /* The homes of the password database (files: reading it must not depend
- * on a network or a daemon) and the real uid's, which comes first. */
+ * on a network or a daemon) and the real uid's, which comes first. Every
+ * line is read: an account skipped is a home left readable, so a file
+ * that cannot be read whole fails the run. */
 
-static int read_passwd_homes(uid_t uid, char **own, strv_buf *others)
+#define PASSWD_MAX_SIZE (64 << 20) /* a million accounts of 64 bytes */
+
+/* One line of /etc/passwd: name:password:uid:gid:gecos:home:shell. The
+ * home is the sixth field, to the next ':' or the line's end (a line the
+ * C library would skip for a missing shell still names a place that may
+ * be somebody's: hiding it is the safe side). NULL: no home there. */
+static char *passwd_line_home(char *line, uid_t *uid, bool *has_uid)
+{
+	char *f[6];
+	line += strspn(line, " \t");
+	if (*line == '#' || *line == '\0')
+		return NULL;
+	for (size_t k = 0; k < ARRAY_SIZE(f); k++) {
+		f[k] = line;
+		line = strchrnul(line, ':');
+		if (k + 1 == ARRAY_SIZE(f))
+			*line = '\0';
+		else if (*line)
+			*line++ = '\0';
+		else
+			return NULL;
+	}
+	char *end;
+	errno = 0;
+	unsigned long u = strtoul(f[2], &end, 10);
+	*has_uid = *f[2] && !*end && !errno && u <= UINT32_MAX;
+	*uid = (uid_t)u;
+	return f[5][0] == '/' ? f[5] : NULL;
+}
+
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted, each once: thousands of service accounts share /nonexistent. */
+static void strv_buf_uniq(strv_buf *b)
+{
+	size_t w = 0;
+	if (b->n)
+		qsort(b->v, b->n, sizeof(*b->v), by_str);
+	for (size_t i = 0; i < b->n; i++) {
+		if (w && !strcmp(b->v[w - 1], b->v[i]))
+			free(b->v[i]);
+		else
+			b->v[w++] = b->v[i];
+	}
+	b->n = w;
+}
+
+static int read_passwd_homes(uid_t uid, char **own, strv_buf *others, txbox_error *err)
 {
 	_cleanup_fclose_ FILE *f = fopen("/etc/passwd", "re");
 	if (!f)
-		return errno == ENOENT ? 0 : -errno;
-	char buf[16384];
-	struct passwd pw, *res;
-	while (others->n < MAX_OTHER_HOMES && fgetpwent_r(f, &pw, buf, sizeof buf, &res) == 0) {
-		if (!pw.pw_dir || pw.pw_dir[0] != '/')
-			continue;
-		char *d = strdup(pw.pw_dir);
-		if (!d)
-			return -ENOMEM;
-		if (pw.pw_uid == uid && !*own) {
-			*own = d;
-			continue;
-		}
-		char **v = realloc(others->v, (others->n + 1) * sizeof(*v));
-		if (!v) {
-			free(d);
-			return -ENOMEM;
-		}
-		others->v = v;
-		others->v[others->n++] = d;
+		return errno == ENOENT ? 0 : txbox_fail_errno(err, -errno, "secrets: opening /etc/passwd");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0, total = 0;
+	errno = 0;
+	for (ssize_t n; (n = getline(&line, &cap, f)) > 0; errno = 0) {
+		if ((total += (size_t)n) > PASSWD_MAX_SIZE)
+			return txbox_fail(err, -EFBIG, "secrets: /etc/passwd is larger than %d MiB: whose homes it lists is not known",
+					  PASSWD_MAX_SIZE >> 20);
+		line[strcspn(line, "\n")] = '\0';
+		uid_t u;
+		bool has_uid;
+		const char *home = passwd_line_home(line, &u, &has_uid);
+		int r = 0;
+		if (home && has_uid && u == uid && !*own)
+			r = (*own = strdup(home)) ? 0 : -ENOMEM;
+		else if (home)
+			r = push_copy(others, home);
+		if (r < 0)
+			return txbox_fail(err, r, "secrets: out of memory");
 	}
+	if (ferror(f) || !feof(f)) /* a read error (EISDIR, EIO), or getline's ENOMEM */
+		return txbox_fail_errno(err, errno ? -errno : -EIO, "secrets: reading /etc/passwd");
+	strv_buf_uniq(others);
 	return 0;
 }
 
-/* Not in /etc/passwd (a directory service): ask NSS. */
+/* Not in /etc/passwd (a directory service): ask NSS, with room for an
+ * entry of any reasonable size. */
 static char *nss_home(uid_t uid)
 {
-	char buf[4096];
-	struct passwd pw, *res = NULL;
-	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res || !pw.pw_dir)
-		return NULL;
-	return strdup(pw.pw_dir);
+	for (size_t size = 4096; size <= (1 << 20); size *= 4) {
+		_cleanup_free_ char *buf = malloc(size);
+		struct passwd pw, *res = NULL;
+		int r = buf ? getpwuid_r(uid, &pw, buf, size, &res) : ENOMEM;
+		if (r != ERANGE)
+			return r == 0 && res && pw.pw_dir ? strdup(pw.pw_dir) : NULL;
+	}
+	return NULL;
 }
 
 /* Every entry of dir is somebody's home (users of a directory service
@@ -888,9 +976,9 @@ static int find_homes(masker *m, const char *env_home, int ws_fd, const char *wo
 	_cleanup_free_ char *own = NULL;
 	_cleanup_(strv_buf_free) strv_buf others = {0};
 	uid_t uid = getuid();
-	int r = read_passwd_homes(uid, &own, &others);
+	int r = read_passwd_homes(uid, &own, &others, m->err);
 	if (r < 0)
-		return txbox_fail_errno(m->err, r, "secrets: reading /etc/passwd");
+		return r;
 	if (!own)
 		own = nss_home(uid);
 	if ((r = own_home(m, env_home)) < 0 || (r = own_home(m, own)) < 0 || (r = keep_workspace(m, ws_fd, workspace)) < 0)
@@ -1369,6 +1457,19 @@ static unsigned char entry_type(int dirfd, const struct dirent64 *e)
 	return mode_type(st.st_mode);
 }
 
+/* fd (identity st, path full) is the view's private tmpfs, which holds
+ * nothing of the host's and gets one rule whole: no split. But the
+ * workspace may lie below it (/tmp/ws: its overlay is mounted back at its
+ * path), and what rest names there is masked by mounts, as anywhere in
+ * the workspace. The tmpfs holds nothing but the way down to it yet:
+ * mask_glob, which follows the real tree, finds nothing else. */
+static int private_to_workspace(lsplit *ls, int fd, const struct stat *st, const char *full, const char *rest)
+{
+	if (st->st_dev != ls->private_dev || !ls->ws || !at_or_below(ls->ws, full))
+		return 0;
+	return mask_glob(ls->m, fd, full, rest, 0);
+}
+
 /* A directory named by a pattern's inner component: split it, unless it
  * is the sandbox's own (kernel filesystems, the private tmpfs) or lies in
  * the workspace (masked there by mounts on the sandbox's overlay). */
@@ -1393,8 +1494,9 @@ static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, c
 		return unreachable(errno) ? 0 : txbox_fail_errno(ls->err, -errno, "secrets: opening %s", full);
 	if (fstat(fd, &st) < 0 || fstatfs(fd, &sf) < 0 || st.st_dev == ls->private_dev ||
 	    sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC) {
+		int r = private_to_workspace(ls, fd, &st, full, rest);
 		close(fd);
-		return 0;
+		return r;
 	}
 	int j = node_new(ls, full, fd);
 	if (j < 0) {
@@ -1559,11 +1661,25 @@ static bool rc_line_secret(const char *l)
 	return entry_secret(entry, n, NULL, NULL);
 }
 
+/* The start-up file name in dirfd, opened for reading, or -1. A symlink
+ * (a dotfiles manager's ~/.bashrc -> dotfiles/bashrc) leads to its
+ * target, which is what the shell reads: the kernel bounds the chain,
+ * magic links lead nowhere, and only a regular file is opened (opening a
+ * device or a FIFO may act). */
+static int rc_open(int dirfd, const char *name)
+{
+	struct stat st;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ELOOP && fstatat(dirfd, name, &st, 0) == 0 && S_ISREG(st.st_mode))
+		fd = open_store(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	return fd;
+}
+
 /* The start-up file name in dirfd assigns a secret somewhere in its first
  * MiB (not a regular file, or unreadable: no). */
 static bool rc_has_secret(int dirfd, const char *name)
 {
-	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	_cleanup_close_ int fd = rc_open(dirfd, name);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return false;
@@ -2114,12 +2230,16 @@ void secrets_read_layer_copy_made(int view_built)
 	while (n < 0 && errno == EINTR);
 }
 
+/* A helper that is gone (EPIPE) is no error here: it failed before the
+ * view was built and said why on the socket every command reads before
+ * it runs, which fails it closed with that reason (EOF alone there: the
+ * helper died). Failing here would put "Broken pipe" in its place. */
 int secrets_read_layer_view_built(int *view_built)
 {
 	int r = send(*view_built, "v", 1, MSG_NOSIGNAL) == 1 ? 0 : -errno;
 	close(*view_built);
 	*view_built = -1;
-	return r;
+	return r == -EPIPE || r == -ECONNRESET ? 0 : r;
 }
 
 /* The directories of a home the read layer always splits. */
