@@ -9,7 +9,12 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
 
 /* ---- environment ------------------------------------------------------- */
 
@@ -397,7 +402,9 @@ static void child_mask(void *arg)
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 5);
 }
 
-static void mask_paths(bool userns)
+/* Plant a home, run fn(arg) in a child that masks it, check the host's
+ * files are untouched. */
+static void mask_paths_run(child_fn fn, void *arg)
 {
 	char p[256];
 	strcpy(g_home, "/tmp/txbox-home-XXXXXX");
@@ -423,7 +430,7 @@ static void mask_paths(bool userns)
 	snprintf(p, sizeof(p), "%s/.gnupg", g_home);
 	assert_int_equal(symlink(g_elsewhere, p), 0);
 
-	run_child(child_mask, userns ? &g_home : NULL);
+	run_child(fn, arg);
 
 	/* the host's files are untouched */
 	char buf[64];
@@ -439,10 +446,57 @@ static void mask_paths(bool userns)
 	assert_int_equal(system(cmd), 0);
 }
 
+static void mask_paths(bool userns)
+{
+	mask_paths_run(child_mask, userns ? &g_home : NULL);
+}
+
 static void test_mask_paths(void **state)
 {
 	(void)state;
 	mask_paths(false);
+}
+
+/* rt6/B4: kernels without the new mount API (fsopen: ENOSYS, by seccomp)
+ * mask by path: a tmpfs over a directory, a read-only bind of /dev/null
+ * over a file. The bind's remount went through /proc/self/fd/N, which
+ * names the file's own mount, not the bind: EINVAL, and the run failed. */
+static void child_mask_old_kernel(void *arg)
+{
+	(void)arg;
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fsopen, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+	CHILD_CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHILD_CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
+	if (unshare(CLONE_NEWNS) < 0 && enter_userns() < 0)
+		_exit(CHILD_SKIP);
+	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+	const char *paths[] = {"~/.ssh", "~/.netrc", NULL};
+	txbox_error err = TXBOX_ERROR_INIT;
+	int r = secrets_mask_paths_by_mounts(paths, g_home, NULL, NULL, &err);
+	if (r < 0)
+		fprintf(stderr, "mask: %s\n", err.message);
+	CHILD_CHECK(r == 0);
+	char p[256], buf[64];
+	snprintf(p, sizeof(p), "%s/.netrc", g_home);
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 0);
+	struct statvfs vfs; /* the bind itself was remounted read-only */
+	CHILD_CHECK(statvfs(p, &vfs) == 0 && (vfs.f_flag & ST_RDONLY) && (vfs.f_flag & ST_NOSUID));
+	snprintf(p, sizeof(p), "%s/.ssh/id_rsa", g_home);
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) < 0);
+	snprintf(p, sizeof(p), "%s/.bashrc", g_home);
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 5);
+}
+
+static void test_mask_paths_old_kernel(void **state)
+{
+	(void)state;
+	mask_paths_run(child_mask_old_kernel, NULL);
 }
 
 static void test_mask_paths_in_userns(void **state)
@@ -594,6 +648,11 @@ static void child_mask_builtin(void *arg)
 	}
 	snprintf(p, sizeof(p), "%s/.bashrc", g_home);
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 5);
+	/* rt6/B5: a start-up file kept as a link is judged by its target */
+	snprintf(p, sizeof(p), "%s/.bash_profile", g_home);
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) <= 0);
+	snprintf(p, sizeof(p), "%s/dotfiles/bash_profile", g_home);
+	CHILD_CHECK(slurp(p, buf, sizeof(buf)) <= 0);
 	snprintf(p, sizeof(p), "%s/.profile", g_home); /* no secret in it */
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 30);
 	snprintf(p, sizeof(p), "%s/ws.c", ws); /* the workspace is never hidden */
@@ -613,6 +672,9 @@ static void mask_builtin(bool userns)
 		put_at(g_home, planted[i], "CANARY-SECRET");
 	put_at(g_home, ".zshrc", "alias l=ls\nexport GH_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ0123\n");
 	put_at(g_home, ".bashrc", "alias");
+	put_at(g_home, "dotfiles/bash_profile", "export GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ0123\n");
+	snprintf(cmd, sizeof(cmd), "%s/.bash_profile", g_home);
+	assert_int_equal(symlink("dotfiles/bash_profile", cmd), 0);
 	put_at(g_home, ".profile", "export PATH=/usr/bin:/opt/bin\n");
 	put_at(g_home, ".config/ws/ws.c", "int x");
 	put_at(g_home, ".config/ws/.bash_history", "ls -l");
@@ -674,6 +736,36 @@ static void test_mask_env_stores(void **state)
 	run_child(child_mask_env_stores, NULL);
 	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", g_elsewhere);
 	assert_int_equal(system(cmd), 0);
+}
+
+/* rt6/B6: the password database is read whole or not at all: one too
+ * large (here a sparse file over the 64 MiB cap, bind-mounted over
+ * /etc/passwd) fails the masking with the file and the cause named; it
+ * used to be cut short in silence, the homes after the cut readable. */
+static void child_passwd_too_large(void *arg)
+{
+	const char *big = arg;
+	if (unshare(CLONE_NEWNS) < 0 && enter_userns() < 0)
+		_exit(CHILD_SKIP);
+	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+	CHILD_CHECK(mount(big, "/etc/passwd", NULL, MS_BIND, NULL) == 0);
+	const char *none[] = {NULL};
+	txbox_error err = TXBOX_ERROR_INIT;
+	CHILD_CHECK(secrets_mask_paths_by_mounts(none, "/nonexistent-home", NULL, NULL, &err) < 0);
+	CHILD_CHECK(err.message && strstr(err.message, "/etc/passwd") && strstr(err.message, "64 MiB"));
+	txbox_error_clear(&err);
+}
+
+static void test_passwd_too_large(void **state)
+{
+	(void)state;
+	char big[] = "/tmp/txbox-passwd-XXXXXX";
+	int fd = mkstemp(big);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)65 << 20), 0);
+	close(fd);
+	run_child(child_passwd_too_large, big);
+	unlink(big);
 }
 
 /* Other users' homes (entries of /home) are hidden whole, except one that
@@ -755,11 +847,13 @@ int main(void)
 		cmocka_unit_test(test_env_filter_empty),
 		cmocka_unit_test(test_mask_paths),
 		cmocka_unit_test(test_mask_paths_in_userns),
+		cmocka_unit_test(test_mask_paths_old_kernel),
 		cmocka_unit_test(test_mask_symlink_to_root_skipped),
 		cmocka_unit_test(test_mask_builtin),
 		cmocka_unit_test(test_mask_builtin_in_userns),
 		cmocka_unit_test_teardown(test_mask_other_homes, remove_planted_homes),
 		cmocka_unit_test(test_mask_env_stores),
+		cmocka_unit_test(test_passwd_too_large),
 	};
 	return cmocka_run_group_tests_name("sandbox-secrets", tests, NULL, NULL);
 }
