@@ -359,6 +359,17 @@ static int enter_userns(void)
 	return write_proc("/proc/self/gid_map", map);
 }
 
+/* Mask paths in g_home (no workspace); the reason goes to stderr. */
+static int mask_home(const char *const *paths)
+{
+	txbox_error err = TXBOX_ERROR_INIT;
+	int r = secrets_mask_paths_by_mounts(paths, g_home, NULL, NULL, &err);
+	if (r < 0)
+		fprintf(stderr, "mask: %s\n", err.message);
+	txbox_error_clear(&err);
+	return r;
+}
+
 static void child_mask(void *arg)
 {
 	bool want_userns = arg != NULL;
@@ -369,11 +380,7 @@ static void child_mask(void *arg)
 	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
 	const char *paths[] = {"~/.ssh", "~/.netrc", "~/.gnupg", "~/missing", "~/.tool/credentials",
 			       "", NULL};
-	txbox_error err = TXBOX_ERROR_INIT;
-	int r = secrets_mask_paths_by_mounts(paths, g_home, NULL, NULL, &err);
-	if (r < 0)
-		fprintf(stderr, "mask: %s\n", err.message);
-	CHILD_CHECK(r == 0);
+	CHILD_CHECK(mask_home(paths) == 0);
 
 	char p[256], buf[64];
 	snprintf(p, sizeof(p), "%s/.ssh", g_home);
@@ -477,11 +484,7 @@ static void child_mask_old_kernel(void *arg)
 		_exit(CHILD_SKIP);
 	CHILD_CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
 	const char *paths[] = {"~/.ssh", "~/.netrc", NULL};
-	txbox_error err = TXBOX_ERROR_INIT;
-	int r = secrets_mask_paths_by_mounts(paths, g_home, NULL, NULL, &err);
-	if (r < 0)
-		fprintf(stderr, "mask: %s\n", err.message);
-	CHILD_CHECK(r == 0);
+	CHILD_CHECK(mask_home(paths) == 0);
 	char p[256], buf[64];
 	snprintf(p, sizeof(p), "%s/.netrc", g_home);
 	CHILD_CHECK(slurp(p, buf, sizeof(buf)) == 0);
