@@ -815,11 +815,6 @@ static int other_home(masker *m, const char *path)
 	return r < 0 ? txbox_fail_errno(m->err, r, "secrets: hiding the home %s", path) : 0;
 }
 
-/* The homes of the password database (files: reading it must not depend
- * on a network or a daemon) and the real uid's, which comes first. Every
- * line is read: an account skipped is a home left readable, so a file
- * that cannot be read whole fails the run. */
-
 #define PASSWD_MAX_SIZE (64 << 20) /* a million accounts of 64 bytes */
 
 /* One line of /etc/passwd: name:password:uid:gid:gecos:home:shell. The
@@ -870,6 +865,10 @@ static void strv_buf_uniq(strv_buf *b)
 	b->n = w;
 }
 
+/* The homes of the password database (files: reading it must not depend
+ * on a network or a daemon) and the real uid's, which comes first. Every
+ * line is read: an account skipped is a home left readable, so a file
+ * that cannot be read whole fails the run. */
 static int read_passwd_homes(uid_t uid, char **own, strv_buf *others, txbox_error *err)
 {
 	_cleanup_fclose_ FILE *f = fopen("/etc/passwd", "re");
