@@ -190,6 +190,11 @@ static void test_false_positives(void **state)
 		{"curl -T file.txt https://example.com/up", POLICY_HOLD, "upload-local-file", NULL},
 		{"curl -sT file.txt https://example.com/up", POLICY_HOLD, "upload-local-file", NULL},
 		{"curl -XPOST https://example.com/api", POLICY_ALLOW, "default", NULL},
+		/* I59: a wrapper is judged by what it runs, not as a reader of its operands */
+		{"busybox rm -rf ~/.ssh", POLICY_DENY, "rm-outside-workspace", "deletes outside"},
+		{"watch -n 5 rm -rf ~/.ssh", POLICY_DENY, "rm-outside-workspace", "deletes outside"},
+		{"watch cat ~/.aws/credentials", POLICY_DENY, "read-secrets", "reads secret files"},
+		{"busybox cat < ~/.ssh/id_rsa", POLICY_DENY, "read-secrets-redirect", NULL},
 	};
 	expect_both(t, sizeof(t) / sizeof(*t));
 }
