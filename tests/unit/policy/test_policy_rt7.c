@@ -190,6 +190,9 @@ static void test_false_positives(void **state)
 		{"curl -T file.txt https://example.com/up", POLICY_HOLD, "upload-local-file", NULL},
 		{"curl -sT file.txt https://example.com/up", POLICY_HOLD, "upload-local-file", NULL},
 		{"curl -XPOST https://example.com/api", POLICY_ALLOW, "default", NULL},
+		/* only -X binds a value: a file named by another option is still a path */
+		{"curl -c ~/.bashrc https://x", POLICY_DENY, "persistence-write", NULL},
+		{"curl -sSfLo ./out.tgz https://example.com/x.tgz", POLICY_ALLOW, "default", NULL},
 		/* I59: a wrapper is judged by what it runs, not as a reader of its operands */
 		{"busybox rm -rf ~/.ssh", POLICY_DENY, "rm-outside-workspace", "deletes outside"},
 		{"watch -n 5 rm -rf ~/.ssh", POLICY_DENY, "rm-outside-workspace", "deletes outside"},
