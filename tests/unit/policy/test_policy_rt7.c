@@ -40,7 +40,7 @@ static void test_remote_script_stdin(void **state)
 		{"ssh prod <<< 'rm -rf /var/lib/postgresql'", POLICY_HOLD, "remote-script-stdin-text", NULL},
 		{"echo 'rm -rf /srv/app' | ssh deploy@prod", POLICY_HOLD, "remote-script-stdin-text", NULL},
 		{"ssh deploy@prod bash -s < cleanup.sh", POLICY_HOLD, "remote-script-stdin-file",
-		 "read from a file"},
+		 "a script for its shell"},
 		{"ssh deploy@prod < cleanup.sh", POLICY_HOLD, "remote-script-stdin-file", NULL},
 		{"kubectl exec -i api-0 -- sh < wipe.sh", POLICY_HOLD, "remote-script-stdin-container", NULL},
 		{"salt '*' cmd.run 'rm -rf /srv/app'", POLICY_HOLD, "salt-remote-run", "minions"},
@@ -92,6 +92,8 @@ static void test_forge_and_cloud(void **state)
 		{"gh api graphql -f query='query { viewer { login } }'", POLICY_ALLOW, "default", NULL},
 		{"aws iam list-users", POLICY_ALLOW, "default", NULL},
 		{"aws s3 cp ./dist s3://bucket/ --recursive", POLICY_ALLOW, "default", NULL},
+		{"gsutil -m cp -P -r ./dist gs://bucket/", POLICY_ALLOW, "default", NULL},
+		{"s3cmd put --acl-public f s3://b/", POLICY_DENY, "cloud-data-public", NULL},
 		{"kubectl set image deploy/api api=x:1 --dry-run=client -o yaml", POLICY_ALLOW, "default", NULL},
 		{"helm template ./chart", POLICY_ALLOW, "default", NULL},
 	};
