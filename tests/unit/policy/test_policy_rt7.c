@@ -204,12 +204,31 @@ static void test_false_positives(void **state)
 	expect_both(t, sizeof(t) / sizeof(*t));
 }
 
+/* With --net a word known only at run time could be a package source for an
+ * install, but not for a build or test, which takes its sources from the manifest. */
+static void test_build_words_unknown(void **state)
+{
+	(void)state;
+	static const want t[] = {
+		{"cargo test --locked --features $TOKIO_FEATURES", POLICY_ALLOW, "cargo-build-test", NULL},
+		{"cargo clippy --all-targets ${MSRV_FEATURES}", POLICY_ALLOW, "cargo-build-test", NULL},
+		{"cargo install $CRATE --git https://example.com/x", POLICY_HOLD, "package-install-untrusted", NULL},
+		{"cargo install $CRATE", POLICY_HOLD, "unresolved", NULL},
+		{"cargo test > ~/.bashrc", POLICY_DENY, "persistence-redirect", NULL},
+	};
+	policy *p = load_default();
+	policy_ctx net = ctx;
+	net.network = true;
+	EXPECT_ALL(p, &net, t);
+	policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_remote_script_stdin), cmocka_unit_test(test_forge_and_cloud),
 		cmocka_unit_test(test_remote_deletes),      cmocka_unit_test(test_uploads),
-		cmocka_unit_test(test_false_positives),
+		cmocka_unit_test(test_false_positives),    cmocka_unit_test(test_build_words_unknown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
