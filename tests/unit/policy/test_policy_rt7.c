@@ -215,6 +215,9 @@ static void test_build_words_unknown(void **state)
 		{"cargo install $CRATE --git https://example.com/x", POLICY_HOLD, "package-install-untrusted", NULL},
 		{"cargo install $CRATE", POLICY_HOLD, "unresolved", NULL},
 		{"cargo test > ~/.bashrc", POLICY_DENY, "persistence-redirect", NULL},
+		{"npm run release -- $TYPE_ARG --ci", POLICY_ALLOW, "package-run-script", NULL},
+		{"pnpm -r run build $ARGS", POLICY_ALLOW, "package-run-script", NULL},
+		{"npm run build --registry=https://r.example/", POLICY_HOLD, "package-install-untrusted", NULL},
 	};
 	policy *p = load_default();
 	policy_ctx net = ctx;
