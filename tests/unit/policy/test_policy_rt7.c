@@ -65,8 +65,8 @@ static void test_forge_and_cloud(void **state)
 		{"gh api -X POST repos/acme/app/collaborators/evil -f permission=admin", POLICY_HOLD,
 		 "forge-api-grant", NULL},
 		{"gh secret set AWS_SECRET_ACCESS_KEY --body x -R acme/app", POLICY_HOLD, "forge-access-grant", NULL},
-		{"gh workflow run deploy.yml -f env=production", POLICY_HOLD, "forge-run-deploy", NULL},
-		{"gh pr merge 12 --admin --squash --delete-branch", POLICY_HOLD, "forge-run-deploy", NULL},
+		{"gh workflow run deploy.yml -f env=production", POLICY_HOLD, "forge-workflow-run", NULL},
+		{"gh pr merge 12 --admin --squash --delete-branch", POLICY_HOLD, "forge-admin-merge", NULL},
 		{"aws iam create-access-key --user-name ci", POLICY_HOLD, "cloud-credentials-create", NULL},
 		{"aws iam attach-user-policy --user-name ci --policy-arn "
 		 "arn:aws:iam::aws:policy/AdministratorAccess",
@@ -99,6 +99,8 @@ static void test_forge_and_cloud(void **state)
 		{"aws s3 cp ./dist s3://bucket/ --recursive", POLICY_ALLOW, "default", NULL},
 		{"gsutil -m cp -P -r ./dist gs://bucket/", POLICY_ALLOW, "default", NULL},
 		{"s3cmd put --acl-public f s3://b/", POLICY_DENY, "cloud-data-public", NULL},
+		{"cd site && aws s3 sync . s3://b/ --acl public-read", POLICY_DENY, "cloud-data-public", NULL},
+		{"gh pr merge 12 --squash; echo 'ci run done'", POLICY_ALLOW, "default", NULL},
 		{"kubectl set image deploy/api api=x:1 --dry-run=client -o yaml", POLICY_ALLOW, "default", NULL},
 		{"helm template ./chart", POLICY_ALLOW, "default", NULL},
 	};
