@@ -212,7 +212,8 @@ static void test_false_positives(void **state)
 }
 
 /* With --net a word known only at run time could be a package source for an
- * install, but not for a build or test, which takes its sources from the manifest. */
+ * install, but not for a build or test, which takes its sources from the manifest;
+ * nor does it stand for the words the rt7 rules look for. */
 static void test_build_words_unknown(void **state)
 {
 	(void)state;
@@ -225,6 +226,13 @@ static void test_build_words_unknown(void **state)
 		{"npm run release -- $TYPE_ARG --ci", POLICY_ALLOW, "package-run-script", NULL},
 		{"pnpm -r run build $ARGS", POLICY_ALLOW, "package-run-script", NULL},
 		{"npm run build --registry=https://r.example/", POLICY_HOLD, "package-install-untrusted", NULL},
+		/* the new remote rules look for words in the line's text: no unknown word is one */
+		{"aws s3 cp \"$F\" s3://bucket/", POLICY_ALLOW, "default", NULL},
+		{"aws lambda invoke --function-name \"$FN\" out.json", POLICY_ALLOW, "default", NULL},
+		{"firebase deploy --token \"$FIREBASE_TOKEN\"", POLICY_ALLOW, "default", NULL},
+		{"salt \"$TARGET\" test.ping", POLICY_ALLOW, "default", NULL},
+		{"gh repo edit \"$REPO\" --description \"$D\"", POLICY_ALLOW, "default", NULL},
+		{"twine upload dist/* -u __token__ -p \"$PYPI_TOKEN\"", POLICY_ALLOW, "default", NULL},
 	};
 	policy *p = load_default();
 	policy_ctx net = ctx;
