@@ -718,3 +718,29 @@ def merged_ref_delete(ctx):
     check("repacked" in _reason(r), "the reason does not say repacked: %r" % _reason(r))
     _denied(ctx, ws, "%s branch -D topic && %s reflog expire --expire-unreachable=now --all && %s gc -q --prune=now"
             % (GIT, GIT, GIT), pol, "git-history")
+
+
+@test("effects/agent-and-tool-start-files-held")
+def tool_start_files(ctx):
+    """Files an AI agent, editor, interpreter, debugger, toolchain or build
+    tool started in the folder runs code from by itself (rt7 I38-I42) are
+    held; ordinary builds and edits beside them, and the instruction files
+    agents read as text, still commit."""
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    for path in (".claude/settings.json", "svc/.claude/settings.local.json", ".mcp.json", ".cursor/mcp.json",
+                 ".cursor/hooks.json", ".vscode/mcp.json", ".gemini/settings.json", ".codex/config.toml",
+                 "opencode.json", ".opencode/plugin/x.js", ".nvim.lua", ".exrc", "lib/.vimrc", ".dir-locals.el",
+                 ".Rprofile", "r/.Renviron", ".irbrc", ".pdbrc", ".pythonrc.py", ".gdbinit", ".lldbinit", ".ghci",
+                 "rust-toolchain.toml", "rust-toolchain", ".yarnrc", ".yarn/releases/yarn-4.1.0.cjs",
+                 ".pnpmfile.cjs", "bunfig.toml", ".mvn/jvm.config", ".mvn/extensions.xml",
+                 ".mvn/wrapper/maven-wrapper.properties", "Directory.Build.props", "src/Directory.Build.targets",
+                 ".bazelrc", "tools/bazel", "gradle/wrapper/gradle-wrapper.properties"):
+        r = _held(ctx, ws, "mkdir -p \"$(dirname %s)\" && echo 'x' > %s" % (path, path), pol, "protected-files")
+        check(path in _reason(r), "the reason does not name %s: %r" % (path, _reason(r)))
+    # builds write outputs, not these sources; agents' instruction files are text
+    _committed(ctx, ws, "mkdir -p .claude/commands build/classes target/debug .gradle obj bazel-out && "
+               "echo x > AGENTS.md && echo x > CLAUDE.md && echo x > .claude/commands/review.md && "
+               "echo x > build/classes/A.class && echo x > target/debug/app && echo x > .gradle/cache && "
+               "echo x > obj/project.assets.json && echo x > bazel-out/x && echo x > build.gradle && "
+               "echo x > pom.xml && echo x > app.csproj && echo x > Cargo.toml && echo x > rprofile.md", pol)
