@@ -744,3 +744,39 @@ def tool_start_files(ctx):
                "echo x > build/classes/A.class && echo x > target/debug/app && echo x > .gradle/cache && "
                "echo x > obj/project.assets.json && echo x > bazel-out/x && echo x > build.gradle && "
                "echo x > pom.xml && echo x > app.csproj && echo x > Cargo.toml && echo x > rprofile.md", pol)
+
+
+def _tagged_repo(ctx):
+    """_repo plus tag v1 on a commit only the tag reaches (its branch
+    deleted, the reflogs expired: the tag is the only way back)."""
+    ws = _repo(ctx)
+    sh("%s checkout -qb rel && %s commit -q --allow-empty -m release && %s tag v1 && %s checkout -q main && "
+       "%s branch -qD rel && %s reflog expire --expire=now --all" % ((GIT,) * 6), cwd=ws)
+    return ws
+
+
+@test("effects/tag-moved-off-its-commit-denied")
+def tag_moved(ctx):
+    """Tags have no reflog: moving one (`git tag -f`, `update-ref`, an
+    edited packed-refs line, a loose ref added over a packed one) loses
+    the commit only it reached, as a deleted tag does (rt7 I37). A tag
+    moved along history, and a branch moved by commit --amend, reset or
+    rebase (its reflog keeps the old value), still commit."""
+    pol = _effects_policy(ctx)
+    ws = _tagged_repo(ctx)
+    for line in ("%s tag -f v1 main" % GIT, "%s update-ref refs/tags/v1 main" % GIT,
+                 "%s tag -a -f -m moved v1 main" % GIT, "git rev-parse main > .git/refs/tags/v1"):
+        r = _denied(ctx, ws, line, pol, "git-history")
+        check("refs/tags/v1" in _reason(r), "the reason does not name the tag: %r" % _reason(r))
+    sh("%s pack-refs --all" % GIT, cwd=ws)
+    _denied(ctx, ws, "%s tag -f v1 main" % GIT, pol, "git-history")  # a loose ref over the packed line
+    _denied(ctx, ws, "sed -i \"s#^[0-9a-f]* refs/tags/v1\\$#$(git rev-parse main) refs/tags/v1#\" .git/packed-refs",
+            pol, "git-history")
+    check(b"release" in sh("%s log -1 --format=%%s v1" % GIT, cwd=ws).stdout, "the tag moved")
+    # what keeps the old value: history (a tag moved forward) or a reflog
+    _committed(ctx, ws, "%s tag base main && %s commit -q --allow-empty -m next && %s tag -f base main"
+               % (GIT, GIT, GIT), pol)
+    _committed(ctx, ws, "%s commit -q --amend --allow-empty -m amended && %s reset -q --hard HEAD~1" % (GIT, GIT),
+               pol)
+    _committed(ctx, ws, "%s checkout -q topic && %s rebase -q main && %s checkout -q main" % (GIT, GIT, GIT), pol)
+    _committed(ctx, ws, "%s pack-refs --all && %s commit -q --allow-empty -m after-pack" % (GIT, GIT), pol)
