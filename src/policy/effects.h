@@ -24,8 +24,8 @@ enum effect_git {
 	/* a loose object, pack or pack index whose content changed or that is
 	 * no longer a regular file: objects are immutable, so it is loss */
 	EFFECT_GIT_OBJECTS_REWRITTEN = 1u << 5,
-	/* two or more stash entries gone at once (`git stash clear`); one is
-	 * `git stash pop` */
+	/* a stash entry gone (drop, clear, pop, the files removed) while
+	 * a commit the stash recorded is reachable from no branch, tag or HEAD */
 	EFFECT_GIT_STASH_DROPPED = 1u << 6,
 	/* a config change that sends an existing remote's fetches, pushes or
 	 * credentials elsewhere (gitconfig_redirect) */

@@ -631,9 +631,14 @@ static size_t stash_entries(int fd, const char *log, size_t unreadable)
 	return n + (len && text[len - 1] != '\n');
 }
 
+static bool reflog_commits_kept(gitscan *g, const char *path, size_t dirlen);
+
 /* The stash (refs/stash and its reflog, one entry a line) is the user's
- * uncommitted work: `git stash pop`/`drop` takes one entry, more going at
- * once (`git stash clear`) is a loss. */
+ * uncommitted work, judged like a branch: an entry gone (`git stash drop`,
+ * `clear`, the files removed; also `pop`, whose commit nothing keeps
+ * either: its changes are in the work tree, which is not told from a
+ * drop) is a loss unless every commit the stash recorded stays reachable.
+ * `git stash apply` keeps the entry. */
 static int stash_change(gitscan *g, const char *path, size_t dirlen)
 {
 	_cleanup_free_ char *ref = NULL, *log = NULL;
@@ -644,7 +649,7 @@ static int stash_change(gitscan *g, const char *path, size_t dirlen)
 	const effect_change *c = find_change(g->s, g->sorted, log);
 	if (ref_after(g, ref) && !(c && c->kind == TXBOX_CHANGE_DELETED))
 		after = stash_entries(c ? g->s->upper_fd : g->s->ws_fd, log, 0);
-	if (before > after && before - after >= 2)
+	if (before > after && !reflog_commits_kept(g, log, dirlen))
 		git_hit(g, EFFECT_GIT_STASH_DROPPED, log);
 	return 0;
 }

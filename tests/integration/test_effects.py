@@ -548,20 +548,25 @@ def reason_printable(ctx):
         ctx.run_txbox(["rollback", "-w", ws, tx[0]], cwd=ws)
 
 
-@test("effects/stash-clear-held-pop-passes")
+@test("effects/stash-entry-lost-held-apply-passes")
 def stash(ctx):
-    """The stash is the user's uncommitted work: one entry popped or
-    dropped is work, several gone at once is a loss (rt3/01o)."""
+    """The stash is the user's uncommitted work, judged like a branch: an
+    entry gone whose commit nothing keeps is held, one (rt7 I63: the only
+    entry's files removed) or several (rt3/01o), by drop, clear, rm or a
+    pop of a stash an earlier command made; `git stash apply` keeps the
+    entry, and a stash made and popped in one command loses nothing."""
     pol = _effects_policy(ctx)
     ws = _repo(ctx)
-    sh("echo w1 >> known.txt && %s stash -q && echo w2 >> known.txt && %s stash -q && "
-       "echo w3 >> known.txt && %s stash -q" % (GIT, GIT, GIT), cwd=ws)
+    sh("echo w1 >> known.txt && %s stash -q" % GIT, cwd=ws)
+    for line in ("rm -f .git/refs/stash .git/logs/refs/stash", "rm -f .git/refs/stash", "%s stash drop -q" % GIT,
+                 "%s stash pop -q" % GIT):
+        _held(ctx, ws, line, pol, "git-objects")
+    _committed(ctx, ws, "%s stash apply -q && %s checkout -q -- known.txt" % (GIT, GIT), pol)
+    _committed(ctx, ws, "echo w2 >> known.txt && %s stash -q && %s stash pop -q && %s stash -q" % ((GIT,) * 3), pol)
+    _committed(ctx, ws, "echo w3 >> known.txt && %s stash -q" % GIT, pol)
     _held(ctx, ws, "%s stash clear" % GIT, pol, "git-objects")
-    _held(ctx, ws, "rm -f .git/refs/stash", pol, "git-objects")
-    _committed(ctx, ws, "%s stash pop -q" % GIT, pol)
-    _committed(ctx, ws, "%s stash drop -q" % GIT, pol)
-    _committed(ctx, ws, "%s stash drop -q" % GIT, pol)  # the last one: ref and reflog go
-    check(not sh("%s stash list" % GIT, cwd=ws).stdout, "entries left in the stash")
+    _held(ctx, ws, "%s stash drop -q stash@{1}" % GIT, pol, "git-objects")
+    check(sh("%s stash list" % GIT, cwd=ws).stdout.count(b"\n") == 3, "stash entries were lost")
 
 
 @test("effects/git-config-destroys-held")
