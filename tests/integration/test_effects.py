@@ -745,6 +745,8 @@ def tool_start_files(ctx):
         check(path in _reason(r), "the reason does not name %s: %r" % (path, _reason(r)))
     # builds write outputs, not these sources; agents' instruction files are text
     _committed(ctx, ws, "mkdir -p .claude/commands build/classes target/debug .gradle obj bazel-out && "
+               "mkdir -p home/.codex/sessions home/.claude/projects/p && echo x > home/.codex/sessions/s.jsonl && "
+               "echo x > home/.claude/projects/p/s.jsonl && "
                "echo x > AGENTS.md && echo x > CLAUDE.md && echo x > .claude/commands/review.md && "
                "echo x > build/classes/A.class && echo x > target/debug/app && echo x > .gradle/cache && "
                "echo x > obj/project.assets.json && echo x > bazel-out/x && echo x > build.gradle && "
