@@ -75,6 +75,9 @@ int landlock_probe_abi(void);
  * once the view is built. */
 int secrets_read_layer_start(const char *const *paths, const char *home, int ws_fd, const char *workspace,
 			     const char *const *envp, harden_opts *ho, int *view_built, txbox_error *err);
+/* Before init's first mount: the helper has copied init's mount
+ * namespace (it resolves the host's paths there, then comes back). */
+void secrets_read_layer_copy_made(int view_built);
 int secrets_read_layer_view_built(int *view_built);
 
 /* In the command's child, before it closes its descriptors: move the read

@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -1214,7 +1215,7 @@ static int canon_follow(char *cur, size_t *len, char *todo, size_t todosz, const
  * the one before). A glob component or a missing name ends the
  * resolution (a ".." back above it resumes it); the walk matches the
  * rest against listings. Returns false when the result does not fit. */
-static bool canon_pattern(stat_memo *memo, const char *abs, char *out, size_t outsz)
+static bool canon_pattern(stat_memo *memo, bool resolve, const char *abs, char *out, size_t outsz)
 {
 	char todo[PATH_MAX];
 	size_t len = 0, litlen = 0;
@@ -1245,7 +1246,7 @@ static bool canon_pattern(stat_memo *memo, const char *abs, char *out, size_t ou
 		memcpy(out + len, p, n);
 		out[len += n] = '\0';
 		p = end;
-		if (lit)
+		if (lit || !resolve)
 			continue;
 		mode_t mode;
 		if (memchr(out + before, '*', n + 1) || memchr(out + before, '?', n + 1) ||
@@ -1261,17 +1262,29 @@ static bool canon_pattern(stat_memo *memo, const char *abs, char *out, size_t ou
 	return true;
 }
 
-/* Hide abs (a pattern: glob components allowed), canonical first: the
- * walk compares it with canonical paths, component by component. */
+static int ls_push(lsplit *ls, const char *c)
+{
+	if (at_or_below(c, "/proc"))
+		return 0; /* a magic link (~/.ssh -> /proc/self/fd/3): no place */
+	while (*c == '/')
+		c++;
+	return *c ? push_copy(&ls->v[0].pats, c) : 0;
+}
+
+/* Hide abs (a pattern: glob components allowed) as the kernel resolves
+ * it now (the walk compares canonical paths, component by component)
+ * and as spelt, normalised only lexically: the host may replace a
+ * symlink on the way (~/.ssh -> keys) by the directory itself before the
+ * walk lists it; the walk follows any link it meets on the spelt path. */
 static int ls_add(lsplit *ls, const char *abs)
 {
-	char c[PATH_MAX];
-	if (!canon_pattern(ls->memo, abs, c, sizeof c) || at_or_below(c, "/proc"))
-		return 0; /* no such path; or a magic link (~/.ssh -> /proc/self/fd/3): no place */
-	const char *p = c;
-	while (*p == '/')
-		p++;
-	return *p ? push_copy(&ls->v[0].pats, p) : 0;
+	char c[PATH_MAX], l[PATH_MAX];
+	if (!canon_pattern(ls->memo, true, abs, c, sizeof c))
+		return 0; /* no such path */
+	int r = ls_push(ls, c);
+	if (r < 0 || !canon_pattern(NULL, false, abs, l, sizeof l) || !strcmp(l, c))
+		return r;
+	return ls_push(ls, l);
 }
 
 static int ls_add2(lsplit *ls, const char *dir, const char *rel)
@@ -1456,7 +1469,7 @@ static int match_link(lsplit *ls, size_t i, const char *name, const char *full, 
 {
 	char p[PATH_MAX], c[PATH_MAX];
 	int r = push_copy(&ls->v[i].hits, name);
-	if (r < 0 || snprintf(p, sizeof p, "%s/%s", full, rest) >= (int)sizeof p || !canon_pattern(ls->memo, p, c, sizeof c))
+	if (r < 0 || snprintf(p, sizeof p, "%s/%s", full, rest) >= (int)sizeof p || !canon_pattern(ls->memo, true, p, c, sizeof c))
 		return r;
 	if (at_or_below(c, full) || (!*rest && kept(ls, c)))
 		return 0; /* a loop, or nothing to hide */
@@ -1914,13 +1927,9 @@ static int ls_init(lsplit *ls, masker *m, txbox_error *err)
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur > 128)
 		ls->keep_fds_below = nofile.rlim_cur > 4096 ? 4096 : (int)nofile.rlim_cur - 64;
 	read_uid_map(ls);
-	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return txbox_fail_errno(err, -errno, "secrets: opening /");
-	if (node_new(ls, "", fd) < 0) {
-		close(fd);
+	/* "/" is opened once the view is built: in its mount namespace */
+	if (node_new(ls, "", -1) < 0)
 		return txbox_fail(err, -ENOMEM, "secrets: out of memory");
-	}
 	for (size_t h = 0; h < m->nhomes; h++) {
 		char *c = realpath(m->homes[h].path, NULL);
 		if (c && (strv_buf_push(&ls->keep, c) < 0 || push_copy(&ls->homes, c) < 0))
@@ -1934,6 +1943,8 @@ static int ls_init(lsplit *ls, masker *m, txbox_error *err)
  * the overlay's root (kept as well as the host directory under it). */
 static int ls_view(lsplit *ls, const char *workspace)
 {
+	if ((ls->v[0].fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return txbox_fail_errno(ls->err, -errno, "secrets: opening /");
 	struct stat st, root;
 	if (stat("/tmp", &st) == 0 && stat("/", &root) == 0 && st.st_dev != root.st_dev)
 		ls->private_dev = st.st_dev;
@@ -1948,15 +1959,25 @@ static int ls_view(lsplit *ls, const char *workspace)
 }
 
 /* Until init says the view is built (one byte; anything else, EOF
- * included: it was not, and the rules would be for nothing). */
-static int await_view(int go, txbox_error *err)
+ * included: it was not, and the rules would be for nothing). Then back
+ * into init's mount namespace (sandbox_ns >= 0: the helper looked at the
+ * host from a copy of it, see read_layer_helper), keeping the copy until
+ * the exit, so that its teardown comes after the helper's word. */
+static int await_view(int go, int sandbox_ns, int *copy_ns, txbox_error *err)
 {
 	char c = 0;
 	ssize_t n;
 	do
 		n = read(go, &c, 1);
 	while (n < 0 && errno == EINTR);
-	return n == 1 && c == 'v' ? 0 : txbox_fail(err, -ECANCELED, "secrets: the sandbox's view was not built");
+	if (n != 1 || c != 'v')
+		return txbox_fail(err, -ECANCELED, "secrets: the sandbox's view was not built");
+	if (sandbox_ns < 0)
+		return 0;
+	*copy_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (setns(sandbox_ns, CLONE_NEWNS) < 0)
+		return txbox_fail_errno(err, -errno, "secrets: entering the sandbox's mount namespace");
+	return 0;
 }
 
 /* The helper's work. The patterns are canonicalised at once: they name
@@ -1965,7 +1986,7 @@ static int await_view(int go, txbox_error *err)
  * (a rule on an inode a mount then covers is never consulted: Landlock
  * skips covered mount points), the masks inside the workspace's overlay
  * (mounts), the mount table's aliases, the view's private /tmp. */
-static int build_read_layer(masker *m, int abi, int rfd, int go, const char *home, int ws_fd,
+static int build_read_layer(masker *m, int abi, int rfd, int go, int sandbox_ns, const char *home, int ws_fd,
 			    const char *workspace, const char *const *envp)
 {
 	_cleanup_(strv_buf_free) strv_buf others = {0};
@@ -1984,7 +2005,8 @@ static int build_read_layer(masker *m, int abi, int rfd, int go, const char *hom
 		return r;
 	stat_memo_free(&ls.memo);
 	trace_mark("helper: patterns");
-	if ((r = await_view(go, m->err)) < 0)
+	int copy_ns = -1; /* left to the exit */
+	if ((r = await_view(go, sandbox_ns, &copy_ns, m->err)) < 0)
 		return r;
 	trace_mark("helper: view built");
 	if ((r = ls_view(&ls, workspace)) < 0 || (r = expand_all(&ls)) < 0)
@@ -1998,14 +2020,25 @@ static int build_read_layer(masker *m, int abi, int rfd, int go, const char *hom
 }
 
 static void __attribute__((noreturn))
-read_layer_helper(const char *const *paths, int abi, int rfd, int go, int ready, const char *home,
-		  int ws_fd, const char *workspace, const char *const *envp)
+read_layer_helper(const char *const *paths, int abi, int rfd, int go, int ready, int sandbox_ns,
+		  const char *home, int ws_fd, const char *workspace, const char *const *envp)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "txbox-secrets");
+	/* A copy of init's mount namespace as it is now, before the view
+	 * replaces /tmp, /run, /dev, /proc and the workspace: the homes and
+	 * the patterns are resolved in the host's tree, never half in the
+	 * view's (a HOME, a link or a store under /tmp leads to the host's
+	 * paths). Init waits for this word before its first mount. */
+	if (sandbox_ns >= 0 && unshare(CLONE_NEWNS) < 0) {
+		close(sandbox_ns);
+		sandbox_ns = -1;
+	}
+	if (send(go, "u", 1, MSG_NOSIGNAL) != 1)
+		_exit(2);
 	txbox_error e = TXBOX_ERROR_INIT;
 	masker m = {.src = -1, .paths = paths, .err = &e};
-	int r = build_read_layer(&m, abi, rfd, go, home, ws_fd, workspace, envp);
+	int r = build_read_layer(&m, abi, rfd, go, sandbox_ns, home, ws_fd, workspace, envp);
 	const char *why = e.message && *e.message ? e.message : "the read layer failed";
 	/* Said before exiting: the command need not wait for this
 	 * process's teardown (its descriptors, its copy of memory). */
@@ -2044,13 +2077,16 @@ int secrets_read_layer_start(const char *const *paths, const char *home, int ws_
 		close(p[0]), close(p[1]);
 		return txbox_fail_errno(err, e, "secrets: a socket for the read layer");
 	}
+	int sandbox_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC); /* -1: resolve in the view */
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]), close(g[0]);
-		read_layer_helper(paths, abi, rfd, g[1], p[1], home, ws_fd, workspace, envp);
+		read_layer_helper(paths, abi, rfd, g[1], p[1], sandbox_ns, home, ws_fd, workspace, envp);
 	}
 	int e = pid < 0 ? -errno : 0;
 	close(p[1]), close(g[1]);
+	if (sandbox_ns >= 0)
+		close(sandbox_ns);
 	int high = fd_high(steal_fd(rfd)), ready = fd_high(p[0]), go = fd_high(g[0]);
 	if (e < 0 || high < 0 || ready < 0 || go < 0) {
 		e = e < 0 ? e : -EMFILE;
@@ -2067,6 +2103,15 @@ int secrets_read_layer_start(const char *const *paths, const char *home, int ws_
 	ho->read_ready = ready;
 	*view_built = go;
 	return 0;
+}
+
+void secrets_read_layer_copy_made(int view_built)
+{
+	char c;
+	ssize_t n;
+	do /* the helper's word, or EOF when it died (its command fails closed) */
+		n = recv(view_built, &c, 1, 0);
+	while (n < 0 && errno == EINTR);
 }
 
 int secrets_read_layer_view_built(int *view_built)

@@ -148,6 +148,7 @@ def load_tests():
     import test_costs  # noqa: F401
     import test_policy_cache  # noqa: F401
     import test_limits_init  # noqa: F401
+    import test_secrets_races  # noqa: F401
 
     def key(t):
         name = t[0]
