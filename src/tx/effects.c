@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EFFECTS_MAX_ENTRIES 1000000
@@ -1494,11 +1495,29 @@ static bool ref_gone(gitscan *g, const char *path, size_t dirlen, const char *na
 }
 
 #define REFLOG_TAIL 65536
+/* git expires a reflog entry whose commit is unreachable 30 days after the
+ * time the line states (gc.reflogExpireUnreachable); a line git writes for
+ * an update states now, one the command wrote may state 1970 */
+#define REFLOG_FRESH_SECONDS (24 * 3600)
+
+/* Is the reflog line at line ("OLD NEW NAME <EMAIL> SECONDS TZ[\tMSG]")
+ * dated no earlier than since? */
+static bool reflog_line_fresh(const char *line, long long since)
+{
+	size_t end = strcspn(line, "\t\n");
+	const char *gt = NULL;
+	for (size_t i = end; i-- > 0 && !gt;)
+		gt = line[i] == '>' ? line + i : NULL;
+	char *after;
+	errno = 0;
+	long long t = gt ? strtoll(gt + 1, &after, 10) : -1;
+	return gt && after != gt + 1 && !errno && t >= since;
+}
 
 /* Does the reflog of ref name (of the git dir path[0..dirlen)) after the
- * commit record object id hex[0..hexlen) as a line's old or new value?
- * Its last 64 KiB are read: git appends "OLD NEW ..." for each update, so
- * the value a ref just left ends the file. */
+ * commit record object id hex[0..hexlen) as the old or new value of a line
+ * dated in the last day? Its last 64 KiB are read: git appends "OLD NEW
+ * ..." for each update, so the value a ref just left ends the file. */
 static bool reflog_records(const gitscan *g, const char *path, size_t dirlen, const char *name, const char *hex,
 			   size_t hexlen)
 {
@@ -1517,9 +1536,11 @@ static bool reflog_records(const gitscan *g, const char *path, size_t dirlen, co
 	char *line = buf;
 	if (at > 0) /* the first line read may be cut */
 		line = strchr(buf, '\n') ? strchr(buf, '\n') + 1 : buf + got;
+	long long since = (long long)time(NULL) - REFLOG_FRESH_SECONDS;
 	for (; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line))
 		if (ref_hex(line) == hexlen && ref_hex(line + hexlen + 1) == hexlen &&
-		    (!strncmp(line, hex, hexlen) || !strncmp(line + hexlen + 1, hex, hexlen)))
+		    (!strncmp(line, hex, hexlen) || !strncmp(line + hexlen + 1, hex, hexlen)) &&
+		    reflog_line_fresh(line, since))
 			return true;
 	return false;
 }

@@ -779,6 +779,11 @@ def tag_moved(ctx):
     _denied(ctx, ws, "%s tag -f v1 main" % GIT, pol, "git-history")  # a loose ref over the packed line
     _denied(ctx, ws, "sed -i \"s#^[0-9a-f]* refs/tags/v1\\$#$(git rev-parse main) refs/tags/v1#\" .git/packed-refs",
             pol, "git-history")
+    # a reflog line the command wrote keeps nothing when dated long ago
+    # (git expires it at the next gc)
+    _denied(ctx, ws, "o=$(git rev-parse v1) && n=$(git rev-parse main) && git update-ref refs/tags/v1 $n && "
+            "mkdir -p .git/logs/refs/tags && printf '%s %s t <t@example.com> 0 +0000\\tmoved\\n' $o $n "
+            "> .git/logs/refs/tags/v1", pol, "git-history")
     check(b"release" in sh("%s log -1 --format=%%s v1" % GIT, cwd=ws).stdout, "the tag moved")
     # what keeps the old value: history (a tag moved forward) or a reflog
     _committed(ctx, ws, "%s tag base main && %s commit -q --allow-empty -m next && %s tag -f base main"
@@ -787,3 +792,5 @@ def tag_moved(ctx):
                pol)
     _committed(ctx, ws, "%s checkout -q topic && %s rebase -q main && %s checkout -q main" % (GIT, GIT, GIT), pol)
     _committed(ctx, ws, "%s pack-refs --all && %s commit -q --allow-empty -m after-pack" % (GIT, GIT), pol)
+    # a tag with a reflog (git writes the move, dated now) keeps its old value there
+    _committed(ctx, ws, "%s update-ref --create-reflog refs/tags/v1 main" % GIT, pol)
