@@ -15,7 +15,8 @@
 /* What a transaction did to git history (match.git of an effect rule). */
 enum effect_git {
 	/* a ref gone: loose file deleted or no longer a regular file holding a
-	 * ref, packed-refs line lost */
+	 * ref, packed-refs line lost; or moved off a commit that nothing (not
+	 * its reflog, no branch, tag or HEAD) keeps */
 	EFFECT_GIT_REFS_DELETED = 1u << 0,
 	EFFECT_GIT_REFLOG_DELETED = 1u << 1, /* a reflog deleted, truncated or rewritten */
 	EFFECT_GIT_PACKS_DELETED = 1u << 2,  /* a pack or its index (objects/pack/NAME.{pack,idx}) deleted */
