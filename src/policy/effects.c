@@ -157,9 +157,9 @@ static bool change_selected(const effect_rule *e, const effect_facts *f, const e
 }
 
 static const char *const git_effect_names[] = {
-	"refs deleted", "reflog deleted or rewritten", "pack files deleted", "loose objects deleted",
+	"refs deleted or moved", "reflog deleted or rewritten", "pack files deleted", "loose objects deleted",
 	".git/shallow changed", "git objects or pack files rewritten (objects never change)",
-	"stash entries dropped", "a git remote redirected"};
+	"stash entries lost", "a git remote redirected"};
 
 /* Selected by git_config globs: some glob matches and no "!glob" does
  * (the same as paths; "*" with exclusions is an allow-list of keys). A

@@ -15,7 +15,8 @@
 /* What a transaction did to git history (match.git of an effect rule). */
 enum effect_git {
 	/* a ref gone: loose file deleted or no longer a regular file holding a
-	 * ref, packed-refs line lost */
+	 * ref, packed-refs line lost; or moved off a commit that nothing (not
+	 * its reflog, no branch, tag or HEAD) keeps */
 	EFFECT_GIT_REFS_DELETED = 1u << 0,
 	EFFECT_GIT_REFLOG_DELETED = 1u << 1, /* a reflog deleted, truncated or rewritten */
 	EFFECT_GIT_PACKS_DELETED = 1u << 2,  /* a pack or its index (objects/pack/NAME.{pack,idx}) deleted */
@@ -24,8 +25,8 @@ enum effect_git {
 	/* a loose object, pack or pack index whose content changed or that is
 	 * no longer a regular file: objects are immutable, so it is loss */
 	EFFECT_GIT_OBJECTS_REWRITTEN = 1u << 5,
-	/* two or more stash entries gone at once (`git stash clear`); one is
-	 * `git stash pop` */
+	/* a stash entry gone (drop, clear, pop, the files removed) while
+	 * a commit the stash recorded is reachable from no branch, tag or HEAD */
 	EFFECT_GIT_STASH_DROPPED = 1u << 6,
 	/* a config change that sends an existing remote's fetches, pushes or
 	 * credentials elsewhere (gitconfig_redirect) */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EFFECTS_MAX_ENTRIES 1000000
@@ -458,15 +459,17 @@ static bool git_split(gitscan *g, const char *path, size_t *dirlen, const char *
 	return true;
 }
 
+/* The length (40 or 64) of the object id ref text t starts with, ending
+ * its line; 0: none (a symbolic ref, junk). */
+static size_t ref_hex(const char *t)
+{
+	size_t n = strspn(t, "0123456789abcdef");
+	return (n == 40 || n == 64) && (!t[n] || isspace((unsigned char)t[n])) ? n : 0;
+}
+
 /* What git's files backend reads as a ref: an object id (40 or 64 hex
  * digits) ending the line, or a symbolic ref. */
-static bool ref_text(const char *t)
-{
-	if (!strncmp(t, "ref:", 4))
-		return true;
-	size_t n = strspn(t, "0123456789abcdef");
-	return (n == 40 || n == 64) && (!t[n] || isspace((unsigned char)t[n]));
-}
+static bool ref_text(const char *t) { return !strncmp(t, "ref:", 4) || ref_hex(t); }
 
 #define REF_MAX 4096
 
@@ -516,6 +519,8 @@ static bool remote_tracking(const char *rest)
 }
 
 static bool old_ref_kept(gitscan *g, const char *path, size_t dirlen, const char *old);
+static bool left_value_kept(gitscan *g, const char *path, size_t dirlen, const char *name, const char *old,
+			    const char *now);
 
 /* The line of packed-refs text (its newlines made NULs) that name ends. */
 static const char *packed_line(const char *text, const char *name)
@@ -538,15 +543,21 @@ static int packed_refs_lost(gitscan *g, const char *path, size_t dirlen)
 		return 0;
 	}
 	for (size_t i = 0; i < no; i++) {
-		if ((nnew && bsearch(&on[i], nn, nnew, sizeof *nn, strcmp_p)) || !strcmp(on[i], "refs/stash") ||
-		    remote_tracking(on[i]))
+		if (!strcmp(on[i], "refs/stash") || remote_tracking(on[i]))
 			continue;
+		char **kept = nnew ? bsearch(&on[i], nn, nnew, sizeof *nn, strcmp_p) : NULL;
 		_cleanup_free_ char *loose = NULL, *what = NULL;
 		if (asprintf(&loose, "%.*s%s", (int)dirlen, path, on[i]) < 0)
 			return -ENOMEM;
-		if (ref_after(g, loose) || old_ref_kept(g, path, dirlen, packed_line(ot, on[i])))
+		/* a loose ref after the commit shadows the line (one added is
+		 * judged as a loose ref), and one before shadowed it */
+		if (ref_after(g, loose) || (kept && exists_beneath(g->s->ws_fd, loose)))
 			continue;
-		if (asprintf(&what, "%s (%s)", path, on[i]) < 0)
+		const char *old = packed_line(ot, on[i]);
+		if (kept ? left_value_kept(g, path, dirlen, on[i], old, packed_line(nt, *kept))
+			 : old_ref_kept(g, path, dirlen, old))
+			continue;
+		if (asprintf(&what, "%s (%s%s)", path, on[i], kept ? " moved" : "") < 0)
 			return -ENOMEM;
 		git_hit(g, EFFECT_GIT_REFS_DELETED, what);
 		return 0;
@@ -554,12 +565,13 @@ static int packed_refs_lost(gitscan *g, const char *path, size_t dirlen)
 	return 0;
 }
 
-/* A loose ref deleted: still there if the new packed-refs has it. */
-static bool loose_ref_kept(const gitscan *g, const char *path, size_t dirlen, const char *name)
+/* A loose ref deleted: still there if the new packed-refs has it, with
+ * the value it had or one that keeps it (left_value_kept). */
+static bool loose_ref_kept(gitscan *g, const char *path, size_t dirlen, const char *name)
 {
-	_cleanup_free_ char *packed = NULL, *text = NULL;
+	_cleanup_free_ char *packed = NULL, *text = NULL, *old = NULL;
 	_cleanup_free_ char **names = NULL;
-	size_t n;
+	size_t n, len;
 	if (asprintf(&packed, "%.*spacked-refs", (int)dirlen, path) < 0)
 		return false;
 	const effect_change *c = find_change(g->s, g->sorted, packed);
@@ -567,7 +579,10 @@ static bool loose_ref_kept(const gitscan *g, const char *path, size_t dirlen, co
 		return false;
 	if (packed_refs(g, packed, true, &text, &names, &n) < 0 || !names)
 		return false;
-	return n && bsearch(&name, names, n, sizeof *names, strcmp_p) != NULL;
+	char **hit = n ? bsearch(&name, names, n, sizeof *names, strcmp_p) : NULL;
+	if (!hit || read_small(g->s->ws_fd, path, REF_MAX, &old, &len) < 0 || strlen(old) != len)
+		return false;
+	return left_value_kept(g, path, dirlen, name, old, packed_line(text, *hit));
 }
 
 
@@ -617,9 +632,14 @@ static size_t stash_entries(int fd, const char *log, size_t unreadable)
 	return n + (len && text[len - 1] != '\n');
 }
 
+static bool reflog_commits_kept(gitscan *g, const char *path, size_t dirlen);
+
 /* The stash (refs/stash and its reflog, one entry a line) is the user's
- * uncommitted work: `git stash pop`/`drop` takes one entry, more going at
- * once (`git stash clear`) is a loss. */
+ * uncommitted work, judged like a branch: an entry gone (`git stash drop`,
+ * `clear`, the files removed; also `pop`, whose commit nothing keeps
+ * either: its changes are in the work tree, which is not told from a
+ * drop) is a loss unless every commit the stash recorded stays reachable.
+ * `git stash apply` keeps the entry. */
 static int stash_change(gitscan *g, const char *path, size_t dirlen)
 {
 	_cleanup_free_ char *ref = NULL, *log = NULL;
@@ -630,7 +650,7 @@ static int stash_change(gitscan *g, const char *path, size_t dirlen)
 	const effect_change *c = find_change(g->s, g->sorted, log);
 	if (ref_after(g, ref) && !(c && c->kind == TXBOX_CHANGE_DELETED))
 		after = stash_entries(c ? g->s->upper_fd : g->s->ws_fd, log, 0);
-	if (before > after && before - after >= 2)
+	if (before > after && !reflog_commits_kept(g, log, dirlen))
 		git_hit(g, EFFECT_GIT_STASH_DROPPED, log);
 	return 0;
 }
@@ -1233,11 +1253,22 @@ static int reach_roots(gitscan *g, const char *dir, size_t hexlen, oidset *roots
 	if (f)
 		pf = -1;
 	char line[4096];
+	bool shadowed = false; /* a loose ref names the line's ref: its value is the loose one */
 	while (r == 0 && f && budget-- && fgets(line, sizeof line, f)) {
 		const char *name = line + hexlen + 1;
-		if (line[0] == '^')
-			r = add_root(roots, line + 1, hexlen);
-		else if (strlen(line) > hexlen + 1 && (prefix_of(name, "refs/heads/") || prefix_of(name, "refs/tags/")))
+		if (line[0] == '^') { /* the peeled value of the line before */
+			if (!shadowed)
+				r = add_root(roots, line + 1, hexlen);
+			continue;
+		}
+		shadowed = false;
+		if (strlen(line) <= hexlen + 1 || !(prefix_of(name, "refs/heads/") || prefix_of(name, "refs/tags/")))
+			continue;
+		_cleanup_free_ char *loose = NULL;
+		if (asprintf(&loose, "%s%.*s", dir, (int)strcspn(name, "\n"), name) < 0)
+			return -ENOMEM;
+		shadowed = ref_after(g, loose);
+		if (!shadowed)
 			r = add_root(roots, line, hexlen);
 	}
 	budget = REACH_MAX_REFS;
@@ -1463,6 +1494,112 @@ static bool ref_gone(gitscan *g, const char *path, size_t dirlen, const char *na
 	return !n || !bsearch(&name, names, n, sizeof *names, strcmp_p);
 }
 
+#define REFLOG_TAIL 65536
+/* git expires a reflog entry whose commit is unreachable 30 days after the
+ * time the line states (gc.reflogExpireUnreachable); a line git writes for
+ * an update states now, one the command wrote may state 1970 */
+#define REFLOG_FRESH_SECONDS (24 * 3600)
+
+/* Is the reflog line at line ("OLD NEW NAME <EMAIL> SECONDS TZ[\tMSG]")
+ * dated no earlier than since? */
+static bool reflog_line_fresh(const char *line, long long since)
+{
+	size_t end = strcspn(line, "\t\n");
+	const char *gt = NULL;
+	for (size_t i = end; i-- > 0 && !gt;)
+		gt = line[i] == '>' ? line + i : NULL;
+	char *after;
+	errno = 0;
+	long long t = gt ? strtoll(gt + 1, &after, 10) : -1;
+	return gt && after != gt + 1 && !errno && t >= since;
+}
+
+/* Does the reflog of ref name (of the git dir path[0..dirlen)) after the
+ * commit record object id hex[0..hexlen) as the old or new value of a line
+ * dated in the last day? Its last 64 KiB are read: git appends "OLD NEW
+ * ..." for each update, so the value a ref just left ends the file. */
+static bool reflog_records(const gitscan *g, const char *path, size_t dirlen, const char *name, const char *hex,
+			   size_t hexlen)
+{
+	_cleanup_free_ char *log = NULL, *buf = malloc(REFLOG_TAIL + 1);
+	struct stat st;
+	if (!buf || asprintf(&log, "%.*slogs/%s", (int)dirlen, path, name) < 0)
+		return false;
+	_cleanup_close_ int fd = open_after(g, log);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	off_t at = st.st_size > REFLOG_TAIL ? st.st_size - REFLOG_TAIL : 0;
+	ssize_t got = pread(fd, buf, REFLOG_TAIL, at);
+	if (got <= 0)
+		return false;
+	buf[got] = '\0';
+	char *line = buf;
+	if (at > 0) /* the first line read may be cut */
+		line = strchr(buf, '\n') ? strchr(buf, '\n') + 1 : buf + got;
+	long long since = (long long)time(NULL) - REFLOG_FRESH_SECONDS;
+	for (; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line))
+		if (ref_hex(line) == hexlen && ref_hex(line + hexlen + 1) == hexlen &&
+		    (!strncmp(line, hex, hexlen) || !strncmp(line + hexlen + 1, hex, hexlen)) &&
+		    reflog_line_fresh(line, since))
+			return true;
+	return false;
+}
+
+/* A ref that stays a ref left the value old for now (ref texts; now NULL:
+ * unknown): is what old named kept? By the ref's reflog, which records the
+ * move (a branch moved by `commit --amend`, `reset` or `rebase`: git keeps
+ * that entry 30 days once unreachable), or by a branch, tag or HEAD
+ * reaching it. Tags have no reflog: a tag moved off the commit only it
+ * reached (`git tag -f`) loses that commit, as if deleted. */
+static bool left_value_kept(gitscan *g, const char *path, size_t dirlen, const char *name, const char *old,
+			    const char *now)
+{
+	size_t h = ref_hex(old);
+	if (!h) /* a symbolic ref names no commit of its own; junk named none */
+		return true;
+	if (now && ref_hex(now) == h && !strncmp(old, now, h))
+		return true;
+	return reflog_records(g, path, dirlen, name, old, h) || old_ref_kept(g, path, dirlen, old);
+}
+
+/* A loose ref (refs/..., not the stash or a remote-tracking ref) changed:
+ * gone or no longer a ref, and not kept in a rewritten packed-refs, its
+ * value is lost unless reachable; still a ref, the value it left (its own,
+ * or the packed one a ref added now shadows) is judged by left_value_kept. */
+static int loose_ref_change(gitscan *g, const effect_change *c, int kind, size_t dirlen, const char *rest)
+{
+	_cleanup_free_ char *old = NULL, *now = NULL, *ptext = NULL, *packed = NULL, *what = NULL;
+	_cleanup_free_ char **pnames = NULL;
+	size_t len, n;
+	if (kind == TXBOX_CHANGE_METADATA)
+		return 0;
+	if (!ref_after(g, c->path)) {
+		if (kind != TXBOX_CHANGE_ADDED && !loose_ref_kept(g, c->path, dirlen, rest) &&
+		    !loose_commits_kept(g, c->path, dirlen))
+			git_hit(g, EFFECT_GIT_REFS_DELETED, c->path);
+		return 0;
+	}
+	if (kind == TXBOX_CHANGE_ADDED) {
+		if (asprintf(&packed, "%.*spacked-refs", (int)dirlen, c->path) < 0)
+			return -ENOMEM;
+		if (packed_refs(g, packed, false, &ptext, &pnames, &n) < 0) /* unreadable: nothing known lost */
+			return 0;
+		char **hit = n ? bsearch(&rest, pnames, n, sizeof *pnames, strcmp_p) : NULL;
+		if (!hit || !(old = strdup(packed_line(ptext, *hit))))
+			return hit ? -ENOMEM : 0;
+	} else if (read_small(g->s->ws_fd, c->path, REF_MAX, &old, &len) < 0 || strlen(old) != len) {
+		return 0; /* not a ref before (a directory: its refs are judged one by one) */
+	}
+	if (read_small(g->s->upper_fd, c->path, REF_MAX, &now, &len) < 0)
+		now = NULL;
+	if (left_value_kept(g, c->path, dirlen, rest, old, now))
+		return 0;
+	if (asprintf(&what, "%s (moved off a commit nothing else keeps)", c->path) < 0)
+		return -ENOMEM;
+	git_hit(g, EFFECT_GIT_REFS_DELETED, what);
+	return 0;
+}
+
 /* The history effects of one changed file. */
 static int git_change(gitscan *g, const effect_change *c)
 {
@@ -1473,19 +1610,18 @@ static int git_change(gitscan *g, const effect_change *c)
 		return 0;
 	if (!strcmp(rest, "shallow"))
 		git_hit(g, EFFECT_GIT_SHALLOW_CHANGED, c->path);
-	if (kind == TXBOX_CHANGE_ADDED) /* nothing was there to lose */
+	bool stash = !strcmp(rest, "refs/stash") || !strcmp(rest, "logs/refs/stash");
+	/* nothing was there to lose, but a loose ref added may shadow a packed one */
+	if (kind == TXBOX_CHANGE_ADDED && (stash || !prefix_of(rest, "refs/")))
 		return 0;
 	bool deleted = kind == TXBOX_CHANGE_DELETED;
-	if (!strcmp(rest, "refs/stash") || !strcmp(rest, "logs/refs/stash"))
+	if (stash)
 		return kind == TXBOX_CHANGE_METADATA ? 0 : stash_change(g, c->path, dirlen);
 	if (remote_tracking(rest))
 		return 0;
 	if (prefix_of(rest, "refs/")) {
-		/* gone, or no longer a file git reads as a ref (a directory, a
-		 * symlink, junk), and not kept in a rewritten packed-refs */
-		if (kind != TXBOX_CHANGE_METADATA && !ref_after(g, c->path) &&
-		    !loose_ref_kept(g, c->path, dirlen, rest) && !loose_commits_kept(g, c->path, dirlen))
-			git_hit(g, EFFECT_GIT_REFS_DELETED, c->path);
+		if (loose_ref_change(g, c, kind, dirlen, rest) < 0)
+			return -ENOMEM;
 	} else if (!strcmp(rest, "packed-refs")) {
 		if (packed_refs_lost(g, c->path, dirlen) < 0)
 			return -ENOMEM;

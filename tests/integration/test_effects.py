@@ -548,20 +548,25 @@ def reason_printable(ctx):
         ctx.run_txbox(["rollback", "-w", ws, tx[0]], cwd=ws)
 
 
-@test("effects/stash-clear-held-pop-passes")
+@test("effects/stash-entry-lost-held-apply-passes")
 def stash(ctx):
-    """The stash is the user's uncommitted work: one entry popped or
-    dropped is work, several gone at once is a loss (rt3/01o)."""
+    """The stash is the user's uncommitted work, judged like a branch: an
+    entry gone whose commit nothing keeps is held, one (rt7 I63: the only
+    entry's files removed) or several (rt3/01o), by drop, clear, rm or a
+    pop of a stash an earlier command made; `git stash apply` keeps the
+    entry, and a stash made and popped in one command loses nothing."""
     pol = _effects_policy(ctx)
     ws = _repo(ctx)
-    sh("echo w1 >> known.txt && %s stash -q && echo w2 >> known.txt && %s stash -q && "
-       "echo w3 >> known.txt && %s stash -q" % (GIT, GIT, GIT), cwd=ws)
+    sh("echo w1 >> known.txt && %s stash -q" % GIT, cwd=ws)
+    for line in ("rm -f .git/refs/stash .git/logs/refs/stash", "rm -f .git/refs/stash", "%s stash drop -q" % GIT,
+                 "%s stash pop -q" % GIT):
+        _held(ctx, ws, line, pol, "git-objects")
+    _committed(ctx, ws, "%s stash apply -q && %s checkout -q -- known.txt" % (GIT, GIT), pol)
+    _committed(ctx, ws, "echo w2 >> known.txt && %s stash -q && %s stash pop -q && %s stash -q" % ((GIT,) * 3), pol)
+    _committed(ctx, ws, "echo w3 >> known.txt && %s stash -q" % GIT, pol)
     _held(ctx, ws, "%s stash clear" % GIT, pol, "git-objects")
-    _held(ctx, ws, "rm -f .git/refs/stash", pol, "git-objects")
-    _committed(ctx, ws, "%s stash pop -q" % GIT, pol)
-    _committed(ctx, ws, "%s stash drop -q" % GIT, pol)
-    _committed(ctx, ws, "%s stash drop -q" % GIT, pol)  # the last one: ref and reflog go
-    check(not sh("%s stash list" % GIT, cwd=ws).stdout, "entries left in the stash")
+    _held(ctx, ws, "%s stash drop -q stash@{1}" % GIT, pol, "git-objects")
+    check(sh("%s stash list" % GIT, cwd=ws).stdout.count(b"\n") == 3, "stash entries were lost")
 
 
 @test("effects/git-config-destroys-held")
@@ -718,3 +723,74 @@ def merged_ref_delete(ctx):
     check("repacked" in _reason(r), "the reason does not say repacked: %r" % _reason(r))
     _denied(ctx, ws, "%s branch -D topic && %s reflog expire --expire-unreachable=now --all && %s gc -q --prune=now"
             % (GIT, GIT, GIT), pol, "git-history")
+
+
+@test("effects/agent-and-tool-start-files-held")
+def tool_start_files(ctx):
+    """Files an AI agent, editor, interpreter, debugger, toolchain or build
+    tool started in the folder runs code from by itself (rt7 I38-I42) are
+    held; ordinary builds and edits beside them, and the instruction files
+    agents read as text, still commit."""
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    for path in (".claude/settings.json", "svc/.claude/settings.local.json", ".mcp.json", ".cursor/mcp.json",
+                 ".cursor/hooks.json", ".vscode/mcp.json", ".gemini/settings.json", ".codex/config.toml",
+                 "opencode.json", ".opencode/plugin/x.js", ".nvim.lua", ".exrc", "lib/.vimrc", ".dir-locals.el",
+                 ".Rprofile", "r/.Renviron", ".irbrc", ".pdbrc", ".pythonrc.py", ".gdbinit", ".lldbinit", ".ghci",
+                 "rust-toolchain.toml", "rust-toolchain", ".yarnrc", ".yarn/releases/yarn-4.1.0.cjs",
+                 ".pnpmfile.cjs", "bunfig.toml", ".mvn/jvm.config", ".mvn/extensions.xml",
+                 ".mvn/wrapper/maven-wrapper.properties", "Directory.Build.props", "src/Directory.Build.targets",
+                 ".bazelrc", "tools/bazel", "gradle/wrapper/gradle-wrapper.properties"):
+        r = _held(ctx, ws, "mkdir -p \"$(dirname %s)\" && echo 'x' > %s" % (path, path), pol, "protected-files")
+        check(path in _reason(r), "the reason does not name %s: %r" % (path, _reason(r)))
+    # builds write outputs, not these sources; agents' instruction files are text
+    _committed(ctx, ws, "mkdir -p .claude/commands build/classes target/debug .gradle obj bazel-out && "
+               "mkdir -p home/.codex/sessions home/.claude/projects/p && echo x > home/.codex/sessions/s.jsonl && "
+               "echo x > home/.claude/projects/p/s.jsonl && "
+               "echo x > AGENTS.md && echo x > CLAUDE.md && echo x > .claude/commands/review.md && "
+               "echo x > build/classes/A.class && echo x > target/debug/app && echo x > .gradle/cache && "
+               "echo x > obj/project.assets.json && echo x > bazel-out/x && echo x > build.gradle && "
+               "echo x > pom.xml && echo x > app.csproj && echo x > Cargo.toml && echo x > rprofile.md", pol)
+
+
+def _tagged_repo(ctx):
+    """_repo plus tag v1 on a commit only the tag reaches (its branch
+    deleted, the reflogs expired: the tag is the only way back)."""
+    ws = _repo(ctx)
+    sh("%s checkout -qb rel && %s commit -q --allow-empty -m release && %s tag v1 && %s checkout -q main && "
+       "%s branch -qD rel && %s reflog expire --expire=now --all" % ((GIT,) * 6), cwd=ws)
+    return ws
+
+
+@test("effects/tag-moved-off-its-commit-denied")
+def tag_moved(ctx):
+    """Tags have no reflog: moving one (`git tag -f`, `update-ref`, an
+    edited packed-refs line, a loose ref added over a packed one) loses
+    the commit only it reached, as a deleted tag does (rt7 I37). A tag
+    moved along history, and a branch moved by commit --amend, reset or
+    rebase (its reflog keeps the old value), still commit."""
+    pol = _effects_policy(ctx)
+    ws = _tagged_repo(ctx)
+    for line in ("%s tag -f v1 main" % GIT, "%s update-ref refs/tags/v1 main" % GIT,
+                 "%s tag -a -f -m moved v1 main" % GIT, "git rev-parse main > .git/refs/tags/v1"):
+        r = _denied(ctx, ws, line, pol, "git-history")
+        check("refs/tags/v1" in _reason(r), "the reason does not name the tag: %r" % _reason(r))
+    sh("%s pack-refs --all" % GIT, cwd=ws)
+    _denied(ctx, ws, "%s tag -f v1 main" % GIT, pol, "git-history")  # a loose ref over the packed line
+    _denied(ctx, ws, "sed -i \"s#^[0-9a-f]* refs/tags/v1\\$#$(git rev-parse main) refs/tags/v1#\" .git/packed-refs",
+            pol, "git-history")
+    # a reflog line the command wrote keeps nothing when dated long ago
+    # (git expires it at the next gc)
+    _denied(ctx, ws, "o=$(git rev-parse v1) && n=$(git rev-parse main) && git update-ref refs/tags/v1 $n && "
+            "mkdir -p .git/logs/refs/tags && printf '%s %s t <t@example.com> 0 +0000\\tmoved\\n' $o $n "
+            "> .git/logs/refs/tags/v1", pol, "git-history")
+    check(b"release" in sh("%s log -1 --format=%%s v1" % GIT, cwd=ws).stdout, "the tag moved")
+    # what keeps the old value: history (a tag moved forward) or a reflog
+    _committed(ctx, ws, "%s tag base main && %s commit -q --allow-empty -m next && %s tag -f base main"
+               % (GIT, GIT, GIT), pol)
+    _committed(ctx, ws, "%s commit -q --amend --allow-empty -m amended && %s reset -q --hard HEAD~1" % (GIT, GIT),
+               pol)
+    _committed(ctx, ws, "%s checkout -q topic && %s rebase -q main && %s checkout -q main" % (GIT, GIT, GIT), pol)
+    _committed(ctx, ws, "%s pack-refs --all && %s commit -q --allow-empty -m after-pack" % (GIT, GIT), pol)
+    # a tag with a reflog (git writes the move, dated now) keeps its old value there
+    _committed(ctx, ws, "%s update-ref --create-reflog refs/tags/v1 main" % GIT, pol)
