@@ -228,8 +228,7 @@ static int do_optcmd(struct uw *u)
 		{"man", "-P", "--pager"},      {"sort", NULL, "--compress-program"},
 		{"xterm", "-e", NULL},         {"uxterm", "-e", NULL},
 		{"konsole", "-e", NULL},       {"urxvt", "-e", NULL},
-		{"less", NULL, NULL},          {"entr", NULL, NULL},
-		{"inotifywait", NULL, NULL},
+		{"less", NULL, NULL},          {"inotifywait", NULL, NULL},
 	};
 	int rc = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
@@ -245,9 +244,27 @@ static int do_optcmd(struct uw *u)
 			k = next;
 		}
 	}
-	if (rc == 0 && strcmp(u->name, "entr") == 0)
-		rc = after_opts(u, NULL, NULL);
 	return rc;
+}
+
+/* entr [-acdnprsxz] UTILITY [ARG…]: with -s the utility is shell text
+ * ($SHELL -c UTILITY), else the command and its arguments. */
+static int do_entr(struct uw *u)
+{
+	size_t i = 1;
+	bool shell = false;
+	for (; i < u->n && !u->v[i].unres && u->v[i].text[0] == '-' && u->v[i].text[1]; i++) {
+		if (fis(&u->v[i], "--")) {
+			i++;
+			break;
+		}
+		shell |= strchr(u->v[i].text, 's') != NULL;
+	}
+	if (i < u->n && u->v[i].unres) {
+		uw_markf(u, "%s: cannot tell which command runs", u->name);
+		return 0;
+	}
+	return shell ? uw_joined_text(u, i, u->n, "entr -s") : uw_inner(u, i, u->name);
 }
 
 /* sg GROUP [-c] COMMAND: the command is shell text. */
@@ -570,6 +587,7 @@ static const struct runner runner_table[] = {
 	{"tini", NULL, "-e= -p=", 0, RUN_ARGV},
 	{"dumb-init", NULL, "-r= --rewrite=", 0, RUN_ARGV},
 	{"catatonit", NULL, NULL, 0, RUN_ARGV},
+	{"systemd-inhibit", NULL, "--what= --who= --why= --mode= --list^", 0, RUN_ARGV},
 	{"eatmydata", NULL, NULL, 0, RUN_ARGV},
 	{"nocache", NULL, "-n=", 0, RUN_ARGV},
 	{"catchsegv", NULL, NULL, 0, RUN_ARGV},
@@ -1006,7 +1024,7 @@ static const struct {
 	{"firejail", do_plain}, {"valgrind", do_plain}, {"rsync", do_optcmd},
 	{"zip", do_optcmd}, {"man", do_optcmd}, {"sort", do_optcmd}, {"xterm", do_optcmd},
 	{"uxterm", do_optcmd}, {"konsole", do_optcmd}, {"urxvt", do_optcmd},
-	{"entr", do_optcmd}, {"sg", do_sg}, {"setpriv", do_setpriv},
+	{"entr", do_entr}, {"sg", do_sg}, {"setpriv", do_setpriv},
 	{"start-stop-daemon", do_start_stop_daemon}, {"docker", do_container_exec},
 	{"podman", do_container_exec}, {"nerdctl", do_container_exec}, {"kubectl", do_kubectl},
 	{"oc", do_kubectl}, {"parallel", do_parallel}, {"tmux", do_tmux},
