@@ -1100,6 +1100,85 @@ static int git_command_options(struct uw *u, size_t i)
 	return rc;
 }
 
+/* `git grep -OCMD` / `--open-files-in-pager=CMD`: CMD (shell text) opens
+ * the matching files. The value is optional and only ever attached. */
+static int git_grep_pager(struct uw *u, size_t i)
+{
+	int rc = 0;
+	for (size_t k = i + 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres || fis(f, "--"))
+			break;
+		struct sh_field g = *f;
+		if (starts_with(f->text, "--open-files-in-pager="))
+			g.text = f->text + 22;
+		else if (f->text[0] == '-' && f->text[1] == 'O' && f->text[2])
+			g.text = f->text + 2;
+		else
+			continue;
+		rc = uw_shell_text(u, &g, "git grep --open-files-in-pager");
+	}
+	return rc;
+}
+
+/* `ext::CMD ARGS` remote URLs: git runs CMD with ARGS (split at spaces,
+ * "% " a space, "%%" a percent; %s/%S the service name) when the ext
+ * transport is allowed. Judged as that command whether or not it is:
+ * the setting may come from a config file this line cannot see. */
+static int git_ext_url(struct uw *u, const struct sh_field *f)
+{
+	struct sbuf b = {0};
+	bool q = false;
+	for (const char *c = f->text + 5; *c; c++) {
+		if (*c == '%' && c[1]) {
+			c++;
+			if (*c == 's' || *c == 'S') {
+				sbuf_puts(&b, q ? "'git-upload-pack'" : "git-upload-pack");
+				continue;
+			}
+			if (!q)
+				sbuf_putc(&b, '\'');
+			q = true;
+			sbuf_puts(&b, *c == '\'' ? "'\\''" : (char[]){*c, '\0'});
+			continue;
+		}
+		if (*c == ' ' && q) {
+			sbuf_putc(&b, '\'');
+			q = false;
+		}
+		if (*c != ' ' && !q) {
+			sbuf_putc(&b, '\'');
+			q = true;
+		}
+		if (*c == '\'')
+			sbuf_puts(&b, "'\\''");
+		else
+			sbuf_putc(&b, *c);
+	}
+	if (q)
+		sbuf_putc(&b, '\'');
+	int rc = b.oom ? txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory")
+		 : b.s ? reparse(u, b.s, "git ext::")
+		       : 0;
+	sbuf_free(&b);
+	return rc;
+}
+
+static int git_ext_urls(struct uw *u, size_t i)
+{
+	int rc = 0;
+	for (size_t k = i + 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (!starts_with(f->text, "ext::"))
+			continue;
+		if (f->unres || f->lookalike)
+			uw_mark(u, "git ext:: URL: the command is not static");
+		else
+			rc = git_ext_url(u, f);
+	}
+	return rc;
+}
+
 /* How a command in `git -c KEY=VALUE` is reached: editors keep their key,
  * rules tell a scripted todo-list editor from a pager. */
 static const char *git_c_via(const char *key)
@@ -1160,7 +1239,9 @@ static int do_git(struct uw *u)
 		return 0;
 	if (strcmp(sub->text, "config") == 0)
 		return git_config(u, i);
-	if ((rc = git_command_options(u, i)) < 0)
+	if ((rc = git_command_options(u, i)) < 0 || (rc = git_ext_urls(u, i)) < 0)
+		return rc;
+	if (strcmp(sub->text, "grep") == 0 && (rc = git_grep_pager(u, i)) < 0)
 		return rc;
 	if (strcmp(sub->text, "submodule") == 0 && i + 1 < u->n && fis(&u->v[i + 1], "foreach")) {
 		size_t k = i + 2;
