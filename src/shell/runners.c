@@ -267,6 +267,57 @@ static int do_entr(struct uw *u)
 	return shell ? uw_joined_text(u, i, u->n, "entr -s") : uw_inner(u, i, u->name);
 }
 
+/* One `cargo --config KEY=VALUE` setting: a runner, linker or rustc
+ * wrapper is a command line (a TOML string; an array is not read here). */
+static int cargo_setting(struct uw *u, const struct sh_field *f)
+{
+	static const char *const ends[] = {".runner", ".linker", ".rustc-wrapper",
+					   ".rustc-workspace-wrapper", ".rustc", ".rustdoc", NULL};
+	const char *eq = strchr(f->text, '=');
+	if (!eq)
+		return 0; /* a file of settings */
+	size_t kl = (size_t)(eq - f->text);
+	while (kl && f->text[kl - 1] == ' ')
+		kl--;
+	bool runs = false;
+	for (const char *const *e = ends; *e && !runs; e++)
+		runs = kl > strlen(*e) && strncmp(f->text + kl - strlen(*e), *e, strlen(*e)) == 0;
+	if (!runs)
+		return 0;
+	const char *v = eq + 1 + strspn(eq + 1, " ");
+	size_t vl = strlen(v);
+	if (f->unres || f->lookalike || vl < 2 || !strchr("\"'", v[0]) || v[vl - 1] != v[0] ||
+	    memchr(v + 1, v[0], vl - 2)) {
+		uw_markf(u, "cargo --config %.*s: the command is not a plain string", (int)kl, f->text);
+		return 0;
+	}
+	struct sh_field g = *f;
+	_cleanup_free_ char *t = strndup(v + 1, vl - 2);
+	if (!t)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	g.text = t;
+	return uw_shell_text(u, &g, "cargo --config");
+}
+
+/* cargo [--config KEY=VALUE]…: settings that name commands cargo runs. */
+static int do_cargo(struct uw *u)
+{
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (fis(f, "--"))
+			break;
+		if (fis(f, "--config") && k + 1 < u->n)
+			rc = cargo_setting(u, &u->v[++k]);
+		else if (!f->unres && strncmp(f->text, "--config=", 9) == 0) {
+			struct sh_field g = *f;
+			g.text = f->text + 9;
+			rc = cargo_setting(u, &g);
+		}
+	}
+	return rc;
+}
+
 /* sg GROUP [-c] COMMAND: the command is shell text. */
 static int do_sg(struct uw *u)
 {
@@ -1024,7 +1075,7 @@ static const struct {
 	{"firejail", do_plain}, {"valgrind", do_plain}, {"rsync", do_optcmd},
 	{"zip", do_optcmd}, {"man", do_optcmd}, {"sort", do_optcmd}, {"xterm", do_optcmd},
 	{"uxterm", do_optcmd}, {"konsole", do_optcmd}, {"urxvt", do_optcmd},
-	{"entr", do_entr}, {"sg", do_sg}, {"setpriv", do_setpriv},
+	{"entr", do_entr}, {"cargo", do_cargo}, {"sg", do_sg}, {"setpriv", do_setpriv},
 	{"start-stop-daemon", do_start_stop_daemon}, {"docker", do_container_exec},
 	{"podman", do_container_exec}, {"nerdctl", do_container_exec}, {"kubectl", do_kubectl},
 	{"oc", do_kubectl}, {"parallel", do_parallel}, {"tmux", do_tmux},

@@ -390,11 +390,19 @@ bool sh_env_names_command(const char *name, size_t len)
 		"SVN_EDITOR", "HGEDITOR", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PROXY_COMMAND",
 		"GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN",
 		"LESSCLOSE", "BROWSER", "PROMPT_COMMAND", "RSYNC_RSH", "CVS_RSH", "RSH",
-		"TERMINAL", "DIFFTOOL", "MERGETOOL", "K9S_EDITOR", "KUBE_EDITOR", NULL};
+		"TERMINAL", "DIFFTOOL", "MERGETOOL", "K9S_EDITOR", "KUBE_EDITOR",
+		/* cargo runs these around rustc / the built program; npm runs scripts with it */
+		"RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER",
+		"CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC", "RUSTC", "RUSTDOC",
+		"npm_config_script_shell", "NPM_CONFIG_SCRIPT_SHELL", NULL};
 	for (const char *const *e = l; *e; e++)
 		if (strlen(*e) == len && strncmp(*e, name, len) == 0)
 			return true;
-	return false;
+	/* CARGO_TARGET_<triple>_RUNNER / _LINKER */
+	static const char pre[] = "CARGO_TARGET_";
+	return len > sizeof(pre) - 1 && strncmp(name, pre, sizeof(pre) - 1) == 0 &&
+	       ((len > 7 && strncmp(name + len - 7, "_RUNNER", 7) == 0) ||
+		(len > 7 && strncmp(name + len - 7, "_LINKER", 7) == 0));
 }
 
 int sh_env_command(struct sh_ctx *ctx, const struct sh_field *assign, unsigned depth, int cmd_idx)
