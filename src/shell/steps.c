@@ -355,6 +355,17 @@ static const struct written *runs(const shell_cmd *c, const struct written *w, s
 	return NULL;
 }
 
+/* The language sh_interp_scan reads for interpreter name, or NULL. */
+static const char *interp_lang(const char *name)
+{
+	static const char *const l[][2] = {{"python", "python"}, {"perl", "perl"}, {"ruby", "ruby"},
+					   {"node", "node"},     {"php", "php"}};
+	for (size_t i = 0; i < sizeof(l) / sizeof(*l); i++)
+		if (strncmp(name, l[i][0], strlen(l[i][0])) == 0)
+			return l[i][1];
+	return NULL;
+}
+
 static int run_written(struct sh_ctx *ctx, size_t idx, const struct written *f, size_t args,
 		       bool as_shell)
 {
@@ -373,6 +384,10 @@ static int run_written(struct sh_ctx *ctx, size_t idx, const struct written *f, 
 	if (f->text && (as_shell || strchr(c->argv[0], '/')))
 		return sh_reparse(ctx, f->text, strlen(f->text), "a file written earlier",
 				  c->depth + 1, (int)idx, NULL);
+	const char *lang = f->text ? interp_lang(sh_basename(c->argv[0])) : NULL;
+	if (lang) /* a script of an interpreter: the calls it makes */
+		return sh_interp_scan(ctx, lang, f->text, strlen(f->text), "a file written earlier",
+				      c->depth + 1, (int)idx);
 	sh_mark_unresolved(ctx, (int)idx, "runs a file written earlier in this line (its content is not known)");
 	return 0;
 }

@@ -781,7 +781,10 @@ static int env_run_split(struct uw *u, size_t i, const struct sh_field *split,
 
 static int do_env(struct uw *u)
 {
-	size_t i = 1;
+	size_t i = 1, nsetup = 0;
+	_cleanup_free_ struct sh_field *setup = calloc(u->n, sizeof(*setup));
+	if (!setup)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
 	const struct sh_field *split = NULL;
 	const char *split_text = NULL;
 	while (i < u->n) {
@@ -843,12 +846,17 @@ static int do_env(struct uw *u)
 				int rc = sh_env_command(u->ctx, f, u->depth, u->idx);
 				if (rc < 0)
 					return rc;
+			} else if (sh_env_names_setup(a, (size_t)(eq - a))) {
+				setup[nsetup++] = *f; /* BASH_ENV, BASH_FUNC_x%%, …: judged together */
 			}
 			i++;
 			continue;
 		}
 		break;
 	}
+	int rc = sh_env_prefix(u->ctx, setup, nsetup, u->depth, u->idx);
+	if (rc < 0)
+		return rc;
 	if (!split_text)
 		return inner_moved(u, i, "-C", "--chdir", i, "env");
 	return env_run_split(u, i, split, split_text);

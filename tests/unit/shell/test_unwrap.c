@@ -766,13 +766,19 @@ static void test_env_setup_and_fds(void **state)
 		{"exec 3<<< 'rm -rf ~'; sh <&3", "rm -rf ~", "sh <<<"},
 		{"exec 4<<'E'\ngit reset --hard\nE\nbash <&4", "git reset --hard", "bash <<"},
 		{"sh 3<<< 'rm -rf ~' <&3", "rm -rf ~", "sh <<<"},
+		{"GIT_CONFIG_PARAMETERS=\"'alias.st'='reset --hard'\" git st", "git reset --hard",
+		 "git alias"},
+		{"GIT_CONFIG_PARAMETERS=\"'user.name'='a b' 'core.pager'='rm -rf ~'\" git log",
+		 "rm -rf ~", "git -c"},
+		{"GIT_CONFIG_PARAMETERS=\"'alias.x'='!echo \\\"it'\\\\''s\\\"'\" git x", "echo it's",
+		 "git alias"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
 		expect_cmd_via(t[i].text, t[i].cmd, t[i].via);
 	/* not followed: unresolved, never silently dropped */
 	static const char *const unres[] = {
 		"BASH_ENV=$F bash -c true", "GIT_CONFIG_COUNT=$N GIT_CONFIG_KEY_0=a.b git st",
-		"GIT_CONFIG_PARAMETERS=\"'alias.st'='reset --hard'\" git st",
+		"GIT_CONFIG_PARAMETERS=\"alias.st=reset\" git st", "GIT_CONFIG_PARAMETERS=$P git st",
 		"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.st GIT_CONFIG_VALUE_0=\"$V\" git st"};
 	for (size_t i = 0; i < ARRAY_SIZE(unres); i++) {
 		shell_analysis a = analyze_ok(unres[i]);
