@@ -500,10 +500,8 @@ static const struct written *xargs_file(const shell_cmd *c, const struct written
 static int run_xargs(struct sh_ctx *ctx, size_t idx, const struct written *f, size_t from)
 {
 	const shell_cmd *c = &ctx->out->cmds[idx];
-	if (!f->text) {
-		sh_mark_unresolved(ctx, (int)idx, "xargs reads a file written earlier in this line (its content is not known)");
+	if (!f->text) /* operands not known: judged as xargs's input always is */
 		return 0;
-	}
 	struct sbuf b = {0};
 	bool shell_c = from + 1 < c->argc && !strcmp(c->argv[from + 1], "-c");
 	for (size_t k = from; !shell_c && k < c->argc; k++) {
@@ -535,6 +533,8 @@ static int run_project(struct sh_ctx *ctx, size_t idx, const struct written *w, 
 		else
 			snprintf(path, sizeof(path), "%s", files[i]);
 		const struct written *f = find(w, n, path);
+		if (f && f->copy_of && !f->text)
+			return 0; /* a copy of a project file that was there before the line */
 		if (f)
 			return sh_project_run(ctx, idx, files[i], f->text, lang, f->script);
 	}
