@@ -425,23 +425,32 @@ int sh_env_command(struct sh_ctx *ctx, const struct sh_field *assign, unsigned d
 	return sh_reparse(ctx, v, strlen(v), via, depth + 1, cmd_idx, NULL);
 }
 
-/* export / declare -x / readonly NAME=VALUE: the same for later commands. */
-static int do_export(struct uw *u)
+/* NAME=VALUE words from..end-1 (of env, export): a value naming a
+ * command is judged (one not static too, when unres_too), and start-up
+ * settings (BASH_ENV, BASH_FUNC_x%%, GIT_CONFIG_*, …) together. */
+static int judge_assignments(struct uw *u, size_t from, size_t end, bool unres_too)
 {
 	int rc = 0;
 	_cleanup_free_ struct sh_field *setup = calloc(u->n, sizeof(*setup));
 	size_t nsetup = 0;
 	if (!setup)
 		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-	for (size_t i = 1; i < u->n && rc == 0; i++) {
-		const char *eq = strchr(u->v[i].text, '=');
-		if (eq && sh_env_names_setup(u->v[i].text, (size_t)(eq - u->v[i].text)))
-			setup[nsetup++] = u->v[i]; /* BASH_ENV, GIT_CONFIG_*: judged together */
-		else if (eq && !u->v[i].unres &&
-			 sh_env_names_command(u->v[i].text, (size_t)(eq - u->v[i].text)))
+	for (size_t i = from; i < end && i < u->n && rc == 0; i++) {
+		const char *a = u->v[i].text, *eq = strchr(a, '=');
+		if (!eq || a[0] == '-' || a[0] == '=')
+			continue;
+		if (sh_env_names_setup(a, (size_t)(eq - a)))
+			setup[nsetup++] = u->v[i];
+		else if ((unres_too || !u->v[i].unres) && sh_env_names_command(a, (size_t)(eq - a)))
 			rc = sh_env_command(u->ctx, &u->v[i], u->depth, u->idx);
 	}
 	return rc < 0 ? rc : sh_env_prefix(u->ctx, setup, nsetup, u->depth, u->idx);
+}
+
+/* export / declare -x / readonly NAME=VALUE: the same for later commands. */
+static int do_export(struct uw *u)
+{
+	return judge_assignments(u, 1, u->n, false);
 }
 
 /* <(echo TEXT) / <(printf %s TEXT) with static words is TEXT plus a
@@ -781,10 +790,7 @@ static int env_run_split(struct uw *u, size_t i, const struct sh_field *split,
 
 static int do_env(struct uw *u)
 {
-	size_t i = 1, nsetup = 0;
-	_cleanup_free_ struct sh_field *setup = calloc(u->n, sizeof(*setup));
-	if (!setup)
-		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	size_t i = 1;
 	const struct sh_field *split = NULL;
 	const char *split_text = NULL;
 	while (i < u->n) {
@@ -840,21 +846,13 @@ static int do_env(struct uw *u)
 				break;
 			continue;
 		}
-		const char *eq = strchr(a, '=');
-		if (eq && a[0] != '=') {
-			if (sh_env_names_command(a, (size_t)(eq - a))) {
-				int rc = sh_env_command(u->ctx, f, u->depth, u->idx);
-				if (rc < 0)
-					return rc;
-			} else if (sh_env_names_setup(a, (size_t)(eq - a))) {
-				setup[nsetup++] = *f; /* BASH_ENV, BASH_FUNC_x%%, …: judged together */
-			}
+		if (strchr(a, '=') && a[0] != '=') {
 			i++;
 			continue;
 		}
 		break;
 	}
-	int rc = sh_env_prefix(u->ctx, setup, nsetup, u->depth, u->idx);
+	int rc = judge_assignments(u, 1, i, true);
 	if (rc < 0)
 		return rc;
 	if (!split_text)
