@@ -126,6 +126,8 @@ struct sh_ctx {
 	txbox_error *err;
 	shell_analysis *out;
 	size_t out_cap;
+	struct sh_body *bodies; /* here-documents cat/tee copy out (steps.c) */
+	size_t nbodies;
 };
 
 /* Count n units against max_nodes; fails with -E2BIG. */
@@ -385,6 +387,16 @@ const char *const *sh_project_files(const shell_cmd *c, int *lang);
  * idx; script_text: text is one npm script's command line. */
 int sh_project_run(struct sh_ctx *ctx, size_t idx, const char *file, const char *text, int lang,
 		   bool script_text);
+
+/* steps.c: the static here-document or here-string text command idx
+ * (cat, tee) reads, kept so a file it writes has known content. */
+struct sh_body {
+	size_t idx;
+	char *text;
+};
+int sh_note_body(struct sh_ctx *ctx, int idx, const char *text);
+/* Free what the analysis kept beside its output. */
+void sh_ctx_release(struct sh_ctx *ctx);
 
 /* steps.c: files written and then run in the same line (after all
  * commands are listed): analyse what runs. */

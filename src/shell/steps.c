@@ -40,6 +40,48 @@ static bool is_name(const char *s, const char *const *l)
 	return false;
 }
 
+#define MAX_BODIES 64 /* here-documents kept per line; more: content unknown */
+
+int sh_note_body(struct sh_ctx *ctx, int idx, const char *text)
+{
+	if (idx < 0 || ctx->nbodies >= MAX_BODIES)
+		return 0;
+	struct sh_body *v = realloc(ctx->bodies, (ctx->nbodies + 1) * sizeof(*v));
+	if (!v)
+		return txbox_fail(ctx->err, -ENOMEM, "shell: out of memory");
+	ctx->bodies = v;
+	v[ctx->nbodies].idx = (size_t)idx;
+	v[ctx->nbodies].text = strdup(text);
+	if (!v[ctx->nbodies].text)
+		return txbox_fail(ctx->err, -ENOMEM, "shell: out of memory");
+	ctx->nbodies++;
+	return 0;
+}
+
+void sh_ctx_release(struct sh_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->nbodies; i++)
+		free(ctx->bodies[i].text);
+	free(ctx->bodies);
+	ctx->bodies = NULL;
+	ctx->nbodies = 0;
+}
+
+/* The here-document command idx copies out: `cat > F <<EOF` (cat with no
+ * file operand), `tee F <<EOF`. */
+static const char *body_of(const struct sh_ctx *ctx, size_t idx)
+{
+	const shell_cmd *c = &ctx->out->cmds[idx];
+	bool cat = c->argc && !strcmp(sh_basename(c->argv[0]), "cat");
+	for (size_t k = 1; cat && k < c->argc; k++)
+		if (c->word_unresolved[k] || (c->argv[k][0] != '-' || !strcmp(c->argv[k], "--")))
+			return NULL;
+	for (size_t i = 0; i < ctx->nbodies; i++)
+		if (ctx->bodies[i].idx == idx)
+			return ctx->bodies[i].text;
+	return NULL;
+}
+
 /* echo/printf with static words: the text they write (echo.c). */
 static char *echoed_text(const shell_cmd *c)
 {
@@ -272,15 +314,23 @@ static int npm_scripts(const shell_cmd *c, struct written **w, size_t *n)
 	return rc;
 }
 
-/* Files command c writes. */
-static int collect(const shell_cmd *c, struct written **w, size_t *n)
+/* The text command c writes to its standard output, or NULL. */
+static char *output_text(const shell_cmd *c, const char *body)
+{
+	if (body && !strcmp(sh_basename(c->argv[0]), "cat"))
+		return strdup(body);
+	return echoed_text(c);
+}
+
+/* Files command c writes (body: the here-document it reads, or NULL). */
+static int collect(const shell_cmd *c, const char *body, struct written **w, size_t *n)
 {
 	static const char *const copiers[] = {"cp", "install", "ln", "mv", "rsync", NULL};
 	static const char *const writers[] = {"tee", "sponge", "dd", NULL};
 	int rc = 0;
 	for (size_t i = 0; i < c->nredirs && rc == 0; i++)
 		if (c->redirs[i].kind != SHELL_REDIR_READ && c->redirs[i].target)
-			rc = note(w, n, c->redirs[i].target, echoed_text(c), NULL);
+			rc = note(w, n, c->redirs[i].target, output_text(c, body), NULL);
 	if (rc < 0 || c->argc < 2 || c->word_unresolved[0])
 		return rc;
 	const char *name = sh_basename(c->argv[0]);
@@ -304,11 +354,12 @@ static int collect(const shell_cmd *c, struct written **w, size_t *n)
 		const char *t = c->word_unresolved[c->argc - 1] ? "" : c->argv[c->argc - 1];
 		return note(w, n, t, strcmp(name, "sed") ? NULL : sed_inserted_text(c), NULL);
 	}
+	bool tee = !strcmp(name, "tee") && body;
 	if (is_name(name, writers))
 		for (size_t k = 1; k < c->argc && rc == 0; k++)
 			if (!c->word_unresolved[k] && c->argv[k][0] != '-')
 				rc = note(w, n, !strncmp(c->argv[k], "of=", 3) ? c->argv[k] + 3 : c->argv[k],
-					  NULL, NULL);
+					  tee ? strdup(body) : NULL, NULL);
 	return rc == 0 ? compiled(c, w, n) : rc;
 }
 
@@ -629,7 +680,7 @@ int sh_written_then_run(struct sh_ctx *ctx)
 				defs[ndefs++] = i;
 		}
 		if (rc == 0)
-			rc = collect(&ctx->out->cmds[i], &w, &nw);
+			rc = collect(&ctx->out->cmds[i], body_of(ctx, i), &w, &nw);
 	}
 	for (size_t i = 0; i < nw && i < MAX_NOTED; i++) {
 		free(w[i].text);

@@ -2463,6 +2463,12 @@ static int unwrap_one(struct uw *up, const struct sh_redir_raw *const *redirs, s
 		return idx;
 	if (argc == 0)
 		return 0;
+	if (up->in && up->in->body && !up->in->body_unres && !argv[0].unres &&
+	    (!strcmp(sh_basename(argv[0].text), "cat") || !strcmp(sh_basename(argv[0].text), "tee"))) {
+		int rc = sh_note_body(ctx, idx, up->in->body); /* what a file it writes holds */
+		if (rc < 0)
+			return rc;
+	}
 	struct uw u = *up;
 	u.idx = idx;
 	if (argv[0].unres && sh_literal_tail(&argv[0])) {

@@ -83,7 +83,16 @@ static void test_project_files(void **state)
 		{"npm pkg set scripts.test='rm -rf ~' && npm test", RM_HOME},
 		{"npm pkg set scripts.x='rm -rf ~' && npm run x", RM_HOME},
 		{"npm set-script test 'rm -rf ~' && npm t", RM_HOME},
+		/* a here-document cat or tee copies into the file is its content */
+		{"cat > Makefile <<'EOF'\nall:\n\trm -rf ~\nEOF\nmake", RM_HOME},
+		{"tee package.json >/dev/null <<'EOF'\n{\"scripts\": {\"test\": \"rm -rf ~\"}}\nEOF\nnpm test",
+		 RM_HOME},
+		{"cat <<'EOF' > x.sh\nrm -rf ~\nEOF\nsh x.sh", RM_HOME},
+		{"cat a.txt - > x.sh <<'EOF'\nls\nEOF\nsh x.sh", UNRES, NULL},
 		/* ordinary */
+		{"cat > Makefile <<'EOF'\nall:\n\tcc -o app main.c\nEOF\nmake", POLICY_ALLOW, "default",
+		 NULL},
+		{"cat > ci.sh <<'EOF'\nmake test\nEOF\nsh ci.sh", POLICY_ALLOW, "default", NULL},
 		{"printf 'test:\\n\\tpytest -q\\n' > Makefile && make test", POLICY_ALLOW, "default", NULL},
 		{"npm pkg set scripts.test='jest' && npm test", POLICY_ALLOW, "default", NULL},
 		{"make -j4 && npm test", POLICY_ALLOW, "default", NULL},
