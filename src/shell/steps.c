@@ -443,18 +443,25 @@ static int run_written(struct sh_ctx *ctx, size_t idx, const struct written *f, 
 	return 0;
 }
 
-/* A shell reading its commands from standard input (`sh < x`, `bash -s
- * < x`): no script operand, no -c. */
-static const struct written *shell_stdin(const shell_cmd *c, const struct written *w, size_t n)
+/* A shell or interpreter reading its program from standard input (`sh <
+ * x`, `bash -s < x`, `python3 - < x`): no script operand, no -c / -e
+ * code. *as_shell: a shell's. */
+static const struct written *stdin_program(const shell_cmd *c, const struct written *w, size_t n,
+					   bool *as_shell)
 {
 	static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", NULL};
-	if (c->argc == 0 || c->word_unresolved[0] || !is_name(sh_basename(c->argv[0]), shells))
+	if (c->argc == 0 || c->word_unresolved[0])
 		return NULL;
+	const char *name = sh_basename(c->argv[0]);
+	*as_shell = is_name(name, shells);
+	if (!*as_shell && !interp_lang(name))
+		return NULL;
+	const char *code = *as_shell ? "c" : "cemE";
 	for (size_t k = 1; k < c->argc; k++) {
 		const char *a = c->argv[k];
-		if (c->word_unresolved[k] || (a[0] == '-' && a[1] != '-' && strchr(a, 'c')))
+		if (c->word_unresolved[k] || (a[0] == '-' && a[1] != '-' && strpbrk(a + 1, code)))
 			return NULL;
-		if (!strcmp(a, "-s") || (a[0] == '-' && a[1] != '-' && strchr(a, 's')))
+		if (!strcmp(a, "-") || (*as_shell && a[0] == '-' && a[1] != '-' && strchr(a, 's')))
 			break; /* the rest are arguments */
 		if (a[0] != '-' && a[0] != '+')
 			return NULL; /* a script operand: runs() */
@@ -599,11 +606,14 @@ static int run_other(struct sh_ctx *ctx, size_t idx, const struct written *w, si
 {
 	const shell_cmd *c = &ctx->out->cmds[idx];
 	size_t from = 0;
-	const struct written *f = shell_stdin(c, w, n);
-	if (!f)
+	bool as_shell = true;
+	const struct written *f = stdin_program(c, w, n, &as_shell);
+	if (!f) {
+		as_shell = true;
 		f = evaluated(c, w, n);
+	}
 	if (f)
-		return run_written(ctx, idx, f, c->argc, true);
+		return run_written(ctx, idx, f, c->argc, as_shell);
 	f = xargs_file(c, w, n, &from);
 	if (f)
 		return run_xargs(ctx, idx, f, from);

@@ -51,6 +51,9 @@ static void test_written_then_run(void **state)
 		{"awk '{print >> \"x.sh\"}' in; sh x.sh", UNRES, NULL},
 		{"find ~ -maxdepth 0 -fprintf x.sh 'rm -rf %p\\n'; sh x.sh", UNRES, NULL},
 		{"echo 'import os; os.system(\"rm -rf ~\")' > s.py && python3 s.py", RM_HOME},
+		{"echo 'import os; os.system(\"rm -rf ~\")' > s.py; python3 - < s.py", RM_HOME},
+		{"echo 'system(\"rm -rf ~\")' > s.pl; perl < s.pl", RM_HOME},
+		{"echo 'x' > in.txt; python3 app.py < in.txt", POLICY_ALLOW, "default", NULL},
 		/* ordinary: what is written and run is harmless */
 		{"printf 'echo hi\\nls\\n' > x.sh && sh x.sh", POLICY_ALLOW, "default", NULL},
 		{"echo 'make test' > x; sh < x", POLICY_ALLOW, "default", NULL},
