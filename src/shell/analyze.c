@@ -401,6 +401,7 @@ static void analyze_partial(struct sh_ctx *ctx, const struct sh_nodes *ns, shell
 	int rc = analyze_nodes(ctx, ns);
 	if (rc == 0)
 		rc = sh_written_then_run(ctx);
+	sh_ctx_release(ctx);
 	ctx->err = err;
 	txbox_error_clear(&scratch);
 	if (rc < 0)
@@ -438,6 +439,7 @@ static int analyze_text(const char *text, size_t len, const shell_limits *lim, s
 		rc = analyze_nodes(&ctx, &ns);
 	if (rc == 0)
 		rc = sh_written_then_run(&ctx);
+	sh_ctx_release(&ctx);
 	sh_nodes_free(&ns);
 	if (rc < 0) {
 		shell_analysis_free(out);
@@ -494,6 +496,7 @@ int shell_analyze_argv(const char *const *argv, size_t argc, const shell_limits 
 	}
 	if (rc == 0 && argc)
 		rc = sh_unwrap(&ctx, f, argc, NULL, 0, NULL, 0, NULL, NULL);
+	sh_ctx_release(&ctx);
 	for (size_t i = 0; i < argc; i++)
 		free(f[i].text);
 	free(f);

@@ -126,6 +126,8 @@ struct sh_ctx {
 	txbox_error *err;
 	shell_analysis *out;
 	size_t out_cap;
+	struct sh_body *bodies; /* here-documents cat/tee copy out (steps.c) */
+	size_t nbodies;
 };
 
 /* Count n units against max_nodes; fails with -E2BIG. */
@@ -367,6 +369,34 @@ bool sh_env_names_setup(const char *name, size_t len);
  * settings. */
 int sh_env_prefix(struct sh_ctx *ctx, const struct sh_field *env, size_t n, unsigned depth,
 		  int cmd_idx);
+
+/* word.c: value of a hex digit, or -1. */
+int sh_hexval(char c);
+
+/* echo.c: the text `printf FORMAT ARGS…` / `echo [-neE] ARGS…` writes
+ * (argv[0] is the command), escapes and format applied; echo without -e
+ * gives both readings, bash's and dash's. NULL when out of memory. */
+char *sh_printf_text(char *const *argv, size_t argc);
+char *sh_echo_text(char *const *argv, size_t argc);
+
+/* projfile.c: the project files command c reads code from (make:
+ * Makefile, npm: package.json, pytest: conftest.py, …), NULL-terminated
+ * (at most 4), with their kind of code in *lang; NULL: none. */
+const char *const *sh_project_files(const shell_cmd *c, int *lang);
+/* Judge the code file (text: its content, NULL if unknown) runs for command
+ * idx; script_text: text is one npm script's command line. */
+int sh_project_run(struct sh_ctx *ctx, size_t idx, const char *file, const char *text, int lang,
+		   bool script_text);
+
+/* steps.c: the static here-document or here-string text command idx
+ * (cat, tee) reads, kept so a file it writes has known content. */
+struct sh_body {
+	size_t idx;
+	char *text;
+};
+int sh_note_body(struct sh_ctx *ctx, int idx, const char *text);
+/* Free what the analysis kept beside its output. */
+void sh_ctx_release(struct sh_ctx *ctx);
 
 /* steps.c: files written and then run in the same line (after all
  * commands are listed): analyse what runs. */

@@ -228,8 +228,7 @@ static int do_optcmd(struct uw *u)
 		{"man", "-P", "--pager"},      {"sort", NULL, "--compress-program"},
 		{"xterm", "-e", NULL},         {"uxterm", "-e", NULL},
 		{"konsole", "-e", NULL},       {"urxvt", "-e", NULL},
-		{"less", NULL, NULL},          {"entr", NULL, NULL},
-		{"inotifywait", NULL, NULL},
+		{"less", NULL, NULL},          {"inotifywait", NULL, NULL},
 	};
 	int rc = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
@@ -245,8 +244,77 @@ static int do_optcmd(struct uw *u)
 			k = next;
 		}
 	}
-	if (rc == 0 && strcmp(u->name, "entr") == 0)
-		rc = after_opts(u, NULL, NULL);
+	return rc;
+}
+
+/* entr [-acdnprsxz] UTILITY [ARG…]: with -s the utility is shell text
+ * ($SHELL -c UTILITY), else the command and its arguments. */
+static int do_entr(struct uw *u)
+{
+	size_t i = 1;
+	bool shell = false;
+	for (; i < u->n && !u->v[i].unres && u->v[i].text[0] == '-' && u->v[i].text[1]; i++) {
+		if (fis(&u->v[i], "--")) {
+			i++;
+			break;
+		}
+		shell |= strchr(u->v[i].text, 's') != NULL;
+	}
+	if (i < u->n && u->v[i].unres) {
+		uw_markf(u, "%s: cannot tell which command runs", u->name);
+		return 0;
+	}
+	return shell ? uw_joined_text(u, i, u->n, "entr -s") : uw_inner(u, i, u->name);
+}
+
+/* One `cargo --config KEY=VALUE` setting: a runner, linker or rustc
+ * wrapper is a command line (a TOML string; an array is not read here). */
+static int cargo_setting(struct uw *u, const struct sh_field *f)
+{
+	static const char *const ends[] = {".runner", ".linker", ".rustc-wrapper",
+					   ".rustc-workspace-wrapper", ".rustc", ".rustdoc", NULL};
+	const char *eq = strchr(f->text, '=');
+	if (!eq)
+		return 0; /* a file of settings */
+	size_t kl = (size_t)(eq - f->text);
+	while (kl && f->text[kl - 1] == ' ')
+		kl--;
+	bool runs = false;
+	for (const char *const *e = ends; *e && !runs; e++)
+		runs = kl > strlen(*e) && strncmp(f->text + kl - strlen(*e), *e, strlen(*e)) == 0;
+	if (!runs)
+		return 0;
+	const char *v = eq + 1 + strspn(eq + 1, " ");
+	size_t vl = strlen(v);
+	if (f->unres || f->lookalike || vl < 2 || !strchr("\"'", v[0]) || v[vl - 1] != v[0] ||
+	    memchr(v + 1, v[0], vl - 2)) {
+		uw_markf(u, "cargo --config %.*s: the command is not a plain string", (int)kl, f->text);
+		return 0;
+	}
+	struct sh_field g = *f;
+	_cleanup_free_ char *t = strndup(v + 1, vl - 2);
+	if (!t)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	g.text = t;
+	return uw_shell_text(u, &g, "cargo --config");
+}
+
+/* cargo [--config KEY=VALUE]…: settings that name commands cargo runs. */
+static int do_cargo(struct uw *u)
+{
+	int rc = 0;
+	for (size_t k = 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (fis(f, "--"))
+			break;
+		if (fis(f, "--config") && k + 1 < u->n)
+			rc = cargo_setting(u, &u->v[++k]);
+		else if (!f->unres && strncmp(f->text, "--config=", 9) == 0) {
+			struct sh_field g = *f;
+			g.text = f->text + 9;
+			rc = cargo_setting(u, &g);
+		}
+	}
 	return rc;
 }
 
@@ -570,6 +638,7 @@ static const struct runner runner_table[] = {
 	{"tini", NULL, "-e= -p=", 0, RUN_ARGV},
 	{"dumb-init", NULL, "-r= --rewrite=", 0, RUN_ARGV},
 	{"catatonit", NULL, NULL, 0, RUN_ARGV},
+	{"systemd-inhibit", NULL, "--what= --who= --why= --mode= --list^", 0, RUN_ARGV},
 	{"eatmydata", NULL, NULL, 0, RUN_ARGV},
 	{"nocache", NULL, "-n=", 0, RUN_ARGV},
 	{"catchsegv", NULL, NULL, 0, RUN_ARGV},
@@ -1006,7 +1075,7 @@ static const struct {
 	{"firejail", do_plain}, {"valgrind", do_plain}, {"rsync", do_optcmd},
 	{"zip", do_optcmd}, {"man", do_optcmd}, {"sort", do_optcmd}, {"xterm", do_optcmd},
 	{"uxterm", do_optcmd}, {"konsole", do_optcmd}, {"urxvt", do_optcmd},
-	{"entr", do_optcmd}, {"sg", do_sg}, {"setpriv", do_setpriv},
+	{"entr", do_entr}, {"cargo", do_cargo}, {"sg", do_sg}, {"setpriv", do_setpriv},
 	{"start-stop-daemon", do_start_stop_daemon}, {"docker", do_container_exec},
 	{"podman", do_container_exec}, {"nerdctl", do_container_exec}, {"kubectl", do_kubectl},
 	{"oc", do_kubectl}, {"parallel", do_parallel}, {"tmux", do_tmux},

@@ -390,11 +390,19 @@ bool sh_env_names_command(const char *name, size_t len)
 		"SVN_EDITOR", "HGEDITOR", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PROXY_COMMAND",
 		"GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN",
 		"LESSCLOSE", "BROWSER", "PROMPT_COMMAND", "RSYNC_RSH", "CVS_RSH", "RSH",
-		"TERMINAL", "DIFFTOOL", "MERGETOOL", "K9S_EDITOR", "KUBE_EDITOR", NULL};
+		"TERMINAL", "DIFFTOOL", "MERGETOOL", "K9S_EDITOR", "KUBE_EDITOR",
+		/* cargo runs these around rustc / the built program; npm runs scripts with it */
+		"RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER",
+		"CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC", "RUSTC", "RUSTDOC",
+		"npm_config_script_shell", "NPM_CONFIG_SCRIPT_SHELL", NULL};
 	for (const char *const *e = l; *e; e++)
 		if (strlen(*e) == len && strncmp(*e, name, len) == 0)
 			return true;
-	return false;
+	/* CARGO_TARGET_<triple>_RUNNER / _LINKER */
+	static const char pre[] = "CARGO_TARGET_";
+	return len > sizeof(pre) - 1 && strncmp(name, pre, sizeof(pre) - 1) == 0 &&
+	       ((len > 7 && strncmp(name + len - 7, "_RUNNER", 7) == 0) ||
+		(len > 7 && strncmp(name + len - 7, "_LINKER", 7) == 0));
 }
 
 int sh_env_command(struct sh_ctx *ctx, const struct sh_field *assign, unsigned depth, int cmd_idx)
@@ -417,23 +425,32 @@ int sh_env_command(struct sh_ctx *ctx, const struct sh_field *assign, unsigned d
 	return sh_reparse(ctx, v, strlen(v), via, depth + 1, cmd_idx, NULL);
 }
 
-/* export / declare -x / readonly NAME=VALUE: the same for later commands. */
-static int do_export(struct uw *u)
+/* NAME=VALUE words from..end-1 (of env, export): a value naming a
+ * command is judged (one not static too, when unres_too), and start-up
+ * settings (BASH_ENV, BASH_FUNC_x%%, GIT_CONFIG_*, …) together. */
+static int judge_assignments(struct uw *u, size_t from, size_t end, bool unres_too)
 {
 	int rc = 0;
 	_cleanup_free_ struct sh_field *setup = calloc(u->n, sizeof(*setup));
 	size_t nsetup = 0;
 	if (!setup)
 		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-	for (size_t i = 1; i < u->n && rc == 0; i++) {
-		const char *eq = strchr(u->v[i].text, '=');
-		if (eq && sh_env_names_setup(u->v[i].text, (size_t)(eq - u->v[i].text)))
-			setup[nsetup++] = u->v[i]; /* BASH_ENV, GIT_CONFIG_*: judged together */
-		else if (eq && !u->v[i].unres &&
-			 sh_env_names_command(u->v[i].text, (size_t)(eq - u->v[i].text)))
+	for (size_t i = from; i < end && i < u->n && rc == 0; i++) {
+		const char *a = u->v[i].text, *eq = strchr(a, '=');
+		if (!eq || a[0] == '-' || a[0] == '=')
+			continue;
+		if (sh_env_names_setup(a, (size_t)(eq - a)))
+			setup[nsetup++] = u->v[i];
+		else if ((unres_too || !u->v[i].unres) && sh_env_names_command(a, (size_t)(eq - a)))
 			rc = sh_env_command(u->ctx, &u->v[i], u->depth, u->idx);
 	}
 	return rc < 0 ? rc : sh_env_prefix(u->ctx, setup, nsetup, u->depth, u->idx);
+}
+
+/* export / declare -x / readonly NAME=VALUE: the same for later commands. */
+static int do_export(struct uw *u)
+{
+	return judge_assignments(u, 1, u->n, false);
 }
 
 /* <(echo TEXT) / <(printf %s TEXT) with static words is TEXT plus a
@@ -829,18 +846,15 @@ static int do_env(struct uw *u)
 				break;
 			continue;
 		}
-		const char *eq = strchr(a, '=');
-		if (eq && a[0] != '=') {
-			if (sh_env_names_command(a, (size_t)(eq - a))) {
-				int rc = sh_env_command(u->ctx, f, u->depth, u->idx);
-				if (rc < 0)
-					return rc;
-			}
+		if (strchr(a, '=') && a[0] != '=') {
 			i++;
 			continue;
 		}
 		break;
 	}
+	int rc = judge_assignments(u, 1, i, true);
+	if (rc < 0)
+		return rc;
 	if (!split_text)
 		return inner_moved(u, i, "-C", "--chdir", i, "env");
 	return env_run_split(u, i, split, split_text);
@@ -1100,6 +1114,85 @@ static int git_command_options(struct uw *u, size_t i)
 	return rc;
 }
 
+/* `git grep -OCMD` / `--open-files-in-pager=CMD`: CMD (shell text) opens
+ * the matching files. The value is optional and only ever attached. */
+static int git_grep_pager(struct uw *u, size_t i)
+{
+	int rc = 0;
+	for (size_t k = i + 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (f->unres || fis(f, "--"))
+			break;
+		struct sh_field g = *f;
+		if (starts_with(f->text, "--open-files-in-pager="))
+			g.text = f->text + 22;
+		else if (f->text[0] == '-' && f->text[1] == 'O' && f->text[2])
+			g.text = f->text + 2;
+		else
+			continue;
+		rc = uw_shell_text(u, &g, "git grep --open-files-in-pager");
+	}
+	return rc;
+}
+
+/* `ext::CMD ARGS` remote URLs: git runs CMD with ARGS (split at spaces,
+ * "% " a space, "%%" a percent; %s/%S the service name) when the ext
+ * transport is allowed. Judged as that command whether or not it is:
+ * the setting may come from a config file this line cannot see. */
+static int git_ext_url(struct uw *u, const struct sh_field *f)
+{
+	struct sbuf b = {0};
+	bool q = false;
+	for (const char *c = f->text + 5; *c; c++) {
+		if (*c == '%' && c[1]) {
+			c++;
+			if (*c == 's' || *c == 'S') {
+				sbuf_puts(&b, q ? "'git-upload-pack'" : "git-upload-pack");
+				continue;
+			}
+			if (!q)
+				sbuf_putc(&b, '\'');
+			q = true;
+			sbuf_puts(&b, *c == '\'' ? "'\\''" : (char[]){*c, '\0'});
+			continue;
+		}
+		if (*c == ' ' && q) {
+			sbuf_putc(&b, '\'');
+			q = false;
+		}
+		if (*c != ' ' && !q) {
+			sbuf_putc(&b, '\'');
+			q = true;
+		}
+		if (*c == '\'')
+			sbuf_puts(&b, "'\\''");
+		else
+			sbuf_putc(&b, *c);
+	}
+	if (q)
+		sbuf_putc(&b, '\'');
+	int rc = b.oom ? txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory")
+		 : b.s ? reparse(u, b.s, "git ext::")
+		       : 0;
+	sbuf_free(&b);
+	return rc;
+}
+
+static int git_ext_urls(struct uw *u, size_t i)
+{
+	int rc = 0;
+	for (size_t k = i + 1; k < u->n && rc == 0; k++) {
+		const struct sh_field *f = &u->v[k];
+		if (!starts_with(f->text, "ext::"))
+			continue;
+		if (f->unres || f->lookalike)
+			uw_mark(u, "git ext:: URL: the command is not static");
+		else
+			rc = git_ext_url(u, f);
+	}
+	return rc;
+}
+
 /* How a command in `git -c KEY=VALUE` is reached: editors keep their key,
  * rules tell a scripted todo-list editor from a pager. */
 static const char *git_c_via(const char *key)
@@ -1160,7 +1253,9 @@ static int do_git(struct uw *u)
 		return 0;
 	if (strcmp(sub->text, "config") == 0)
 		return git_config(u, i);
-	if ((rc = git_command_options(u, i)) < 0)
+	if ((rc = git_command_options(u, i)) < 0 || (rc = git_ext_urls(u, i)) < 0)
+		return rc;
+	if (strcmp(sub->text, "grep") == 0 && (rc = git_grep_pager(u, i)) < 0)
 		return rc;
 	if (strcmp(sub->text, "submodule") == 0 && i + 1 < u->n && fis(&u->v[i + 1], "foreach")) {
 		size_t k = i + 2;
@@ -2368,6 +2463,12 @@ static int unwrap_one(struct uw *up, const struct sh_redir_raw *const *redirs, s
 		return idx;
 	if (argc == 0)
 		return 0;
+	if (up->in && up->in->body && !up->in->body_unres && !argv[0].unres &&
+	    (!strcmp(sh_basename(argv[0].text), "cat") || !strcmp(sh_basename(argv[0].text), "tee"))) {
+		int rc = sh_note_body(ctx, idx, up->in->body); /* what a file it writes holds */
+		if (rc < 0)
+			return rc;
+	}
 	struct uw u = *up;
 	u.idx = idx;
 	if (argv[0].unres && sh_literal_tail(&argv[0])) {

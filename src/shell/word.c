@@ -158,7 +158,7 @@ static int read_squote(struct sh_parser *p, struct sh_word *w)
 	return 0;
 }
 
-static int hexval(char c)
+int sh_hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -234,8 +234,8 @@ static int read_ansi_c(struct sh_parser *p, struct sh_word *w)
 		}
 		case 'x': {
 			int k = 0;
-			for (; k < 2 && i < p->len && hexval(s[i]) >= 0; k++, i++)
-				v = v * 16 + (uint32_t)hexval(s[i]);
+			for (; k < 2 && i < p->len && sh_hexval(s[i]) >= 0; k++, i++)
+				v = v * 16 + (uint32_t)sh_hexval(s[i]);
 			if (k == 0) {
 				buf[bn++] = '\\';
 				buf[bn++] = 'x';
@@ -246,8 +246,8 @@ static int read_ansi_c(struct sh_parser *p, struct sh_word *w)
 		case 'u':
 		case 'U': {
 			int max = e == 'u' ? 4 : 8, k = 0;
-			for (; k < max && i < p->len && hexval(s[i]) >= 0; k++, i++)
-				v = v * 16 + (uint32_t)hexval(s[i]);
+			for (; k < max && i < p->len && sh_hexval(s[i]) >= 0; k++, i++)
+				v = v * 16 + (uint32_t)sh_hexval(s[i]);
 			if (k == 0) {
 				buf[bn++] = '\\';
 				buf[bn++] = e;

@@ -292,6 +292,8 @@ static void test_chdir_options(void **state)
 }
 
 /* A file written (or a program copied) and run in the same line. */
+static void expect_cmd_via(const char *text, const char *cmd, const char *via);
+
 static void test_written_then_run(void **state)
 {
 	(void)state;
@@ -316,6 +318,32 @@ static void test_written_then_run(void **state)
 	a = analyze_ok("alias g=git; g clean -fdx; alias ll='ls -l'; ll src");
 	assert_cmd(a, "git clean -fdx", "alias");
 	assert_cmd(a, "ls -l src", "alias");
+	shell_analysis_free(&a);
+	/* printf formats and escapes, echo -e: the commands of the text written */
+	static const struct {
+		const char *text, *cmd, *via;
+	} t[] = {
+		{"printf 'echo hi\\nrm -rf ~\\n' > x.sh && sh x.sh", "rm -rf ~", "a file written earlier"},
+		{"printf 'rm\\x20-rf\\x20/x\\n' > x.sh && sh x.sh", "rm -rf /x", "a file written earlier"},
+		{"printf '\\162m -f a\\n' > x.sh && sh x.sh", "rm -f a", "a file written earlier"},
+		{"printf '%s\\n' 'echo hi' 'rm -rf /y' > x.sh && sh x.sh", "rm -rf /y",
+		 "a file written earlier"},
+		{"printf '%b %s\\n' 'a\\nrm' '-rf /z' > x.sh && sh x.sh", "rm -rf /z",
+		 "a file written earlier"},
+		{"echo -e 'echo hi\\nrm -rf /w' > x.sh && sh x.sh", "rm -rf /w", "a file written earlier"},
+		{"echo -en 'ls\\tsrc\\ncat -v f' > x.sh && sh x.sh", "cat -v f", "a file written earlier"},
+		{"echo 'echo hi\\nid -u' > x.sh && sh x.sh", "id -u", "a file written earlier"},
+		{"echo 'id -g' > x; sh < x", "id -g", "a file written earlier"},
+		{"echo 'id -n' > x; eval \"$(cat x)\"", "id -n", "a file written earlier"},
+		{"echo 'a b' > x; xargs -a x ls -l", "ls -l a b", "xargs -a"},
+		{"printf 'x:\\n\\t@id -r\\n' > Makefile; make x", "id -r", "Makefile written earlier"},
+		{"npm pkg set scripts.t='id -z' && npm run t", "id -z", "package.json written earlier"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
+		expect_cmd_via(t[i].text, t[i].cmd, t[i].via);
+	/* \c ends echo -e's output; what follows is never written */
+	a = analyze_ok("echo -e 'id\\c; rm -rf /v' > x.sh && sh x.sh");
+	assert_no_cmd(a, "rm -rf /v");
 	shell_analysis_free(&a);
 }
 
@@ -766,13 +794,19 @@ static void test_env_setup_and_fds(void **state)
 		{"exec 3<<< 'rm -rf ~'; sh <&3", "rm -rf ~", "sh <<<"},
 		{"exec 4<<'E'\ngit reset --hard\nE\nbash <&4", "git reset --hard", "bash <<"},
 		{"sh 3<<< 'rm -rf ~' <&3", "rm -rf ~", "sh <<<"},
+		{"GIT_CONFIG_PARAMETERS=\"'alias.st'='reset --hard'\" git st", "git reset --hard",
+		 "git alias"},
+		{"GIT_CONFIG_PARAMETERS=\"'user.name'='a b' 'core.pager'='rm -rf ~'\" git log",
+		 "rm -rf ~", "git -c"},
+		{"GIT_CONFIG_PARAMETERS=\"'alias.x'='!echo \\\"it'\\\\''s\\\"'\" git x", "echo it's",
+		 "git alias"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
 		expect_cmd_via(t[i].text, t[i].cmd, t[i].via);
 	/* not followed: unresolved, never silently dropped */
 	static const char *const unres[] = {
 		"BASH_ENV=$F bash -c true", "GIT_CONFIG_COUNT=$N GIT_CONFIG_KEY_0=a.b git st",
-		"GIT_CONFIG_PARAMETERS=\"'alias.st'='reset --hard'\" git st",
+		"GIT_CONFIG_PARAMETERS=\"alias.st=reset\" git st", "GIT_CONFIG_PARAMETERS=$P git st",
 		"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.st GIT_CONFIG_VALUE_0=\"$V\" git st"};
 	for (size_t i = 0; i < ARRAY_SIZE(unres); i++) {
 		shell_analysis a = analyze_ok(unres[i]);
