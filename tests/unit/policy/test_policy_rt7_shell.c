@@ -97,8 +97,8 @@ static void test_project_files(void **state)
 		 NULL},
 		{"cat > ci.sh <<'EOF'\nmake test\nEOF\nsh ci.sh", POLICY_ALLOW, "default", NULL},
 		{"printf 'test:\\n\\tpytest -q\\n' > Makefile && make test", POLICY_ALLOW, "default", NULL},
-		{"npm pkg set scripts.test='jest' && npm test", POLICY_ALLOW, "default", NULL},
-		{"make -j4 && npm test", POLICY_ALLOW, "default", NULL},
+		{"npm pkg set scripts.test='jest' && npm test", POLICY_ALLOW, "package-run-script", NULL},
+		{"make -j4 && npm test", POLICY_ALLOW, "package-run-script", NULL},
 	};
 	policy *p = load_default();
 	EXPECT_ALL(p, &ctx, t);
@@ -137,9 +137,9 @@ static void test_env_startup(void **state)
 		{"GIT_CONFIG_PARAMETERS=\"'alias.st'='!rm -rf ~'\" git st", RM_HOME},
 		{"GIT_CONFIG_PARAMETERS='core.pager=less' git log", UNRES, "GIT_CONFIG_PARAMETERS"},
 		/* ordinary */
-		{"NODE_OPTIONS=--max-old-space-size=4096 npm test", POLICY_ALLOW, "default", NULL},
+		{"NODE_OPTIONS=--max-old-space-size=4096 npm test", POLICY_ALLOW, "package-run-script", NULL},
 		{"JAVA_TOOL_OPTIONS=-Xmx2g mvn test", POLICY_ALLOW, "default", NULL},
-		{"RUSTC_WRAPPER=sccache cargo build", POLICY_ALLOW, "default", NULL},
+		{"RUSTC_WRAPPER=sccache cargo build", POLICY_ALLOW, "cargo-build-test", NULL},
 		{"PERL5OPT=-Mstrict perl -e 1", POLICY_ALLOW, "default", NULL},
 		{"TAR_OPTIONS=-v tar xf a.tar", POLICY_ALLOW, "default", NULL},
 		{"GIT_CONFIG_PARAMETERS=\"'user.name'='CI bot'\" git commit -m x", POLICY_ALLOW,
