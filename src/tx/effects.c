@@ -755,7 +755,7 @@ static gitobj_store *odb_for(gitscan *g, const char *path, size_t dirlen, size_t
 
 /* Do the commits (or tags) targets stay reachable after the commit from
  * the branches, tags and HEAD of the git dir path[0..dirlen)? Unknown
- * (no zlib, a walk over its bound, out of memory): no. */
+ * (a walk over its bound, out of memory): no. */
 static bool commits_kept(gitscan *g, const char *path, size_t dirlen, const gitobj_oid *targets, size_t nt, size_t hexlen)
 {
 	gitobj_store *d = odb_for(g, path, dirlen, hexlen);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define REACH_MAX_COMMITS 20000
 #define OBJ_MAX GITOBJ_MAX
@@ -28,38 +29,9 @@ const char *gitobj_type_to_string(gitobj_type t)
 	return t >= 0 && t < _GITOBJ_TYPE_MAX ? type_table[t] : NULL;
 }
 
-#if __has_include(<zlib.h>)
-#include <dlfcn.h>
-#include <zlib.h>
-
-typedef struct zlib_fns {
-	void *h;
-	int (*init)(z_streamp, const char *, int);
-	int (*inflate)(z_streamp, int);
-	int (*end)(z_streamp);
-} zlib_fns;
-
-static bool zlib_open(zlib_fns *z)
-{
-	z->h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!z->h)
-		return false;
-	*(void **)&z->init = dlsym(z->h, "inflateInit_");
-	*(void **)&z->inflate = dlsym(z->h, "inflate");
-	*(void **)&z->end = dlsym(z->h, "inflateEnd");
-	return z->init && z->inflate && z->end;
-}
-
-static void zlib_close(zlib_fns *z)
-{
-	if (z->h)
-		dlclose(z->h);
-	z->h = NULL;
-}
-
 /* Inflate the start of a zlib stream: the bytes produced (at most outlen),
- * or -EIO. */
-static ssize_t z_head(const zlib_fns *z, const unsigned char *in, size_t inlen, unsigned char *out, size_t outlen)
+ * or -EBADMSG (not zlib, corrupt before anything came out). */
+static ssize_t z_head(const unsigned char *in, size_t inlen, unsigned char *out, size_t outlen)
 {
 	z_stream s;
 	memset(&s, 0, sizeof s);
@@ -67,29 +39,13 @@ static ssize_t z_head(const zlib_fns *z, const unsigned char *in, size_t inlen, 
 	s.avail_in = (uInt)inlen;
 	s.next_out = out;
 	s.avail_out = (uInt)outlen;
-	if (z->init(&s, ZLIB_VERSION, (int)sizeof s) != Z_OK)
-		return -EIO;
-	int r = z->inflate(&s, Z_SYNC_FLUSH);
+	if (inflateInit(&s) != Z_OK)
+		return -ENOMEM;
+	int r = inflate(&s, Z_SYNC_FLUSH);
 	size_t got = outlen - s.avail_out;
-	z->end(&s);
-	return r == Z_OK || r == Z_STREAM_END || (r == Z_BUF_ERROR && got) ? (ssize_t)got : -EIO;
+	inflateEnd(&s);
+	return r == Z_OK || r == Z_STREAM_END || (r == Z_BUF_ERROR && got) ? (ssize_t)got : -EBADMSG;
 }
-#else
-typedef struct zlib_fns {
-	void *h;
-} zlib_fns;
-static bool zlib_open(zlib_fns *z)
-{
-	z->h = NULL;
-	return false;
-}
-static void zlib_close(zlib_fns *z) { (void)z; }
-static ssize_t z_head(const zlib_fns *z, const unsigned char *in, size_t inlen, unsigned char *out, size_t outlen)
-{
-	(void)z, (void)in, (void)inlen, (void)out, (void)outlen;
-	return -ENOTSUP;
-}
-#endif
 
 static int hexval(int c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
 
@@ -203,8 +159,6 @@ struct gitobj_store {
 	const gitobj_io *io;
 	char *dir; /* the git dir with its '/' ("" for the workspace) */
 	size_t hexlen, rawlen;
-	zlib_fns z;
-	bool zok;
 	bool rooted; /* seen holds the roots: the walk started */
 	oidset seen;
 	size_t budget; /* objects pack_object may still inflate */
@@ -229,7 +183,6 @@ gitobj_store *gitobj_free(gitobj_store *d)
 	free(d->packs);
 	free(d->dir);
 	oidset_free(&d->seen);
-	zlib_close(&d->z);
 	free(d);
 	return NULL;
 }
@@ -304,7 +257,6 @@ int gitobj_open(const gitobj_io *io, const char *dir, size_t hexlen, gitobj_stor
 	d->hexlen = hexlen;
 	d->rawlen = hexlen / 2;
 	d->budget = PACK_INFLATE_BUDGET;
-	d->zok = zlib_open(&d->z); /* without it, objects are not read, packs are still listed */
 	_cleanup_free_ char *pdir = NULL;
 	if (asprintf(&pdir, "%sobjects/pack", d->dir) < 0)
 		return -ENOMEM;
@@ -464,7 +416,7 @@ static int pack_object(gitobj_store *d, const pack *p, uint64_t at, int depth, u
 	if (++h >= (size_t)n)
 		return -EIO;
 	if (type >= 1 && type <= 4) {
-		ssize_t got = z_head(&d->z, in + h, (size_t)n - h, out, OBJ_MAX);
+		ssize_t got = z_head(in + h, (size_t)n - h, out, OBJ_MAX);
 		*len = got > 0 ? (size_t)got : 0;
 		return got < 0 ? (int)got : type;
 	}
@@ -476,7 +428,7 @@ static int pack_object(gitobj_store *d, const pack *p, uint64_t at, int depth, u
 	int btype = delta_base(d, p, at, type, in, (size_t)n, &h, depth, base, &bn);
 	if (btype < 0)
 		return btype;
-	ssize_t dn = z_head(&d->z, in + h, (size_t)n - h, dl, OBJ_MAX);
+	ssize_t dn = z_head(in + h, (size_t)n - h, dl, OBJ_MAX);
 	ssize_t got = dn < 0 ? dn : delta_apply(dl, (size_t)dn, base, bn, out);
 	*len = got > 0 ? (size_t)got : 0;
 	return got < 0 ? (int)got : btype;
@@ -540,7 +492,7 @@ static int loose_read(gitobj_store *d, const gitobj_oid *o, unsigned char *out, 
 	int r = gitobj_read_regular(fd, LOOSE_MAX, &buf, &blen);
 	if (r < 0)
 		return r;
-	ssize_t n = z_head(&d->z, (unsigned char *)buf, blen, out, OBJ_MAX);
+	ssize_t n = z_head((unsigned char *)buf, blen, out, OBJ_MAX);
 	unsigned char *nul = n > 0 ? memchr(out, '\0', (size_t)n) : NULL;
 	if (!nul)
 		return -EIO;
@@ -555,8 +507,6 @@ int gitobj_read(gitobj_store *d, const gitobj_oid *o, unsigned char *out, size_t
 {
 	(void)err;
 	*cut = false;
-	if (!d->zok)
-		return -ENOTSUP;
 	int r = pack_read(d, o, out, len);
 	return r == -ENOENT ? loose_read(d, o, out, len) : r;
 }
