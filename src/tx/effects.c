@@ -763,7 +763,7 @@ static bool commits_kept(gitscan *g, const char *path, size_t dirlen, const gito
 		return false;
 	if (!gitobj_walk_started(d) && reach_roots(g, gitobj_dir(d), hexlen, d) < 0) /* one walk per git dir */
 		gitobj_walk_fail(d); /* out of memory: nothing known */
-	return gitobj_walk_reaches(d, targets, nt);
+	return gitobj_walk_reaches(d, targets, nt) == 1;
 }
 
 /* The object id ending the ref text t (40 or 64 hex digits): 0, or -1. */
@@ -827,7 +827,7 @@ static bool reflog_commits_kept(gitscan *g, const char *path, size_t dirlen)
 
 /* Is every object of the old index idx (a path of the workspace) listed
  * by a pack of the store d? */
-static bool idx_listed(const gitscan *g, const gitobj_store *d, const char *idx)
+static bool idx_listed(const gitscan *g, gitobj_store *d, const char *idx)
 {
 	_cleanup_close_ int fd = fs_open_beneath(g->s->ws_fd, idx, O_RDONLY | O_NONBLOCK, 0);
 	return fd >= 0 && gitobj_idx_all_listed(d, fd) == 1;

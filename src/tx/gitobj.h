@@ -80,11 +80,11 @@ int gitobj_read(gitobj_store *d, const gitobj_oid *o, unsigned char *out, size_t
 		txbox_error *err);
 
 /* Does a pack of the store list o? */
-bool gitobj_in_packs(const gitobj_store *d, const gitobj_oid *o);
+bool gitobj_in_packs(gitobj_store *d, const gitobj_oid *o);
 
 /* Does a pack of the store list every object of the v2 index in fd (an
  * index the caller opened)? 1, 0, or -errno (not an index, too large). */
-int gitobj_idx_all_listed(const gitobj_store *d, int fd);
+int gitobj_idx_all_listed(gitobj_store *d, int fd);
 
 /* Call fn for each object a commit links to (its parents) or a tag names
  * (its object), in the object's bytes buf[0..len) (NUL at buf[len]).
@@ -99,6 +99,8 @@ int gitobj_walk_add(gitobj_store *d, const gitobj_oid *o); /* 0 or -ENOMEM */
 void gitobj_walk_fail(gitobj_store *d);                    /* nothing known: every question is no */
 bool gitobj_walk_started(const gitobj_store *d);
 /* Are all n targets reachable from the roots (through commit parents and
- * tag objects; an object that cannot be read is skipped), within
- * GITOBJ_WALK_MAX objects? Unknown (over the bound, out of memory): no. */
-bool gitobj_walk_reaches(gitobj_store *d, const gitobj_oid *targets, size_t n);
+ * tag objects; an object that cannot be read is skipped)? 1 yes, 0 no
+ * (every object reachable read), or -errno: unknown, the walk stopped at
+ * a bound (-E2BIG: 20,000 objects followed, -ENOSPC: 200,000 ids known,
+ * -ENOMEM). Only 1 keeps a ref's commits. */
+int gitobj_walk_reaches(gitobj_store *d, const gitobj_oid *targets, size_t n);

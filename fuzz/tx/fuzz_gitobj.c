@@ -1,0 +1,149 @@
+/* libFuzzer target: the git object reader of the effect check (tx/gitobj.c)
+ * on a git dir the sandboxed command wrote. The input is split at the
+ * marker "=GITOBJ=" into: a line "ROOT TARGET LOOSE" (object ids, 40 or 64
+ * hex digits), a pack index, its pack, and a loose object (stored as
+ * objects/LO/OSE...). They are written into a temporary git dir, and the
+ * walk from ROOT is asked whether it reaches TARGET; TARGET and ROOT are
+ * also read directly and the old index checked against the store.
+ * It must answer or fail, never crash, hang or grow memory without bound;
+ * an object read is never longer than GITOBJ_MAX. Seeds: fuzz/tx/corpus
+ * (fuzz/tx/make-seeds.sh builds them from a real repository). */
+#include "tx/gitobj.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MARK "=GITOBJ="
+#define PARTS 4
+
+static int root_fd = -1; /* the temporary git dir, made once per process */
+
+static int io_open(void *ctx, const char *path)
+{
+	int fd = openat(*(int *)ctx, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static void io_list(void *ctx, const char *path, void (*add)(void *arg, const char *name), void *arg)
+{
+	int fd = openat(*(int *)ctx, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	for (struct dirent *de; (de = readdir(d));)
+		add(arg, de->d_name);
+	closedir(d);
+}
+
+static void put(const char *path, const uint8_t *p, size_t n)
+{
+	int fd = openat(root_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		abort();
+	if (n && write(fd, p, n) != (ssize_t)n)
+		abort();
+	close(fd);
+}
+
+static void setup(void)
+{
+	if (root_fd >= 0)
+		return;
+	char tmpl[] = "/tmp/fuzz-gitobj-XXXXXX";
+	if (!mkdtemp(tmpl) || (root_fd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    mkdirat(root_fd, "objects", 0755) < 0 || mkdirat(root_fd, "objects/pack", 0755) < 0)
+		abort();
+}
+
+/* Split data at MARK into at most PARTS parts. */
+static size_t split(const uint8_t *data, size_t size, const uint8_t **part, size_t *len)
+{
+	size_t n = 0;
+	const uint8_t *p = data, *end = data + size;
+	while (n < PARTS - 1) {
+		const uint8_t *m = memmem(p, (size_t)(end - p), MARK, strlen(MARK));
+		if (!m)
+			break;
+		part[n] = p, len[n++] = (size_t)(m - p);
+		p = m + strlen(MARK);
+	}
+	part[n] = p, len[n++] = (size_t)(end - p);
+	return n;
+}
+
+static void check_read(gitobj_store *d, const gitobj_oid *o)
+{
+	static unsigned char buf[GITOBJ_MAX + 1];
+	size_t len = 0;
+	bool cut = false;
+	txbox_error e = TXBOX_ERROR_INIT;
+	int type = gitobj_read(d, o, buf, &len, &cut, &e);
+	if (type >= 0 && (len > GITOBJ_MAX || type >= _GITOBJ_TYPE_MAX))
+		abort();
+	if (type < 0 && type != -ENOMEM && !e.message)
+		abort(); /* every error says why */
+	txbox_error_clear(&e);
+}
+
+static void run(const char *line, size_t hexlen)
+{
+	gitobj_oid root, target, loose;
+	if (gitobj_oid_parse(line, hexlen, &root) < 0 || gitobj_oid_parse(line + hexlen + 1, hexlen, &target) < 0 ||
+	    gitobj_oid_parse(line + 2 * (hexlen + 1), hexlen, &loose) < 0)
+		return;
+	static const gitobj_io io = {io_open, io_list, &root_fd};
+	_cleanup_gitobj_ gitobj_store *d = NULL;
+	if (gitobj_open(&io, "", hexlen, &d) < 0)
+		return;
+	check_read(d, &target);
+	check_read(d, &root);
+	int fd = openat(root_fd, "objects/pack/pack-a.idx", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (gitobj_idx_all_listed(d, fd) > 1)
+			abort();
+		close(fd);
+	}
+	if (gitobj_walk_add(d, &root) < 0)
+		return;
+	bool reached = gitobj_walk_reaches(d, &target, 1);
+	if (!memcmp(&root, &target, sizeof root) && !reached)
+		abort(); /* a root is reached without reading anything */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *part[PARTS] = {0};
+	size_t len[PARTS] = {0};
+	setup();
+	size_t n = split(data, size, part, len);
+	char line[3 * 65 + 1] = "";
+	memcpy(line, part[0], len[0] < sizeof line - 1 ? len[0] : sizeof line - 1);
+	size_t hexlen = strspn(line, "0123456789abcdef") == 64 ? 64 : 40;
+	gitobj_oid o;
+	for (size_t i = 0; i < 3; i++) /* hex only: the loose id names a path */
+		if (strlen(line) < 3 * (hexlen + 1) - 1 || gitobj_oid_parse(line + i * (hexlen + 1), hexlen, &o) < 0)
+			return 0;
+	put("objects/pack/pack-a.idx", part[1], n > 1 ? len[1] : 0);
+	put("objects/pack/pack-a.pack", part[2], n > 2 ? len[2] : 0);
+	char dir[16], path[96];
+	snprintf(dir, sizeof dir, "objects/%.2s", line + 2 * (hexlen + 1));
+	snprintf(path, sizeof path, "%s/%.*s", dir, (int)hexlen - 2, line + 2 * (hexlen + 1) + 2);
+	if (mkdirat(root_fd, dir, 0755) < 0 && errno != EEXIST)
+		abort();
+	put(path, part[3], n > 3 ? len[3] : 0);
+	run(line, hexlen);
+	unlinkat(root_fd, path, 0);
+	unlinkat(root_fd, dir, AT_REMOVEDIR);
+	return 0;
+}
