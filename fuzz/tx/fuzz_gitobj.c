@@ -10,7 +10,6 @@
  * (fuzz/tx/make-seeds.sh builds them from a real repository). */
 #include "tx/gitobj.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,26 +24,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define PARTS 4
 
 static int root_fd = -1; /* the temporary git dir, made once per process */
-
-static int io_open(void *ctx, const char *path)
-{
-	int fd = openat(*(int *)ctx, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-static void io_list(void *ctx, const char *path, void (*add)(void *arg, const char *name), void *arg)
-{
-	int fd = openat(*(int *)ctx, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	for (struct dirent *de; (de = readdir(d));)
-		add(arg, de->d_name);
-	closedir(d);
-}
 
 static void put(const char *path, const uint8_t *p, size_t n)
 {
@@ -102,7 +81,7 @@ static void run(const char *line, size_t hexlen)
 	if (gitobj_oid_parse(line, hexlen, &root) < 0 || gitobj_oid_parse(line + hexlen + 1, hexlen, &target) < 0 ||
 	    gitobj_oid_parse(line + 2 * (hexlen + 1), hexlen, &loose) < 0)
 		return;
-	static const gitobj_io io = {io_open, io_list, &root_fd};
+	const gitobj_io io = gitobj_io_plain(&root_fd);
 	_cleanup_gitobj_ gitobj_store *d = NULL;
 	if (gitobj_open(&io, "", hexlen, &d) < 0)
 		return;

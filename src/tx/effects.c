@@ -634,27 +634,13 @@ static int open_after(const gitscan *g, const char *path)
 
 static int io_open(void *ctx, const char *path) { return open_after(ctx, path); }
 
-/* The names in directory path of fd (the workspace or the layer). */
-static void list_names(int fd, const char *path, void (*add)(void *arg, const char *name), void *arg)
-{
-	int dfd = fs_open_beneath(fd, path, O_RDONLY | O_DIRECTORY, 0);
-	if (dfd < 0)
-		return;
-	_cleanup_closedir_ DIR *dir = fdopendir(dfd);
-	if (!dir) {
-		close(dfd);
-		return;
-	}
-	for (struct dirent *de; (de = readdir(dir));)
-		add(arg, de->d_name);
-}
-
 /* The names of both (what the layer deleted does not open). */
 static void io_list(void *ctx, const char *path, void (*add)(void *arg, const char *name), void *arg)
 {
 	const gitscan *g = ctx;
-	list_names(g->s->ws_fd, path, add, arg);
-	list_names(g->s->upper_fd, path, add, arg);
+	gitobj_io ws = gitobj_io_plain(&g->s->ws_fd), upper = gitobj_io_plain(&g->s->upper_fd);
+	ws.list(ws.ctx, path, add, arg);
+	upper.list(upper.ctx, path, add, arg);
 }
 
 /* Add the object id of ref text t (after the commit), if it is one. */

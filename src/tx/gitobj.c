@@ -36,6 +36,9 @@
  * - LOOSE: only the head of a loose object file is read (IN_MAX bytes). */
 #include "tx/gitobj.h"
 
+#include "util/fsutil.h"
+
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -242,6 +245,27 @@ gitobj_store *gitobj_free(gitobj_store *d)
 	free(d);
 	return NULL;
 }
+
+static int plain_open(void *ctx, const char *path)
+{
+	return fs_open_beneath(*(const int *)ctx, path, O_RDONLY | O_NONBLOCK, 0);
+}
+
+static void plain_list(void *ctx, const char *path, void (*add)(void *arg, const char *name), void *arg)
+{
+	int fd = fs_open_beneath(*(const int *)ctx, path, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return;
+	_cleanup_closedir_ DIR *dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return;
+	}
+	for (struct dirent *de; (de = readdir(dir));)
+		add(arg, de->d_name);
+}
+
+gitobj_io gitobj_io_plain(const int *dirfd) { return (gitobj_io){plain_open, plain_list, (void *)(uintptr_t)dirfd}; }
 
 const char *gitobj_dir(const gitobj_store *d) { return d->dir; }
 size_t gitobj_hexlen(const gitobj_store *d) { return d->hexlen; }

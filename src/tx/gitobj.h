@@ -49,6 +49,10 @@ typedef struct gitobj_io {
 	void *ctx;
 } gitobj_io;
 
+/* The files of a plain directory (*dirfd, which must outlive the io):
+ * beneath it, never through a symlink. */
+gitobj_io gitobj_io_plain(const int *dirfd);
+
 /* hexlen (40 or 64) lowercase hex digits at s: 0, else -1. */
 int gitobj_oid_parse(const char *s, size_t hexlen, gitobj_oid *o);
 bool gitobj_oid_null(const gitobj_oid *o);
