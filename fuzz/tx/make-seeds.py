@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import zlib
 
 MARK = b"=GITOBJ="
 
@@ -40,6 +41,36 @@ def seed(repo, root, target, loose):
     return b" ".join(x.encode() for x in (root, target, loose)) + b"\n" + MARK + idx_b + MARK + pack_b + MARK + loose_b
 
 
+def raw_pack(repo, idx_path, rawlen):
+    """The pack as fuzz_gitobj's RAWPACK part: per object its id, its
+    entry header (type, size, delta base) and its data inflated."""
+    out = b"RAWPACK\n"
+    with open(idx_path[:-4] + ".pack", "rb") as f:
+        pack = f.read()
+    for line in git(repo, "verify-pack", "-v", idx_path).splitlines():
+        w = line.split()
+        if len(w) < 5 or w[1] not in ("commit", "tree", "blob", "tag"):
+            continue
+        at = int(w[4])
+        h = at
+        c = pack[h]
+        h += 1
+        while c & 0x80:
+            c = pack[h]
+            h += 1
+        typ = (pack[at] >> 4) & 7
+        if typ == 6:
+            while pack[h] & 0x80:
+                h += 1
+            h += 1
+        elif typ == 7:
+            h += rawlen
+        d = zlib.decompressobj()
+        data = d.decompress(pack[h:])
+        out += bytes.fromhex(w[0]) + bytes([h - at]) + pack[at:h] + len(data).to_bytes(2, "little") + data
+    return out
+
+
 def build(fmt, deltas):
     repo = tempfile.mkdtemp(prefix="gitobj-seed-")
     git(repo, "init", "-q", "--object-format=" + fmt)
@@ -55,7 +86,14 @@ def build(fmt, deltas):
     else:
         git(repo, "gc", "-q")
     tip = commit(repo, 20, "loose tip" + body)  # after gc: a loose object
-    return [seed(repo, tip, ids[0], tip), seed(repo, merge, side, tip), seed(repo, ids[5], ids[1], tip)]
+    seeds = [seed(repo, tip, ids[0], tip), seed(repo, merge, side, tip), seed(repo, ids[5], ids[1], tip)]
+    pdir = os.path.join(repo, ".git/objects/pack")
+    idx = os.path.join(pdir, [n for n in os.listdir(pdir) if n.endswith(".idx")][0])
+    with open(os.path.join(repo, ".git/objects", tip[:2], tip[2:]), "rb") as f:
+        loose = b"RAW\n" + zlib.decompress(f.read())
+    head = b" ".join(x.encode() for x in (tip, ids[0], tip)) + b"\n"
+    seeds.append(head + MARK + MARK + raw_pack(repo, idx, len(tip) // 2) + MARK + loose)
+    return seeds
 
 
 def main():
