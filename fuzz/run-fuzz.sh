@@ -3,7 +3,8 @@
 # run each for a bounded time.
 #   fuzz/run-fuzz.sh [SECONDS]   (default 60 per target)
 # Environment: FUZZ_OUT (build/work directory, default /tmp/txbox-fuzz),
-# CC (default clang), FUZZ_JOBS (parallel workers per target, default 1).
+# CC (default clang), FUZZ_JOBS (parallel workers per target, default 1),
+# FUZZ_ONLY (a pattern of target names, e.g. fuzz_gitobj; default all).
 set -eu
 
 secs=${1:-60}
@@ -14,6 +15,14 @@ cc=${CC:-clang}
 jobs=${FUZZ_JOBS:-1}
 mkdir -p "$out"
 
+# The sources of MODULE a target takes: all of them, but of tx only the
+# git object reader (the rest of tx needs every other module).
+srcs_of() {
+	case "$1" in
+	tx) echo "$root/src/tx/gitobj.c" ;;
+	*) echo "$root/src/$1"/*.c ;;
+	esac
+}
 # What a target of fuzz/MODULE/ links: src/util, src/MODULE and the modules
 # and libraries MODULE depends on (kept here so every target builds the same
 # way, without meson).
@@ -26,6 +35,7 @@ deps_of() {
 libs_of() {
 	case "$1" in
 	policy) pkg-config --cflags --libs yaml-0.1 2>/dev/null || echo "-lyaml" ;;
+	tx) pkg-config --cflags --libs zlib 2>/dev/null || echo "-lz" ;;
 	*) echo "" ;;
 	esac
 }
@@ -35,12 +45,13 @@ ok=0
 bad=0
 for target in "$here"/*/fuzz_*.c; do
 	[ -e "$target" ] || continue
+	case "$(basename "$target" .c)" in ${FUZZ_ONLY:-*}) ;; *) continue ;; esac
 	mod=$(basename "$(dirname "$target")")
 	name=$(basename "$target" .c)
 	bin="$out/$name"
 	srcs=""
 	for m in util $(deps_of "$mod") "$mod"; do
-		for f in "$root/src/$m"/*.c; do
+		for f in $(srcs_of "$m"); do
 			case "$f" in */treegen.c) continue ;; esac # a build tool with its own main()
 			[ -e "$f" ] && srcs="$srcs $f"
 		done

@@ -3,7 +3,7 @@
 # with sudo available). Idempotent; quiet unless something fails.
 set -eu
 PKGS="build-essential meson ninja-build pkg-config libseccomp-dev libsqlite3-dev libyaml-dev
-libcurl4-openssl-dev libcmocka-dev bubblewrap attr acl git python3 clang util-linux procps
+libcurl4-openssl-dev libcmocka-dev zlib1g-dev bubblewrap attr acl git python3 clang util-linux procps
 iproute2 hyperfine gcc make tar"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -11,6 +11,7 @@
 #include "tx/tx.h"
 
 #include "policy/effects.h"
+#include "tx/gitobj.h"
 #include "util/cleanup.h"
 #include "util/fsutil.h"
 
@@ -246,29 +247,7 @@ static int read_small(int fd, const char *path, size_t max, char **out, size_t *
 	_cleanup_close_ int f = fs_open_beneath(fd, path, O_RDONLY | O_NONBLOCK, 0);
 	if (f < 0)
 		return f == -ENOTDIR ? -ENOENT : f;
-	struct stat st;
-	if (fstat(f, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((uint64_t)st.st_size > max)
-		return -EFBIG;
-	_cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(f, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO; /* shrank while read */
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	*out = steal_ptr(buf);
-	*len = got;
-	return 0;
+	return gitobj_read_regular(f, max, out, len);
 }
 
 /* Is the old file a prefix of the new one (an append-only change)? With
@@ -356,7 +335,8 @@ typedef struct gitscan {
 	const effect_change **sorted; /* the changes by path */
 	unsigned bits;
 	char **where; /* [EFFECT_GIT_KINDS]: the first path of each bit (owned by the caller) */
-	struct odb *odb; /* the object store last opened (odb_for) */
+	gitobj_io io;        /* the git files as they are after the commit */
+	gitobj_store *odb; /* the object store last opened (odb_for) */
 	bool where_repacked; /* where[] of objects-deleted names a repacked one */
 	/* the last directories tested for being a git dir, and the answers */
 	char *memo[4];
@@ -364,11 +344,9 @@ typedef struct gitscan {
 	unsigned memo_next;
 } gitscan;
 
-static void odb_free(struct odb *d);
-
 static void gitscan_done(gitscan *g)
 {
-	odb_free(g->odb);
+	gitobj_free(g->odb);
 	for (size_t i = 0; i < sizeof g->memo / sizeof *g->memo; i++)
 		free(g->memo[i]);
 }
@@ -658,220 +636,11 @@ static int stash_change(gitscan *g, const char *path, size_t dirlen)
 /* ---- git objects: do a ref's commits stay reachable? ---------------------
  * A branch deleted after it was merged (`git branch -d`), or a tag whose
  * commit a branch still has, loses no commit. Telling that needs commit
- * objects: zlib-deflated, loose or in packs, read from a hostile
- * repository. zlib is opened at run time (not a build dependency); only
- * commits and tags stored whole are read (a delta, an object over the
- * caps or anything unreadable: unknown, so the ref counts as lost), and
- * the walk from the surviving branches, tags and HEAD is bounded. */
+ * objects, read from a hostile repository by tx/gitobj.c (bounded;
+ * anything unreadable: unknown, so the ref counts as lost); the walk is
+ * from the surviving branches, tags and HEAD, gathered here. */
 
-#define REACH_MAX_COMMITS 20000
 #define REACH_MAX_REFS 10000
-#define OBJ_MAX 65536 /* the bytes of an object inflated (commits, tags, what their deltas build on) */
-#define DELTA_DEPTH_MAX 64
-#define PACK_INFLATE_BUDGET 100000 /* objects inflated from packs per object store opened */
-#define LOOSE_MAX (1024u * 1024)
-#define PACKS_MAX 256
-
-#if __has_include(<zlib.h>)
-#include <dlfcn.h>
-#include <zlib.h>
-
-typedef struct zlib_fns {
-	void *h;
-	int (*init)(z_streamp, const char *, int);
-	int (*inflate)(z_streamp, int);
-	int (*end)(z_streamp);
-} zlib_fns;
-
-static bool zlib_open(zlib_fns *z)
-{
-	z->h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!z->h)
-		return false;
-	*(void **)&z->init = dlsym(z->h, "inflateInit_");
-	*(void **)&z->inflate = dlsym(z->h, "inflate");
-	*(void **)&z->end = dlsym(z->h, "inflateEnd");
-	return z->init && z->inflate && z->end;
-}
-
-static void zlib_close(zlib_fns *z)
-{
-	if (z->h)
-		dlclose(z->h);
-	z->h = NULL;
-}
-
-/* Inflate the start of a zlib stream: the bytes produced (at most outlen),
- * or -EIO. */
-static ssize_t z_head(const zlib_fns *z, const unsigned char *in, size_t inlen, unsigned char *out, size_t outlen)
-{
-	z_stream s;
-	memset(&s, 0, sizeof s);
-	s.next_in = (unsigned char *)(uintptr_t)in;
-	s.avail_in = (uInt)inlen;
-	s.next_out = out;
-	s.avail_out = (uInt)outlen;
-	if (z->init(&s, ZLIB_VERSION, (int)sizeof s) != Z_OK)
-		return -EIO;
-	int r = z->inflate(&s, Z_SYNC_FLUSH);
-	size_t got = outlen - s.avail_out;
-	z->end(&s);
-	return r == Z_OK || r == Z_STREAM_END || (r == Z_BUF_ERROR && got) ? (ssize_t)got : -EIO;
-}
-#else
-typedef struct zlib_fns {
-	void *h;
-} zlib_fns;
-static bool zlib_open(zlib_fns *z)
-{
-	z->h = NULL;
-	return false;
-}
-static void zlib_close(zlib_fns *z) { (void)z; }
-static ssize_t z_head(const zlib_fns *z, const unsigned char *in, size_t inlen, unsigned char *out, size_t outlen)
-{
-	(void)z, (void)in, (void)inlen, (void)out, (void)outlen;
-	return -ENOTSUP;
-}
-#endif
-
-typedef struct oid {
-	unsigned char b[32];
-} oid;
-
-static int hexval(int c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
-
-/* hexlen (40 or 64) lowercase hex digits at s: 0, else -1. */
-static int oid_parse(const char *s, size_t hexlen, oid *o)
-{
-	memset(o, 0, sizeof *o);
-	for (size_t i = 0; i < hexlen; i++) {
-		int v = hexval((unsigned char)s[i]);
-		if (v < 0)
-			return -1;
-		o->b[i / 2] = (unsigned char)(o->b[i / 2] << 4 | v);
-	}
-	return 0;
-}
-
-static bool oid_null(const oid *o)
-{
-	for (size_t i = 0; i < sizeof o->b; i++)
-		if (o->b[i])
-			return false;
-	return true;
-}
-
-/* A set of object ids (open addressing), and a queue in insertion order. */
-typedef struct oidset {
-	oid *slot;
-	bool *used;
-	size_t cap, n;
-	oid *queue;
-	size_t qhead;
-} oidset;
-
-static void oidset_free(oidset *s)
-{
-	free(s->slot);
-	free(s->used);
-	free(s->queue);
-}
-
-static size_t oid_hash(const oid *o)
-{
-	size_t h;
-	memcpy(&h, o->b, sizeof h);
-	return h;
-}
-
-static bool oidset_has(const oidset *s, const oid *o)
-{
-	if (!s->cap)
-		return false;
-	for (size_t i = oid_hash(o) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-		if (!s->used[i])
-			return false;
-		if (!memcmp(s->slot[i].b, o->b, sizeof o->b))
-			return true;
-	}
-}
-
-/* Add o (queued when new): 1 added, 0 there, -ENOMEM. */
-static int oidset_add(oidset *s, const oid *o)
-{
-	if (oidset_has(s, o))
-		return 0;
-	if (2 * (s->n + 1) > s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 256;
-		oid *slot = calloc(cap, sizeof *slot), *queue = realloc(s->queue, cap * sizeof *queue);
-		bool *used = calloc(cap, sizeof *used);
-		if (queue)
-			s->queue = queue;
-		if (!slot || !used || !queue) {
-			free(slot);
-			free(used);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->used[i])
-				for (size_t j = oid_hash(&s->slot[i]) & (cap - 1);; j = (j + 1) & (cap - 1))
-					if (!used[j]) {
-						used[j] = true;
-						slot[j] = s->slot[i];
-						break;
-					}
-		free(s->slot);
-		free(s->used);
-		s->slot = slot;
-		s->used = used;
-		s->cap = cap;
-	}
-	size_t i = oid_hash(o) & (s->cap - 1);
-	while (s->used[i])
-		i = (i + 1) & (s->cap - 1);
-	s->used[i] = true;
-	s->slot[i] = *o;
-	s->queue[s->n++] = *o;
-	return 1;
-}
-
-/* One pack of the repository after the commit: its index (v2) open. */
-typedef struct pack {
-	int idx_fd, pack_fd;
-	uint32_t n;
-} pack;
-
-typedef struct odb {
-	gitscan *g;
-	char *dir; /* the git dir with its '/' ("" for the workspace) */
-	size_t hexlen, rawlen;
-	zlib_fns z;
-	bool zok;
-	bool rooted;  /* seen holds the roots: the walk (commits_kept) started */
-	oidset seen;
-	size_t budget; /* objects pack_object may still inflate */
-	pack *packs;
-	size_t npacks;
-} odb;
-
-static void close_fd(int fd)
-{
-	if (fd >= 0)
-		close(fd);
-}
-
-static void odb_close(odb *d)
-{
-	for (size_t i = 0; i < d->npacks; i++) {
-		close_fd(d->packs[i].idx_fd);
-		close_fd(d->packs[i].pack_fd);
-	}
-	free(d->packs);
-	free(d->dir);
-	oidset_free(&d->seen);
-	zlib_close(&d->z);
-}
 
 /* Open path as it is after the commit (the layer's version when the
  * transaction changed it), never through a symlink; -ENOENT: none. */
@@ -883,332 +652,29 @@ static int open_after(const gitscan *g, const char *path)
 	return fs_open_beneath(c ? g->s->upper_fd : g->s->ws_fd, path, O_RDONLY | O_NONBLOCK, 0);
 }
 
-static bool pread_all(int fd, void *buf, size_t len, off_t at) { return pread(fd, buf, len, at) == (ssize_t)len; }
+static int io_open(void *ctx, const char *path) { return open_after(ctx, path); }
 
-static uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
-
-/* Add the pack whose index is dir/objects/pack/name, if it and its pack
- * are there after the commit and the index is a v2 one. */
-static void odb_add_pack(odb *d, const char *name)
+/* The names of both (what the layer deleted does not open). */
+static void io_list(void *ctx, const char *path, void (*add)(void *arg, const char *name), void *arg)
 {
-	size_t nl = strlen(name);
-	if (d->npacks >= PACKS_MAX || nl < 5 || strcmp(name + nl - 4, ".idx"))
-		return;
-	_cleanup_free_ char *ip = NULL, *pp = NULL;
-	if (asprintf(&ip, "%sobjects/pack/%s", d->dir, name) < 0 ||
-	    asprintf(&pp, "%sobjects/pack/%.*s.pack", d->dir, (int)nl - 4, name) < 0)
-		return;
-	int fi = open_after(d->g, ip), fp = fi >= 0 ? open_after(d->g, pp) : -1;
-	unsigned char h[8 + 1024];
-	struct stat st, sp;
-	if (fi < 0 || fp < 0 || fstat(fi, &st) < 0 || !S_ISREG(st.st_mode) || fstat(fp, &sp) < 0 ||
-	    !S_ISREG(sp.st_mode) || !pread_all(fi, h, sizeof h, 0) || memcmp(h, "\377tOc\0\0\0\2", 8) != 0) {
-		close_fd(fi);
-		close_fd(fp);
-		return;
-	}
-	pack *v = realloc(d->packs, (d->npacks + 1) * sizeof *v);
-	if (!v) {
-		close_fd(fi);
-		close_fd(fp);
-		return;
-	}
-	d->packs = v;
-	d->packs[d->npacks++] = (pack){fi, fp, be32(h + 8 + 255 * 4)};
-}
-
-/* The names in dir/objects/pack of fd (the workspace or the layer). */
-static void list_packs(int fd, const char *path, strvec *names)
-{
-	int dfd = fs_open_beneath(fd, path, O_RDONLY | O_DIRECTORY, 0);
-	if (dfd < 0)
-		return;
-	_cleanup_closedir_ DIR *dir = fdopendir(dfd);
-	if (!dir) {
-		close(dfd);
-		return;
-	}
-	for (struct dirent *de; (de = readdir(dir)) && names->n < 2 * PACKS_MAX;) {
-		char **v = suffix_of(de->d_name, ".idx") ? realloc(names->v, (names->n + 2) * sizeof *v) : NULL;
-		if (!v)
-			continue;
-		names->v = v;
-		if ((v[names->n] = strdup(de->d_name)))
-			v[++names->n] = NULL;
-	}
-}
-
-/* The object store of the git dir path[0..dirlen) after the commit. */
-static int odb_open(odb *d, gitscan *g, const char *path, size_t dirlen)
-{
-	memset(d, 0, sizeof *d);
-	d->g = g;
-	if (!(d->dir = strndup(path, dirlen)))
-		return -ENOMEM;
-	d->budget = PACK_INFLATE_BUDGET;
-	d->zok = zlib_open(&d->z); /* without it, objects are not read, packs are still listed */
-	_cleanup_free_ char *pdir = NULL;
-	if (asprintf(&pdir, "%sobjects/pack", d->dir) < 0)
-		return -ENOMEM;
-	strvec names = {0};
-	list_packs(g->s->ws_fd, pdir, &names);
-	list_packs(g->s->upper_fd, pdir, &names);
-	if (names.n)
-		qsort(names.v, names.n, sizeof *names.v, strcmp_p);
-	for (size_t i = 0; i < names.n; i++)
-		if (!i || strcmp(names.v[i], names.v[i - 1]))
-			odb_add_pack(d, names.v[i]);
-	strv_free(names.v, names.n);
-	return 0;
-}
-
-/* Where o is in pack p: its offset, or -1. */
-static int64_t pack_find(const odb *d, const pack *p, const oid *o)
-{
-	unsigned char f[4], name[32];
-	uint32_t lo = 0, hi;
-	if (o->b[0] && pread_all(p->idx_fd, f, 4, 8 + (off_t)(o->b[0] - 1) * 4))
-		lo = be32(f);
-	if (!pread_all(p->idx_fd, f, 4, 8 + (off_t)o->b[0] * 4))
-		return -1;
-	hi = be32(f);
-	if (hi > p->n || lo > hi)
-		return -1;
-	off_t names = 8 + 1024;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (!pread_all(p->idx_fd, name, d->rawlen, names + (off_t)mid * (off_t)d->rawlen))
-			return -1;
-		int c = memcmp(name, o->b, d->rawlen);
-		if (c < 0)
-			lo = mid + 1;
-		else if (c > 0)
-			hi = mid;
-		else {
-			off_t offs = names + (off_t)p->n * (off_t)(d->rawlen + 4);
-			unsigned char b[8];
-			if (!pread_all(p->idx_fd, b, 4, offs + (off_t)mid * 4))
-				return -1;
-			uint32_t v = be32(b);
-			if (!(v & 0x80000000u))
-				return v;
-			if (!pread_all(p->idx_fd, b, 8, offs + (off_t)p->n * 4 + (off_t)(v & 0x7fffffffu) * 8))
-				return -1;
-			return (int64_t)((uint64_t)be32(b) << 32 | be32(b + 4)) & INT64_MAX;
-		}
-	}
-	return -1;
-}
-
-enum { OBJ_COMMIT = 1, OBJ_TAG = 4 };
-
-
-/* Apply git delta data (src size, dst size, copy/insert ops) to base:
- * the result's length in out (OBJ_MAX), or -EIO. */
-static ssize_t delta_apply(const unsigned char *dl, size_t dn, const unsigned char *base, size_t bn,
-			   unsigned char *out)
-{
-	size_t i = 0, o = 0, sz[2] = {0, 0};
-	for (int k = 0; k < 2; k++)
-		for (unsigned shift = 0; i < dn && shift < 64; shift += 7) {
-			sz[k] |= (size_t)(dl[i] & 0x7f) << shift;
-			if (!(dl[i++] & 0x80))
-				break;
-		}
-	if (sz[0] != bn || sz[1] > OBJ_MAX)
-		return -EIO;
-	while (i < dn) {
-		unsigned op = dl[i++];
-		if (op & 0x80) { /* copy from the base: offset and size, bytes present by bit */
-			size_t off = 0, len = 0;
-			for (unsigned b = 0; b < 7; b++)
-				if (op & (1u << b)) {
-					if (i >= dn)
-						return -EIO;
-					if (b < 4)
-						off |= (size_t)dl[i++] << (8 * b);
-					else
-						len |= (size_t)dl[i++] << (8 * (b - 4));
-				}
-			if (!len)
-				len = 0x10000;
-			if (off > bn || len > bn - off || len > OBJ_MAX - o)
-				return -EIO;
-			memcpy(out + o, base + off, len);
-			o += len;
-		} else if (op) { /* insert op literal bytes */
-			if (op > dn - i || op > OBJ_MAX - o)
-				return -EIO;
-			memcpy(out + o, dl + i, op);
-			o += op, i += op;
-		} else
-			return -EIO;
-	}
-	return o == sz[1] ? (ssize_t)o : -EIO;
-}
-
-static int pack_object(odb *d, const pack *p, uint64_t at, int depth, unsigned char *out, size_t *len);
-
-/* The base of a delta at in[h…] (type 6: an offset back from at; 7: an
- * object id), resolved into base: its type, *h past the reference. */
-static int delta_base(odb *d, const pack *p, uint64_t at, int type, const unsigned char *in, size_t n, size_t *h,
-		      int depth, unsigned char *base, size_t *bn)
-{
-	if (type == 6) {
-		uint64_t ofs = 0;
-		for (size_t k = 0; *h < n && k < 10; k++) {
-			unsigned c = in[(*h)++];
-			ofs = (k ? (ofs + 1) << 7 : 0) | (c & 0x7f);
-			if (!(c & 0x80))
-				return ofs && ofs <= at ? pack_object(d, p, at - ofs, depth + 1, base, bn) : -EIO;
-		}
-		return -EIO;
-	}
-	oid o;
-	if (n - *h < d->rawlen)
-		return -EIO;
-	memset(&o, 0, sizeof o);
-	memcpy(o.b, in + *h, d->rawlen);
-	*h += d->rawlen;
-	for (size_t i = 0; i < d->npacks; i++) {
-		int64_t bat = pack_find(d, &d->packs[i], &o);
-		if (bat >= 0)
-			return pack_object(d, &d->packs[i], (uint64_t)bat, depth + 1, base, bn);
-	}
-	return -ENOENT;
-}
-
-/* The object at offset at of pack p, through its deltas: its type (1-4)
- * and its content in out (OBJ_MAX bytes), or -errno (-E2BIG: over the
- * bounds). */
-static int pack_object(odb *d, const pack *p, uint64_t at, int depth, unsigned char *out, size_t *len)
-{
-	if (depth > DELTA_DEPTH_MAX || d->budget == 0)
-		return -E2BIG;
-	d->budget--;
-	_cleanup_free_ unsigned char *in = malloc(2 * OBJ_MAX), *base = NULL, *dl = NULL;
-	if (!in)
-		return -ENOMEM;
-	ssize_t n = pread(p->pack_fd, in, 2 * OBJ_MAX, (off_t)at);
-	if (n <= 0)
-		return -EIO;
-	int type = (in[0] >> 4) & 7;
-	size_t h = 0;
-	while (h < (size_t)n && (in[h] & 0x80)) /* the size: a varint the inflation checks */
-		h++;
-	if (++h >= (size_t)n)
-		return -EIO;
-	if (type >= 1 && type <= 4) {
-		ssize_t got = z_head(&d->z, in + h, (size_t)n - h, out, OBJ_MAX);
-		*len = got > 0 ? (size_t)got : 0;
-		return got < 0 ? (int)got : type;
-	}
-	if (type != 6 && type != 7)
-		return -EIO;
-	size_t bn = 0;
-	if (!(base = malloc(OBJ_MAX)) || !(dl = malloc(OBJ_MAX)))
-		return -ENOMEM;
-	int btype = delta_base(d, p, at, type, in, (size_t)n, &h, depth, base, &bn);
-	if (btype < 0)
-		return btype;
-	ssize_t dn = z_head(&d->z, in + h, (size_t)n - h, dl, OBJ_MAX);
-	ssize_t got = dn < 0 ? dn : delta_apply(dl, (size_t)dn, base, bn, out);
-	*len = got > 0 ? (size_t)got : 0;
-	return got < 0 ? (int)got : btype;
-}
-
-/* Object o from the first pack that has it (git searches packs before
- * loose objects): its type, or -errno (-ENOENT: in no pack). */
-static int pack_read(odb *d, const oid *o, unsigned char *out, size_t *len)
-{
-	for (size_t i = 0; i < d->npacks; i++) {
-		int64_t at = pack_find(d, &d->packs[i], o);
-		if (at >= 0)
-			return pack_object(d, &d->packs[i], (uint64_t)at, 0, out, len);
-	}
-	return -ENOENT;
-}
-
-/* The same for a loose object ("TYPE SIZE\0" and the content, deflated). */
-static int loose_read(odb *d, const oid *o, unsigned char *out, size_t *len)
-{
-	char hex[65];
-	for (size_t i = 0; i < d->hexlen; i++)
-		hex[i] = "0123456789abcdef"[(o->b[i / 2] >> (i % 2 ? 0 : 4)) & 15];
-	hex[d->hexlen] = '\0';
-	_cleanup_free_ char *path = NULL, *buf = NULL;
-	size_t blen;
-	if (asprintf(&path, "%sobjects/%.2s/%s", d->dir, hex, hex + 2) < 0)
-		return -ENOMEM;
-	const effect_change *c = find_change(d->g->s, d->g->sorted, path);
-	if (c && c->kind == TXBOX_CHANGE_DELETED)
-		return -ENOENT;
-	int r = read_small(c ? d->g->s->upper_fd : d->g->s->ws_fd, path, LOOSE_MAX, &buf, &blen);
-	if (r < 0)
-		return r;
-	ssize_t n = z_head(&d->z, (unsigned char *)buf, blen, out, OBJ_MAX);
-	unsigned char *nul = n > 0 ? memchr(out, '\0', (size_t)n) : NULL;
-	if (!nul)
-		return -EIO;
-	int type = !strncmp((char *)out, "commit ", 7) ? OBJ_COMMIT : !strncmp((char *)out, "tag ", 4) ? OBJ_TAG : 0;
-	*len = (size_t)(out + n - nul - 1);
-	memmove(out, nul + 1, *len);
-	return type;
-}
-
-static int odb_read(odb *d, const oid *o, unsigned char *out, size_t *len)
-{
-	if (!d->zok)
-		return -ENOTSUP;
-	int r = pack_read(d, o, out, len);
-	return r == -ENOENT ? loose_read(d, o, out, len) : r;
-}
-
-/* Queue what object o leads to: a commit's parents, a tag's object. */
-static int odb_follow(odb *d, const oid *o, oidset *seen)
-{
-	_cleanup_free_ unsigned char *buf = malloc(OBJ_MAX + 1);
-	size_t len = 0;
-	if (!buf)
-		return -ENOMEM;
-	int type = odb_read(d, o, buf, &len);
-	if (type < 0)
-		return type;
-	buf[len] = '\0';
-	const char *key = type == OBJ_COMMIT ? "parent " : type == OBJ_TAG ? "object " : NULL;
-	if (!key)
-		return 0; /* a tree or a blob: no commits behind it */
-	for (char *line = (char *)buf; line && *line;) {
-		char *nl = strchr(line, '\n');
-		if (!nl)
-			break; /* cut at OBJ_MAX: the rest unknown */
-		if (!strncmp(line, key, 7)) {
-			oid p;
-			if ((size_t)(nl - line) != 7 + d->hexlen || oid_parse(line + 7, d->hexlen, &p) < 0)
-				return -EIO;
-			int r = oidset_add(seen, &p);
-			if (r < 0)
-				return r;
-		} else if (strncmp(line, "tree ", 5) && type == OBJ_COMMIT)
-			return 0; /* the parents come before author */
-		line = nl + 1;
-	}
-	return 0;
+	const gitscan *g = ctx;
+	gitobj_io ws = gitobj_io_plain(&g->s->ws_fd), upper = gitobj_io_plain(&g->s->upper_fd);
+	ws.list(ws.ctx, path, add, arg);
+	upper.list(upper.ctx, path, add, arg);
 }
 
 /* Add the object id of ref text t (after the commit), if it is one. */
-static int add_root(oidset *roots, const char *t, size_t hexlen)
+static int add_root(gitobj_store *roots, const char *t, size_t hexlen)
 {
-	oid o;
-	if (strlen(t) < hexlen || oid_parse(t, hexlen, &o) < 0 || (t[hexlen] && !isspace((unsigned char)t[hexlen])))
+	gitobj_oid o;
+	if (strlen(t) < hexlen || gitobj_oid_parse(t, hexlen, &o) < 0 || (t[hexlen] && !isspace((unsigned char)t[hexlen])))
 		return 0;
-	int r = oidset_add(roots, &o);
-	return r < 0 ? r : 0;
+	return gitobj_walk_add(roots, &o);
 }
 
 /* The loose refs beneath rel (a directory of the workspace), as they are
  * after the commit; *budget bounds the entries read. */
-static int roots_walk(gitscan *g, const char *rel, int depth, size_t *budget, oidset *roots, size_t hexlen)
+static int roots_walk(gitscan *g, const char *rel, int depth, size_t *budget, gitobj_store *roots, size_t hexlen)
 {
 	int dfd = fs_open_beneath(g->s->ws_fd, rel, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd < 0)
@@ -1236,7 +702,7 @@ static int roots_walk(gitscan *g, const char *rel, int depth, size_t *budget, oi
 /* The roots of what git keeps after the commit: HEAD, the branches and
  * tags (loose and packed, peeled tags too). Not remote-tracking refs nor
  * the stash: a command deletes those freely, so they keep nothing. */
-static int reach_roots(gitscan *g, const char *dir, size_t hexlen, oidset *roots)
+static int reach_roots(gitscan *g, const char *dir, size_t hexlen, gitobj_store *roots)
 {
 	_cleanup_free_ char *head = NULL, *packed = NULL, *text = NULL, *heads = NULL, *tags = NULL;
 	size_t len, budget = REACH_MAX_REFS;
@@ -1289,84 +755,49 @@ static int reach_roots(gitscan *g, const char *dir, size_t hexlen, oidset *roots
 	return r;
 }
 
-static bool all_in(const oidset *s, const oid *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!oidset_has(s, &v[i]))
-			return false;
-	return true;
-}
-
-static void odb_free(odb *d)
-{
-	if (d)
-		odb_close(d);
-	free(d);
-}
-
 /* The object store of git dir path[0..dirlen) after the commit, kept
- * open for the next question about the same dir; NULL: none (no zlib,
- * out of memory). */
-static odb *odb_for(gitscan *g, const char *path, size_t dirlen, size_t hexlen)
+ * open for the next question about the same dir; NULL: none (out of
+ * memory). */
+static gitobj_store *odb_for(gitscan *g, const char *path, size_t dirlen, size_t hexlen)
 {
-	odb *d = g->odb;
-	if (d && strlen(d->dir) == dirlen && !strncmp(d->dir, path, dirlen) && d->hexlen == hexlen)
+	gitobj_store *d = g->odb;
+	if (d && strlen(gitobj_dir(d)) == dirlen && !strncmp(gitobj_dir(d), path, dirlen) && gitobj_hexlen(d) == hexlen)
 		return d;
-	odb_free(d);
-	g->odb = d = malloc(sizeof *d);
-	if (d && odb_open(d, g, path, dirlen) < 0) {
-		odb_free(d);
-		g->odb = d = NULL;
-	}
-	if (d) {
-		d->hexlen = hexlen;
-		d->rawlen = hexlen / 2;
-	}
-	return d;
+	g->odb = gitobj_free(d);
+	_cleanup_free_ char *dir = strndup(path, dirlen);
+	if (dir && gitobj_open(&g->io, dir, hexlen, &g->odb) < 0)
+		g->odb = NULL;
+	return g->odb;
 }
 
 /* Do the commits (or tags) targets stay reachable after the commit from
  * the branches, tags and HEAD of the git dir path[0..dirlen)? Unknown
- * (no zlib, a walk over its bound, out of memory): no. */
-static bool commits_kept(gitscan *g, const char *path, size_t dirlen, const oid *targets, size_t nt, size_t hexlen)
+ * (a walk over its bound, out of memory): no. */
+static bool commits_kept(gitscan *g, const char *path, size_t dirlen, const gitobj_oid *targets, size_t nt, size_t hexlen)
 {
-	odb *d = odb_for(g, path, dirlen, hexlen);
+	gitobj_store *d = odb_for(g, path, dirlen, hexlen);
 	if (!d)
 		return false;
-	if (!d->rooted) { /* one walk per git dir, resumed by each question */
-		d->rooted = true;
-		if (reach_roots(g, d->dir, hexlen, &d->seen) < 0)
-			d->seen.qhead = SIZE_MAX; /* out of memory: nothing known */
-	}
-	oidset *seen = &d->seen;
-	bool kept = false;
-	/* an object that cannot be read is skipped: what is found through
-	 * others is reachable as git reads them */
-	while (seen->qhead != SIZE_MAX && !(kept = all_in(seen, targets, nt)) && seen->qhead < seen->n &&
-	       seen->qhead < REACH_MAX_COMMITS)
-		for (size_t k = 0; k < 64 && seen->qhead < seen->n && seen->qhead < REACH_MAX_COMMITS; k++)
-			if (odb_follow(d, &seen->queue[seen->qhead++], seen) == -ENOMEM) {
-				seen->qhead = SIZE_MAX;
-				break;
-			}
-	return kept;
+	if (!gitobj_walk_started(d) && reach_roots(g, gitobj_dir(d), hexlen, d) < 0) /* one walk per git dir */
+		gitobj_walk_fail(d); /* out of memory: nothing known */
+	return gitobj_walk_reaches(d, targets, nt) == 1;
 }
 
 /* The object id ending the ref text t (40 or 64 hex digits): 0, or -1. */
-static int ref_oid(const char *t, oid *o, size_t *hexlen)
+static int ref_oid(const char *t, gitobj_oid *o, size_t *hexlen)
 {
 	size_t n = strspn(t, "0123456789abcdef");
 	if ((n != 40 && n != 64) || (t[n] && !isspace((unsigned char)t[n])))
 		return -1;
 	*hexlen = n;
-	return oid_parse(t, n, o);
+	return gitobj_oid_parse(t, n, o);
 }
 
 /* A ref the transaction deleted (or made no ref) held text old: does
  * what it named stay reachable? A symbolic ref names no commit of its own. */
 static bool old_ref_kept(gitscan *g, const char *path, size_t dirlen, const char *old)
 {
-	oid o;
+	gitobj_oid o;
 	size_t hexlen;
 	if (!strncmp(old, "ref:", 4))
 		return true;
@@ -1389,20 +820,20 @@ static bool loose_commits_kept(gitscan *g, const char *path, size_t dirlen)
 static bool reflog_commits_kept(gitscan *g, const char *path, size_t dirlen)
 {
 	_cleanup_free_ char *text = NULL;
-	_cleanup_free_ oid *ids = NULL;
+	_cleanup_free_ gitobj_oid *ids = NULL;
 	size_t len, n = 0, hexlen = 0;
 	if (read_small(g->s->ws_fd, path, REFLOG_MAX, &text, &len) < 0 || strlen(text) != len)
 		return false;
 	for (char *line = text; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line)) {
-		oid old, now;
+		gitobj_oid old, now;
 		size_t h;
 		if (ref_oid(line, &old, &h) < 0 || ref_oid(line + h + 1, &now, &hexlen) < 0 || h != hexlen)
 			return false; /* not what git writes */
-		if (oid_null(&now))
+		if (gitobj_oid_null(&now))
 			continue;
 		if (n == REFLOG_IDS_MAX)
 			return false;
-		oid *v = n % 64 ? ids : realloc(ids, (n + 64) * sizeof *v);
+		gitobj_oid *v = n % 64 ? ids : realloc(ids, (n + 64) * sizeof *v);
 		if (!v)
 			return false;
 		ids = v;
@@ -1411,35 +842,12 @@ static bool reflog_commits_kept(gitscan *g, const char *path, size_t dirlen)
 	return n == 0 || commits_kept(g, path, dirlen, ids, n, hexlen);
 }
 
-#define REPACK_MAX_OBJECTS 200000
-
 /* Is every object of the old index idx (a path of the workspace) listed
  * by a pack of the store d? */
-static bool idx_listed(const gitscan *g, const odb *d, const char *idx)
+static bool idx_listed(const gitscan *g, gitobj_store *d, const char *idx)
 {
 	_cleanup_close_ int fd = fs_open_beneath(g->s->ws_fd, idx, O_RDONLY | O_NONBLOCK, 0);
-	unsigned char h[8 + 1024];
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !pread_all(fd, h, sizeof h, 0) ||
-	    memcmp(h, "\377tOc\0\0\0\2", 8) != 0)
-		return false;
-	uint32_t n = be32(h + 8 + 255 * 4);
-	if (n > REPACK_MAX_OBJECTS)
-		return false;
-	_cleanup_free_ unsigned char *names = malloc((size_t)n * d->rawlen + 1);
-	if (!names || !pread_all(fd, names, (size_t)n * d->rawlen, 8 + 1024))
-		return false;
-	for (uint32_t i = 0; i < n; i++) {
-		oid o;
-		memset(&o, 0, sizeof o);
-		memcpy(o.b, names + (size_t)i * d->rawlen, d->rawlen);
-		bool found = false;
-		for (size_t j = 0; j < d->npacks && !found; j++)
-			found = pack_find(d, &d->packs[j], &o) >= 0;
-		if (!found)
-			return false;
-	}
-	return true;
+	return fd >= 0 && gitobj_idx_all_listed(d, fd) == 1;
 }
 
 /* A loose object or a pack deleted (rest: objects/XX/… or
@@ -1461,17 +869,12 @@ static bool objects_repacked(gitscan *g, const char *path, size_t dirlen, const 
 	}
 	if (hexlen != 40 && hexlen != 64)
 		return false;
-	odb *d = odb_for(g, path, dirlen, hexlen);
+	gitobj_store *d = odb_for(g, path, dirlen, hexlen);
 	if (!d)
 		return false;
 	if (!prefix_of(rest, "objects/pack/")) {
-		oid o;
-		if (oid_parse(hex, hexlen, &o) < 0)
-			return false;
-		for (size_t j = 0; j < d->npacks; j++)
-			if (pack_find(d, &d->packs[j], &o) >= 0)
-				return true;
-		return false;
+		gitobj_oid o;
+		return gitobj_oid_parse(hex, hexlen, &o) == 0 && gitobj_in_packs(d, &o);
 	}
 	_cleanup_free_ char *idx = NULL;
 	if (asprintf(&idx, "%.*s%.*s.idx", (int)dirlen, path, (int)(strrchr(rest, '.') - rest), rest) < 0)
@@ -1830,6 +1233,7 @@ static int gather(scan *s, unsigned need, effect_facts *f, keyset *k, char **whe
 		return txbox_fail(s->err, -ENOMEM, "out of memory");
 	f->aliases = (const char *const *)s->alias;
 	gitscan g = {.s = s, .sorted = sorted, .where = where};
+	g.io = (gitobj_io){io_open, io_list, &g};
 	int r = 0;
 	for (size_t i = 0; i < s->n && r == 0; i++) {
 		r = git_alias(&g, i);
