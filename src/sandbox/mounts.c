@@ -520,8 +520,10 @@ int mounts_view_begin(const sandbox_spec *s, mounts_view *v, char *msg, size_t l
 	r = open_kept_sockets(s, sockfds, &nsock, msg, len);
 	if (r < 0)
 		return r;
+	trace_mark("init: waiting for the helper's copy");
 	if (v->read_layer_view_built >= 0)
 		secrets_read_layer_copy_made(v->read_layer_view_built);
+	trace_mark("init: the helper's copy made");
 	_cleanup_close_ int shared = mount_private_tmpfs(s, msg, len);
 	if (shared < 0)
 		return shared;

@@ -59,13 +59,6 @@ typedef struct init_report {
 	int unmeasured_cpu;  /* 1: the CPU budget, 0: memory */
 } init_report;
 
-/* Init to the supervisor, on the report pipe: tagged messages.
- * REPORT_STARTED (no payload) when a command has exec'd: the
- * supervisor's own work during the run (deleting the last run's layer)
- * waits for it, off the CPUs the command's start needs. REPORT_FINAL
- * and an init_report: once, last. */
-enum { REPORT_STARTED = 'S', REPORT_FINAL = 'R' };
-
 /* What init holds for every command it runs: /proc, for its samplers,
  * opened before any command exists (proc_err: why it could not be), and
  * its soft RLIMIT_NOFILE as it was before init raised it to the hard limit
@@ -73,7 +66,6 @@ enum { REPORT_STARTED = 'S', REPORT_FINAL = 'R' };
 typedef struct init_ctx {
 	int procfd, proc_err;
 	struct rlimit nofile;
-	int rep_w; /* the report pipe */
 } init_ctx;
 
 /* All of buf; a socket is written with MSG_NOSIGNAL (the sync channel to
@@ -96,51 +88,6 @@ static void put_all(int fd, const void *buf, size_t len, bool sock)
 
 static void write_all(int fd, const void *buf, size_t len) { put_all(fd, buf, len, false); }
 static void send_all(int fd, const void *buf, size_t len) { put_all(fd, buf, len, true); }
-
-/* One write (a pipe keeps it whole: smaller than PIPE_BUF). */
-static void send_report(int fd, const init_report *rep)
-{
-	char buf[1 + sizeof *rep];
-	_Static_assert(sizeof buf <= PIPE_BUF, "the report must reach the supervisor in one piece");
-	buf[0] = REPORT_FINAL;
-	memcpy(buf + 1, rep, sizeof *rep);
-	write_all(fd, buf, sizeof buf);
-}
-
-/* The supervisor's side of the report pipe (see REPORT_STARTED). */
-typedef struct report_reader {
-	init_report rep;
-	size_t got;    /* bytes of rep read */
-	bool in_final; /* REPORT_FINAL's tag was read */
-	bool started;  /* a command has exec'd */
-} report_reader;
-
-/* Reads what the (non-blocking) pipe holds; false once it is done:
- * the whole report, EOF, an error or an unknown tag. */
-static bool report_read(report_reader *rr, int fd)
-{
-	for (;;) {
-		char tag;
-		ssize_t n = rr->in_final ? read(fd, (char *)&rr->rep + rr->got, sizeof rr->rep - rr->got)
-					 : read(fd, &tag, 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return true;
-		if (n <= 0)
-			return false;
-		if (rr->in_final) {
-			rr->got += (size_t)n;
-			if (rr->got == sizeof rr->rep)
-				return false;
-		} else if (tag == REPORT_STARTED)
-			rr->started = true;
-		else if (tag == REPORT_FINAL)
-			rr->in_final = true;
-		else
-			return false;
-	}
-}
 
 static bool read_full(int fd, void *buf, size_t len)
 {
@@ -647,8 +594,6 @@ static int run_one(const sandbox_spec *s, const init_ctx *ic, unixguard *guard, 
 	trace_mark("init: socket guard forked");
 	int hard = await_exec(ep[0], pid, guard, started, rep);
 	close(ep[0]);
-	if (*started)
-		write_all(ic->rep_w, (char[]){REPORT_STARTED}, 1);
 	wait_command(pid, &mw, ic->procfd, cpu_base, status, rep);
 	return hard;
 }
@@ -796,12 +741,11 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	trace_mark("init: view built");
 	if (r < 0) {
 		rep.setup_error = -r;
-		send_report(rep_w, &rep);
+		write_all(rep_w, &rep, sizeof rep);
 		_exit(1);
 	}
 	init_ctx ic;
 	init_hold(&ic);
-	ic.rep_w = rep_w;
 
 	/* The view is built while the supervisor puts us in the cgroup (joining
 	 * a v1 memory cgroup takes milliseconds); wait for it before the
@@ -815,7 +759,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	if ((r = join_netns(s, netns)) < 0) {
 		rep.setup_error = -r;
 		snprintf(rep.msg, sizeof rep.msg, "joining the network namespace");
-		send_report(rep_w, &rep);
+		write_all(rep_w, &rep, sizeof rep);
 		_exit(1);
 	}
 	trace_mark("init: go received");
@@ -841,7 +785,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	trace_mark("init: command reaped");
 	if (r < 0) {
 		rep.harden_error = -r;
-		send_report(rep_w, &rep);
+		write_all(rep_w, &rep, sizeof rep);
 		_exit(1);
 	}
 	/* Whatever the command left running dies before validation and commit. */
@@ -855,7 +799,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 			    : run_one(s, &ic, guard, vargv, NULL, out_w, err_w, &vst, &vstarted, &rep);
 		if (r < 0) {
 			rep.harden_error = -r;
-			send_report(rep_w, &rep);
+			write_all(rep_w, &rep, sizeof rep);
 			_exit(1);
 		}
 		rep.validation_ran = 1;
@@ -867,7 +811,7 @@ static void __attribute__((noreturn)) init_main(const sandbox_spec *s, int out_w
 	close(out_w);
 	close(err_w);
 	trace_mark("init: report");
-	send_report(rep_w, &rep);
+	write_all(rep_w, &rep, sizeof rep);
 	_exit(0);
 }
 
@@ -1056,6 +1000,9 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	trace_mark("sup: cgroup joined, go sent");
 	close(syncp[1]);
 	syncp[1] = -1;
+	if (layer->while_running)
+		layer->while_running(layer->while_running_arg);
+	trace_mark("sup: while-running work done");
 
 	int pidfd = sys_pidfd_open(pid, 0);
 	capture cap_out, cap_err;
@@ -1065,9 +1012,10 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 	/* Done when init has reported and closed the output pipes (every
 	 * process of the sandbox is dead by then), or when init is gone. Init
 	 * tears its namespaces down (a millisecond or two) while we commit. */
-	report_reader rr;
-	memset(&rr, 0, sizeof rr);
-	bool out_open = true, err_open = true, rep_open = true, child_done = false, worked = !layer->while_running;
+	init_report rep;
+	memset(&rep, 0, sizeof rep);
+	size_t rep_got = 0;
+	bool out_open = true, err_open = true, rep_open = true, child_done = false;
 	uint64_t last_measure = t0;
 	quota_watch qw;
 	quota_watch_init(&qw, layer->upper_fd, s->limits.disk_bytes, t0);
@@ -1109,7 +1057,7 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 		}
 		if (pidfd < 0 && tmo < 0)
 			tmo = 50; /* no pidfd: poll the child periodically */
-		bool measure = s->limits.disk_bytes && layer->upper_fd >= 0 && !o->limit && rr.got < sizeof rr.rep;
+		bool measure = s->limits.disk_bytes && layer->upper_fd >= 0 && !o->limit && rep_got < sizeof rep;
 		if (measure && (tmo < 0 || tmo > 100))
 			tmo = 100;
 		int pr = poll(pf, (nfds_t)np, tmo);
@@ -1134,12 +1082,14 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 			out_open = capture_read(&cap_out, outp[0]);
 		if (ierr >= 0 && pr > 0 && (pf[ierr].revents & (POLLIN | POLLHUP | POLLERR)))
 			err_open = capture_read(&cap_err, errp[0]);
-		if (irep >= 0 && pr > 0 && (pf[irep].revents & (POLLIN | POLLHUP | POLLERR)))
-			rep_open = report_read(&rr, repp[0]);
-		if (rr.started && !worked) {
-			worked = true;
-			layer->while_running(layer->while_running_arg);
-			trace_mark("sup: while-running work done");
+		if (irep >= 0 && pr > 0 && (pf[irep].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t n = read(repp[0], (char *)&rep + rep_got, sizeof rep - rep_got);
+			if (n > 0)
+				rep_got += (size_t)n;
+			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+				rep_open = false;
+			if (rep_got == sizeof rep)
+				rep_open = false;
 		}
 		if (ipid < 0 || (pr > 0 && (pf[ipid].revents & POLLIN))) {
 			int st;
@@ -1152,13 +1102,14 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 			capture_drain(&cap_out, outp[0]);
 		if (err_open)
 			capture_drain(&cap_err, errp[0]);
-		if (rep_open)
-			report_read(&rr, repp[0]);
+		while (rep_got < sizeof rep) {
+			ssize_t n = read(repp[0], (char *)&rep + rep_got, sizeof rep - rep_got);
+			if (n <= 0)
+				break;
+			rep_got += (size_t)n;
+		}
 	}
-	if (!worked) /* the command never started */
-		layer->while_running(layer->while_running_arg);
-	init_report rep = rr.rep;
-	bool reported = rr.in_final && rr.got == sizeof rep;
+	bool reported = rep_got == sizeof rep;
 	o->exec_ms = clock_ms_since(t0);
 	trace_mark("sup: init reported");
 	/* Init lives on only when it reported everything normally; on any

@@ -2138,6 +2138,7 @@ static void __attribute__((noreturn))
 read_layer_helper(const char *const *paths, int abi, int rfd, int go, int ready, int sandbox_ns,
 		  const char *home, int ws_fd, const char *workspace, const char *const *envp)
 {
+	trace_mark("helper: forked");
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "txbox-secrets");
 	/* A copy of init's mount namespace as it is now, before the view
@@ -2149,6 +2150,7 @@ read_layer_helper(const char *const *paths, int abi, int rfd, int go, int ready,
 		close(sandbox_ns);
 		sandbox_ns = -1;
 	}
+	trace_mark("helper: namespace copied");
 	if (send(go, "u", 1, MSG_NOSIGNAL) != 1)
 		_exit(2);
 	txbox_error e = TXBOX_ERROR_INIT;

@@ -9,8 +9,8 @@ import subprocess
 
 from harness import check, small_ws, test
 
-STARTED_TAG = re.compile(r'^read\(\d+, "S", 1\) += 1')
-FINAL_TAG = re.compile(r'^read\(\d+, "R", 1\) += 1')
+GO_BYTE = re.compile(r'^(sendto\(\d+, "[gm]", 1, |sendmsg\(\d+, \{msg_name=NULL, msg_namelen=0, '
+                     r'msg_iov=\[\{iov_base="[gm]", iov_len=1\}\])')
 FILE_UNLINK = re.compile(r'^unlinkat\(\d+, "[^"]*", 0\) += 0')
 
 
@@ -51,15 +51,14 @@ def cgroup_sources_once(ctx):
 @test("costs/no-file-unlink-on-the-way", needs=("strace",))
 def no_unlink_on_the_way(ctx):
     """Unlinking a file waits for its inode's eviction: the spare's old
-    records go to stale/ and are deleted while the command runs, once init
-    has said it exec'd (the "S" tag on the report pipe) and before its
-    final report ("R"): never before the command starts (the CPUs are
-    the command's start's) nor in the recycling after the commit."""
+    records go to stale/ and are deleted while the command runs (between
+    the go-ahead and the supervise loop's pidfd_open), never before the
+    command starts nor in the recycling after the commit."""
     sup = _supervisor_calls(ctx, small_ws(ctx))
-    started = next((i for i, l in enumerate(sup) if STARTED_TAG.match(l)), None)
-    check(started is not None, "no 'command started' tag read by the supervisor")
-    final = next((i for i, l in enumerate(sup) if i > started and FINAL_TAG.match(l)), len(sup))
-    bad = [l for i, l in enumerate(sup) if FILE_UNLINK.match(l) and not started < i < final]
+    go = next((i for i, l in enumerate(sup) if GO_BYTE.match(l)), None)
+    check(go is not None, "no go-ahead byte found in the supervisor's calls")
+    loop = next((i for i, l in enumerate(sup) if i > go and l.startswith("pidfd_open(")), len(sup))
+    bad = [l for i, l in enumerate(sup) if FILE_UNLINK.match(l) and not go < i < loop]
     check(not bad, "file unlinks outside the while-running window:\n  " + "\n  ".join(bad))
 
 
