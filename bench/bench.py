@@ -127,7 +127,10 @@ def main():
             name, _, path = spec.partition("=")
             if not name or not os.access(path, os.X_OK):
                 sys.exit(f"bench: --also wants NAME=PATH of an executable, not {spec!r}")
-            variants.append((f"txbox run -- true ({name})", [path, "run", "-w", ws, "--", "true"]))
+            # a workspace of its own: a build's spares are its own layout
+            ows = os.path.join(tmp, f"ws-{len(variants)}")
+            os.makedirs(ows)
+            variants.append((f"txbox run -- true ({name})", [path, "run", "-w", ows, "--", "true"]))
         res = measure(variants, runs) if "overhead" in only else None
         if res:
             report("1. whole-transaction overhead (no change)", res, "bwrap --unshare-all ... true" if bwrap else None)
