@@ -35,7 +35,11 @@ bool quota_over(int dirfd, uint64_t disk_bytes, const char **what);
  * is under the limit, and then at most once per 20x the last walk's
  * duration (a walk of a big layer costs at most ~5% of a CPU). Space freed
  * elsewhere on the file system meanwhile would hide as much growth, so the
- * tree is also walked every 2 s (same rate cap) whatever statfs says. */
+ * tree is also walked every 2 s (same rate cap) whatever statfs says.
+ * How often to check follows the headroom left (quota_watch_interval_ns):
+ * data is written at most at memory speed (fallocate, which is not, is
+ * refused by seccomp), so a check comes before the headroom could be used
+ * up at that speed, at most every 100 ms and at least every 10 ms. */
 typedef struct quota_watch {
 	int fd;
 	uint64_t disk_bytes, inodes;
@@ -44,6 +48,7 @@ typedef struct quota_watch {
 	quota_use at_walk;            /* the layer at the last walk */
 	uint64_t next_walk_ns, last_walk_ns, walk_cost_ns;
 	int init_pid;                 /* the sandbox's init (host pid), 0 = unknown */
+	uint64_t interval_ns;         /* until the next check */
 } quota_watch;
 
 void quota_watch_init(quota_watch *w, int upper_fd, uint64_t disk_bytes, uint64_t now_ns);
@@ -51,6 +56,8 @@ void quota_watch_init(quota_watch *w, int upper_fd, uint64_t disk_bytes, uint64_
  * With init_pid set, each walk adds what the sandbox's processes hold in
  * files they unlinked (quota_unlinked_open_bytes). */
 bool quota_watch_over(quota_watch *w, uint64_t now_ns);
+/* Time to wait before the next quota_watch_over. */
+uint64_t quota_watch_interval_ns(const quota_watch *w);
 
 /* Bytes of the regular files that init (a host pid) and its descendants
  * hold open but have unlinked: in no walk of the layer, yet on the disk

@@ -1058,8 +1058,12 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 		if (pidfd < 0 && tmo < 0)
 			tmo = 50; /* no pidfd: poll the child periodically */
 		bool measure = s->limits.disk_bytes && layer->upper_fd >= 0 && !o->limit && rep_got < sizeof rep;
-		if (measure && (tmo < 0 || tmo > 100))
-			tmo = 100;
+		if (measure) {
+			uint64_t due = last_measure + quota_watch_interval_ns(&qw), now = clock_now_ns();
+			int until = now >= due ? 0 : (int)((due - now + 999999) / 1000000);
+			if (tmo < 0 || tmo > until)
+				tmo = until;
+		}
 		int pr = poll(pf, (nfds_t)np, tmo);
 		if (pr < 0 && errno != EINTR)
 			break;
@@ -1067,7 +1071,7 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 			o->timed_out = true;
 			kill(pid, SIGKILL);
 		}
-		if (measure && clock_now_ns() - last_measure >= 100000000ull) {
+		if (measure && clock_now_ns() - last_measure >= quota_watch_interval_ns(&qw)) {
 			last_measure = clock_now_ns();
 			if (quota_watch_over(&qw, last_measure)) {
 				o->limit = "disk";

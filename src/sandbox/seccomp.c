@@ -201,6 +201,29 @@ static int add_prlimit_rule(scmp_filter_ctx ctx, txbox_error *err)
 	return add_rule(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, c, "prlimit64", err);
 }
 
+/* fallocate(fd, mode, offset, len) reserves blocks at no cost: about
+ * 100 GiB/s here, so the disk limit, measured between polls, could be
+ * overshot by the whole free space of the host's file system in one poll
+ * interval; and FALLOC_FL_KEEP_SIZE allocates past EOF, which RLIMIT_FSIZE
+ * never sees (one call filled the disk). Only the modes that free space
+ * (punch a hole, collapse a range) are allowed; every mode that can
+ * allocate (plain, KEEP_SIZE, ZERO_RANGE, UNSHARE_RANGE, INSERT_RANGE,
+ * WRITE_ZEROES) gets EOPNOTSUPP, the answer of a file system without
+ * preallocation: glibc's posix_fallocate then writes the blocks, at the
+ * speed of writing. The kernel refuses PUNCH_HOLE or COLLAPSE_RANGE
+ * combined with any allocating mode (EINVAL), so testing these two bits
+ * is enough. */
+#define FALLOC_FREEING_BITS 0x0au /* FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE */
+
+static int add_fallocate_rule(scmp_filter_ctx ctx, txbox_error *err)
+{
+	int nr = seccomp_syscall_resolve_name("fallocate");
+	if (nr == __NR_SCMP_ERROR || nr < 0)
+		return 0;
+	struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, FALLOC_FREEING_BITS, 0);
+	return add_rule(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), nr, 1, &c, "fallocate", err);
+}
+
 static int add_ioctl_rules(scmp_filter_ctx ctx, txbox_error *err)
 {
 	/* The kernel reads the request as unsigned int: compare the low 32
@@ -302,7 +325,8 @@ static int build_filter(scmp_filter_ctx ctx, bool allow_extra_socket_families, t
 	/* NO_NEW_PRIVS is set by the caller (harden_child_apply); leave the
 	 * attribute at its default (set on load) so this also works alone. */
 	if ((r = add_denied_names(ctx, err)) < 0 || (r = add_clone_rules(ctx, err)) < 0 ||
-	    (r = add_ioctl_rules(ctx, err)) < 0 || (r = add_prlimit_rule(ctx, err)) < 0)
+	    (r = add_ioctl_rules(ctx, err)) < 0 || (r = add_prlimit_rule(ctx, err)) < 0 ||
+	    (r = add_fallocate_rule(ctx, err)) < 0)
 		return r;
 	if (!allow_extra_socket_families && (r = add_socket_rules(ctx, err)) < 0)
 		return r;

@@ -1299,40 +1299,116 @@ echo "INFO wrote $(du -sm . | cut -f1) MiB"
                  "host disk was not filled (free space changed by %.0f MiB)" % (res.outcome, size // MIB, drop))
 
 
+class FreeSpaceLow:
+    """Samples the free space of the file system holding PATH every 5 ms
+    while the block runs: .dip_mib is how far below the start it fell."""
+
+    def __init__(self, path):
+        self.path = path
+        self.stop = False
+
+    def _free(self):
+        v = os.statvfs(self.path)
+        return v.f_bavail * v.f_frsize
+
+    def _sample(self):
+        while not self.stop:
+            self.low = min(self.low, self._free())
+            time.sleep(0.005)
+
+    def __enter__(self):
+        self.start = self.low = self._free()
+        self.th = threading.Thread(target=self._sample, daemon=True)
+        self.th.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop = True
+        self.th.join(2)
+        self.dip_mib = (self.start - self.low) / MIB
+        return False
+
+
 @attack("disk-fill-fallocate", heavy=True)
 def disk_fill_fallocate(ctx):
-    """--disk 10M is measured by polling the layer: fallocate() of files just
-    under the per-file cap allocates fast. Bounded at 400 x 9 MiB (3.6 GiB);
-    the host's lowest free space during the run shows the overshoot."""
+    """fallocate() reserves blocks at ~100 GiB/s, far faster than any poll
+    of the layer: fallocate(1) of 400 files of 9 MiB (3.6 GiB) with --disk
+    10M. The host's lowest free space during the run shows the overshoot."""
     ws = ctx.workspace("diskfill-falloc")
     if not which("fallocate"):
         raise Skip("no fallocate(1)")
-    sv = os.statvfs(ws)
-    free0 = sv.f_bavail * sv.f_frsize
-    low = [free0]
-    stop = [False]
-
-    def sample():
-        while not stop[0]:
-            v = os.statvfs(ws)
-            low[0] = min(low[0], v.f_bavail * v.f_frsize)
-            time.sleep(0.005)
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
     ctx.allow_error = True
-    try:
+    with FreeSpaceLow(ws) as fs:
         res = ctx.run(ws, r"""
 i=0; while [ $i -lt 400 ]; do fallocate -l 9M f$i || break; i=$((i+1)); done
 echo "INFO allocated $i files"
 """, opts=["--disk", "10M", "--timeout", "60"], timeout=120)
-    finally:
-        stop[0] = True
-        th.join(2)
-    over = (free0 - low[0]) / MIB
-    check(over < 1024, "--disk 10M overshot by %.0f MiB before txbox stopped the command" % over)
+    check(fs.dip_mib < 256, "--disk 10M overshot by %.0f MiB before txbox stopped the command" % fs.dip_mib)
     check(res.outcome != "error", "txbox failed: %s" % res.get("error"))
     ctx.note("outcome %s/%s; the host's free space dipped by at most %.0f MiB during the run"
-             % (res.outcome, res.get("limit"), over))
+             % (res.outcome, res.get("limit"), fs.dip_mib))
+
+
+# Reserves LEN bytes past the end of a new file in one fallocate() call
+# (FALLOC_FL_KEEP_SIZE): st_size stays 0, so RLIMIT_FSIZE never applies.
+KEEP_SIZE_FILL = r"""
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+fd = os.open("big", os.O_CREAT | os.O_RDWR, 0o600)
+r = libc.fallocate(fd, 1, 0, int(sys.argv[1]))
+print("INFO fallocate(KEEP_SIZE) ->", r, errno.errorcode.get(ctypes.get_errno(), ""), os.fstat(fd).st_blocks * 512)
+"""
+
+
+@attack("disk-fill-keep-size", heavy=True)
+def disk_fill_keep_size(ctx):
+    """One fallocate(FALLOC_FL_KEEP_SIZE) call past EOF: RLIMIT_FSIZE does
+    not apply (the size does not change) and the call is over before any
+    poll, so with --disk 10M it could fill the host's disk at once. Asks
+    for a quarter of the free space (at most 4 GiB)."""
+    ws = ctx.workspace("diskfill-keepsize")
+    sv = os.statvfs(ws)
+    want = min(4 << 30, sv.f_bavail * sv.f_frsize // 4)
+    if want < 512 * MIB:
+        raise Skip("less than 2 GiB free")
+    ctx.allow_error = True
+    with FreeSpaceLow(ws) as fs:
+        res = ctx.run(ws, "python3 -c '%s' %d" % (KEEP_SIZE_FILL.replace("'", "'\\''"), want),
+                      opts=["--disk", "10M", "--timeout", "60"], timeout=120)
+    check(fs.dip_mib < 256, "--disk 10M: one fallocate(KEEP_SIZE) took %.0f MiB of the host's disk"
+          % fs.dip_mib)
+    check(res.outcome != "error", "txbox failed: %s" % res.get("error"))
+    ctx.note("outcome %s; dip %.0f MiB; %s" % (res.outcome, fs.dip_mib, res.get("stdout", "").strip()))
+
+
+# Writes up to 400 files of 9 MiB of zeros as fast as Python can: the
+# fastest way left to fill the disk once fallocate is refused.
+WRITE_BURST = r"""
+import os
+buf = bytes(9 << 20)
+for i in range(400):
+    fd = os.open("w%d" % i, os.O_CREAT | os.O_WRONLY, 0o600)
+    os.write(fd, buf)
+    os.close(fd)
+"""
+
+
+@attack("disk-fill-write-burst", heavy=True)
+def disk_fill_write_burst(ctx):
+    """Page-cache writes at memory speed (GiB/s): with --disk 10M the check
+    must come often enough that the overshoot stays small: about 600 MiB/s
+    here, so a check every 100 ms let 60-140 MiB through, every 10 ms
+    about 15-40 MiB (10 MiB of it allowed)."""
+    ws = ctx.workspace("diskfill-burst")
+    ctx.allow_error = True
+    with FreeSpaceLow(ws) as fs:
+        res = ctx.run(ws, "python3 -c '%s'" % WRITE_BURST.replace("'", "'\\''"),
+                      opts=["--disk", "10M", "--timeout", "60"], timeout=120)
+    check(fs.dip_mib < 64, "--disk 10M overshot by %.0f MiB (page-cache writes)" % fs.dip_mib)
+    check(res.outcome == "rolled_back" and res.get("limit") == "disk",
+          "outcome %s, limit %s" % (res.outcome, res.get("limit")))
+    ctx.note("dip %.0f MiB" % fs.dip_mib)
 
 
 @attack("cpu-spin", heavy=True)

@@ -6,6 +6,7 @@
 #include "child.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <inttypes.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
@@ -78,6 +79,26 @@ static void *thread_fn(void *arg)
 
 /* ---- seccomp ----------------------------------------------------------- */
 
+/* Every fallocate mode that can reserve blocks is refused (EOPNOTSUPP),
+ * whatever junk the upper half of the mode holds; freeing modes work. */
+static void child_fallocate_refused(int fd)
+{
+	static const long allocating[] = {0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_ZERO_RANGE,
+					  FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, FALLOC_FL_UNSHARE_RANGE,
+					  FALLOC_FL_INSERT_RANGE, 0x80 /* FALLOC_FL_WRITE_ZEROES */};
+	for (size_t i = 0; i < sizeof allocating / sizeof allocating[0]; i++) {
+		errno = 0;
+		CHILD_CHECK(syscall(SYS_fallocate, fd, allocating[i], 0, 1 << 20) < 0 && errno == EOPNOTSUPP);
+		CHILD_CHECK(syscall(SYS_fallocate, fd, 0xdead00000000ULL | (unsigned long)allocating[i], 0,
+				    1 << 20) < 0 &&
+			    errno == EOPNOTSUPP);
+	}
+	struct stat st;
+	CHILD_CHECK(fstat(fd, &st) == 0 && st.st_size == 65536);
+	CHILD_CHECK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096) == 0);
+	CHILD_CHECK(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, 4096) == 0 || errno == EINVAL);
+}
+
 static void child_seccomp(void *arg)
 {
 	(void)arg;
@@ -92,8 +113,17 @@ static void child_seccomp(void *arg)
 		CHILD_CHECK(mount("none", g_out, "tmpfs", 0, NULL) == 0);
 		CHILD_CHECK(umount2(g_out, MNT_DETACH) == 0);
 	}
+	/* a file to fallocate in, opened before Landlock applies */
+	char fpath[128];
+	snprintf(fpath, sizeof fpath, "%s/falloc", g_ws);
+	int ffd = open(fpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHILD_CHECK(ffd >= 0);
+	CHILD_CHECK(fallocate(ffd, 0, 0, 65536) == 0); /* control: the file system can */
 	int abi = -1;
 	apply_or_die(userns, &abi);
+	child_fallocate_refused(ffd);
+	close(ffd);
+	unlink(fpath);
 
 	errno = 0;
 	CHILD_CHECK(mount("none", g_out, "tmpfs", 0, NULL) < 0 && errno == EPERM);
