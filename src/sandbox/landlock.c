@@ -33,6 +33,7 @@
 
 #include "sandbox/harden.h"
 #include "util/cleanup.h"
+#include "util/trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -218,6 +219,7 @@ int harden_landlock_read_apply(const harden_opts *o, txbox_error *err)
 		return txbox_fail(err, n > 0 ? -EPERM : -errno, "masking secrets: %s",
 				  n > 0 ? why : "the read layer is gone");
 	}
+	trace_mark("cmd: read layer ready");
 	if (ll_restrict_self(o->read_ruleset, 0) < 0)
 		return txbox_fail_errno(err, -errno, "masking secrets: enforcing the read layer");
 	return 0;

@@ -2159,6 +2159,7 @@ read_layer_helper(const char *const *paths, int abi, int rfd, int go, int ready,
 	const char *why = e.message && *e.message ? e.message : "the read layer failed";
 	/* Said before exiting: the command need not wait for this
 	 * process's teardown (its descriptors, its copy of memory). */
+	trace_mark("helper: done");
 	if (write(ready, r < 0 ? why : "", r < 0 ? strlen(why) : 1) < 0)
 		_exit(2);
 	_exit(r < 0);
