@@ -65,8 +65,11 @@ int snapshot_open_parent(int root_fd, const char *rel, const char **name, txbox_
 }
 
 /* Make the xattrs of dst (non overlay-private) equal to those of src;
- * both are O_PATH fds of the very inodes (see fs_xattr_list_fd). */
-static int sync_xattrs(int src, int dst, bool ux, txbox_error *err)
+ * both are O_PATH fds of the very inodes (see fs_xattr_list_fd). For the
+ * workspace root (root): ACLs are left alone and nothing is removed (the
+ * upper root only mirrors the workspace root's xattrs best effort: a name
+ * it lacks may be one the mirror could not copy). */
+static int sync_xattrs(int src, int dst, bool ux, bool root, txbox_error *err)
 {
 	_cleanup_free_ char *dnames = NULL, *snames = NULL;
 	size_t dn, sn;
@@ -78,7 +81,7 @@ static int sync_xattrs(int src, int dst, bool ux, txbox_error *err)
 		r = fs_xattr_list_fd(src, &snames, &sn);
 	if (r < 0)
 		return txbox_fail_errno(err, r, "listing xattrs");
-	for (size_t off = 0; off < dn; off += strlen(dnames + off) + 1) {
+	for (size_t off = 0; !root && off < dn; off += strlen(dnames + off) + 1) {
 		const char *k = dnames + off;
 		if (!snapshot_xattr_private(k, ux) && getxattr(sp, k, NULL, 0) < 0 && errno == ENODATA &&
 		    removexattr(dp, k) < 0 && errno != ENODATA)
@@ -86,7 +89,7 @@ static int sync_xattrs(int src, int dst, bool ux, txbox_error *err)
 	}
 	for (size_t off = 0; off < sn; off += strlen(snames + off) + 1) {
 		const char *k = snames + off;
-		if (snapshot_xattr_private(k, ux))
+		if (snapshot_xattr_private(k, ux) || (root && snapshot_xattr_is_acl(k)))
 			continue;
 		_cleanup_free_ char *val = NULL;
 		ssize_t vl = fs_xattr_get_fd(src, k, &val);
@@ -392,7 +395,7 @@ static int apply_meta(int ws_fd, int upper_fd, int displaced_fd, size_t idx, con
 		return r;
 	if (o->owner_mode && (r = save_owner_mode(displaced_fd, idx, &cur, err)) < 0)
 		return r;
-	r = sync_xattrs(ufd, wfd, ux, err);
+	r = sync_xattrs(ufd, wfd, ux, !o->path[0], err);
 	if (r < 0)
 		return r;
 	struct stat want = o->new_st;

@@ -25,6 +25,29 @@ static bool keep_hidden_whiteout(int dirfd, const char *name, void *arg)
 	       S_ISCHR(st.st_mode) && st.st_rdev == 0;
 }
 
+/* The workspace root's xattrs onto the upper root, best effort: the
+ * command sees them, and the plan sees only what it changed. Never the
+ * overlay's own (a user.overlay.opaque the workspace carries would hide
+ * the whole workspace) nor security.* (the label is the file system's). */
+static void mirror_root_xattrs(int ws_fd, int up)
+{
+	_cleanup_free_ char *names = NULL;
+	size_t n = 0;
+	char dst[32];
+	if (fs_xattr_list_fd(ws_fd, &names, &n) < 0)
+		return;
+	fs_fd_path(up, dst);
+	for (size_t off = 0; off < n; off += strlen(names + off) + 1) {
+		const char *k = names + off;
+		if (fs_xattr_is_overlay_private(k) || strncmp(k, "security.", 9) == 0)
+			continue;
+		_cleanup_free_ char *val = NULL;
+		ssize_t vl = fs_xattr_get_fd(ws_fd, k, &val);
+		if (vl >= 0)
+			(void)setxattr(dst, k, val, (size_t)vl, 0);
+	}
+}
+
 int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, bool userxattr, layer *out,
 		 txbox_error *err)
 {
@@ -55,6 +78,7 @@ int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, boo
 		return txbox_fail_errno(err, -errno, "setting the layer's owner");
 	if ((cur.st_mode & 07777) != (st.st_mode & 07777) && fchmod(up, st.st_mode & 07777) < 0)
 		return txbox_fail_errno(err, -errno, "setting the layer's mode");
+	mirror_root_xattrs(ws_fd, up);
 	if (hide_name) {
 		if (mknodat(up, hide_name, S_IFCHR | 0, makedev(0, 0)) == 0)
 			out->state_whiteout = true;

@@ -83,7 +83,7 @@ void plan_free(plan *p)
  * different, so the change is published rather than lost. A side whose
  * security.capability preparing will strip (drop_a, drop_b) is compared
  * as it will be published, without it. */
-static bool xattrs_subset(const char *a, const char *b, bool userxattr, bool drop_a, bool drop_b)
+static bool xattrs_subset_of(const char *a, const char *b, bool userxattr, bool drop_a, bool drop_b, bool skip_acl)
 {
 	_cleanup_free_ char *names = NULL;
 	size_t n;
@@ -92,7 +92,7 @@ static bool xattrs_subset(const char *a, const char *b, bool userxattr, bool dro
 	for (size_t off = 0; off < n; off += strlen(names + off) + 1) {
 		const char *k = names + off;
 		bool cap = !strcmp(k, "security.capability");
-		if (snapshot_xattr_private(k, userxattr) || (cap && drop_a))
+		if (snapshot_xattr_private(k, userxattr) || (cap && drop_a) || (skip_acl && snapshot_xattr_is_acl(k)))
 			continue;
 		if (cap && drop_b)
 			return false;
@@ -103,6 +103,26 @@ static bool xattrs_subset(const char *a, const char *b, bool userxattr, bool dro
 			return false;
 	}
 	return true;
+}
+
+static bool xattrs_subset(const char *a, const char *b, bool userxattr, bool drop_a, bool drop_b)
+{
+	return xattrs_subset_of(a, b, userxattr, drop_a, drop_b, false);
+}
+
+/* Do the ACLs of a and b differ (one has one the other lacks, or another
+ * value)? */
+static bool acls_differ(const char *a, const char *b)
+{
+	static const char *const names[] = {"system.posix_acl_access", "system.posix_acl_default"};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		_cleanup_free_ char *va = NULL, *vb = NULL;
+		ssize_t la = fs_xattr_get(a, names[i], &va);
+		ssize_t lb = fs_xattr_get(b, names[i], &vb);
+		if (la != lb || (la > 0 && memcmp(va, vb, (size_t)la) != 0))
+			return true;
+	}
+	return false;
 }
 
 /* The layer's entry ufd/un (as it will be published) against the
@@ -291,7 +311,8 @@ static int walk_file(walk *w, int ufd, int wfd, const char *name, char *owned, c
 static const char NOTE_SPLIT[] = "the file has hard links outside the workspace (or not all of its links could be "
 				 "found): published as a new inode, the other links keep the old file";
 static const char NOTE_NEW_INODE[] = "published as a new inode: the file's other hard links keep the old file";
-static const char NOTE_ROOT[] = "owner and mode of the workspace root are never changed by a commit: not published";
+static const char NOTE_ROOT[] =
+	"owner, mode and ACLs of the workspace root are never changed by a commit: not published";
 
 static int add_op(walk *w, plan_kind k, char *path, bool existed, bool report, txbox_change_kind ch,
 		  const struct stat *ust, const struct stat *wst)
@@ -724,9 +745,11 @@ static int group_ops(walk *w, const census *c)
 	return r;
 }
 
-/* The workspace root's owner and mode are never published (a command run
- * as root could hand the workspace to another user): only its xattrs and
- * times. A change of them is reported with NOTE_ROOT. */
+/* The workspace root's owner, mode and ACLs are never published (a
+ * command run as root could hand the workspace to another user; an ACL
+ * grants what mode bits would, and a default ACL reaches every file made
+ * there later): only its other xattrs and times. A change of them is
+ * reported with NOTE_ROOT. */
 static int root_op(walk *w, int ws_fd, int upper_fd)
 {
 	struct stat ust, wst;
@@ -741,8 +764,9 @@ static int root_op(walk *w, int ws_fd, int upper_fd)
 	char a[40], b[40];
 	snprintf(a, sizeof a, "/proc/self/fd/%d/.", upper_fd); /* "/." : the directory, not the magic link */
 	snprintf(b, sizeof b, "/proc/self/fd/%d/.", ws_fd);
-	bool differs = !(xattrs_subset(a, b, w->o->userxattr, false, false) &&
-			 xattrs_subset(b, a, w->o->userxattr, false, false));
+	owner_mode = owner_mode || acls_differ(a, b);
+	/* Only what the upper root has is published (see sync_xattrs). */
+	bool differs = !xattrs_subset_of(a, b, w->o->userxattr, false, false, true);
 	if (!differs && !owner_mode && w->p->n == 0)
 		return 0;
 	char *root = strdup("");

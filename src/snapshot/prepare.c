@@ -35,6 +35,11 @@ bool snapshot_xattr_private(const char *name, bool userxattr)
 	return strncmp(name, "trusted.overlay.", 16) == 0 || (userxattr && strncmp(name, "user.overlay.", 13) == 0);
 }
 
+bool snapshot_xattr_is_acl(const char *name)
+{
+	return strcmp(name, "system.posix_acl_access") == 0 || strcmp(name, "system.posix_acl_default") == 0;
+}
+
 /* The overlay's xattr name for what (e.g. "opaque") in its namespace. */
 static const char *ovl_xattr(const char *what, bool userxattr, char *buf, size_t len)
 {

@@ -122,6 +122,10 @@ int plan_prepare(int upper_fd, const plan_opts *o, const plan *p, txbox_error *e
 
 /* Is the xattr name overlay metadata of a layer mounted with (or without) userxattr? */
 bool snapshot_xattr_private(const char *name, bool userxattr);
+/* POSIX ACLs (system.posix_acl_access, system.posix_acl_default): they
+ * carry mode bits, so of the workspace root they are never published,
+ * like its owner and mode. */
+bool snapshot_xattr_is_acl(const char *name);
 
 /* Fill a change list from the plan (paths copied). */
 int plan_changes(const plan *p, txbox_change **out, size_t *n, txbox_error *err);

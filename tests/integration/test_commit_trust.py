@@ -171,6 +171,55 @@ def root_meta(ctx):
           res.json.get("changes"))
 
 
+# A minimal POSIX ACL as the kernel stores it (system.posix_acl_*): version
+# 2, then (tag, perm, id) for USER_OBJ, GROUP_OBJ and OTHER; other=rwx.
+SET_ROOT_ACLS = r'''
+import os, struct
+def acl(other):
+    e = [(0x01, 7), (0x04, 5), (0x20, other)]
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, 0xffffffff) for t, p in e)
+os.setxattr(".", "system.posix_acl_access", acl(7))
+os.setxattr(".", "system.posix_acl_default", acl(6))
+print("mode in the sandbox %o" % (os.stat(".").st_mode & 0o777))
+'''
+
+
+@test("trust/workspace-root-acl-not-published")
+def root_acl(ctx):
+    """An ACL carries mode bits (other=rwx made a 0700 root 0757), and a
+    default ACL reaches every file made there later, whatever the umask."""
+    ws = small_ws(ctx)
+    os.chmod(ws, 0o700)
+    res = ctx.run_json(ws, "python3 -c '%s' && echo x > new" % SET_ROOT_ACLS.replace("'", "'\\''"))
+    res.expect(outcome="committed", exit_status=0)
+    check("mode in the sandbox 757" in res.json.get("stdout", ""), "the ACL did not apply in the sandbox: %r"
+          % res.json.get("stdout"))
+    mode = stat.S_IMODE(os.lstat(ws).st_mode)
+    check(mode == 0o700, "the workspace root became %o through an ACL" % mode)
+    acls = [k for k in os.listxattr(ws) if k.startswith("system.posix_acl")]
+    check(not acls, "ACLs published on the workspace root: %r" % acls)
+    check(os.path.exists(os.path.join(ws, "new")), "the rest of the commit is missing")
+    notes = [c for c in res.json.get("changes", []) if c["path"] == "." and c.get("note")]
+    check(notes and "ACL" in notes[0]["note"], "no note about the root's ACLs: %r" % res.json.get("changes"))
+
+
+@test("trust/workspace-root-xattrs-survive-unrelated-commits")
+def root_xattrs_kept(ctx):
+    """The upper root started without the workspace root's xattrs: any
+    commit with a change removed them (and the command never saw them)."""
+    ws = small_ws(ctx)
+    os.setxattr(ws, "user.keep", b"1")
+    res = ctx.run_json(ws, "python3 -c 'import os; print(os.getxattr(\".\", \"user.keep\"))' && "
+                           "python3 -c 'import os; os.setxattr(\".\", \"user.added\", b\"2\")' && echo x > new")
+    res.expect(outcome="committed", exit_status=0)
+    check("b'1'" in res.json.get("stdout", ""), "the command did not see the root's xattr: %r"
+          % res.json.get("stdout"))
+    names = os.listxattr(ws)
+    check("user.keep" in names, "an unrelated commit removed the root's xattr: %r" % names)
+    check("user.added" in names and os.getxattr(ws, "user.added") == b"2", "the new root xattr is missing: %r"
+          % names)
+
+
 @test("timeout/waiting-for-the-workspace-lock-is-bounded")
 def lock_wait(ctx):
     import fcntl
