@@ -806,7 +806,7 @@ static int prepare_op(int upper_fd, const plan_opts *o, const plan_op *op, txbox
 	if (fstatat(par, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return txbox_fail_errno(err, -errno, "stat of layer entry %s", op->path);
 	prepare_opts po = {.strip_setuid = o->strip_setuid, .userxattr = o->userxattr,
-			   .reserved_name = o->reserved_name};
+			   .reserved_name = o->reserved_name, .deadline_ns = o->deadline_ns};
 	int r = op->kind == PLAN_PUT ? prepare_tree(par, name, &st, op->path, &po, err)
 				     : prepare_entry(par, name, &st, op->path, &po, err);
 	if (r < 0)

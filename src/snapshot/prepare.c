@@ -12,6 +12,7 @@
 #include "snapshot/snapshot.h"
 
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/fsutil.h"
 
 #include <dirent.h>
@@ -144,6 +145,9 @@ static int prepare_dir_children(int dfd, const char *relpath, const prepare_opts
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (po->deadline_ns && clock_now_ns() >= po->deadline_ns)
+			return txbox_fail(err, -ETIMEDOUT, "the time limit passed while preparing the commit (at %s); "
+							   "nothing was published", relpath);
 		struct stat st;
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			return txbox_fail_errno(err, -errno, "stat %s/%s", relpath, de->d_name);

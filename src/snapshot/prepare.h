@@ -1,5 +1,6 @@
 /* prepare: make upper-layer entries publishable (see prepare.c). */
 #pragma once
+#include <stdint.h>
 
 #include "util/error.h"
 
@@ -20,6 +21,7 @@ typedef struct prepare_opts {
 	bool strip_setuid;  /* drop setuid/setgid bits and security.capability */
 	bool userxattr;     /* the overlay's namespace (snapshot_xattr_private) */
 	const char *reserved_name; /* refused at any depth (plan_opts.reserved_name) */
+	uint64_t deadline_ns;      /* 0: none; past it every entry fails with -ETIMEDOUT */
 } prepare_opts;
 
 /* One entry: refuse devices/sockets, strip overlay xattrs (and setuid). */

@@ -140,6 +140,17 @@ int tx_commit(tx_state_dir *s, tx *t, bool strip_setuid, tx_commit_info *info, t
 	return tx_commit_by(s, t, strip_setuid, 0, info, err);
 }
 
+/* --timeout bounds the transaction up to the commit point (the journal):
+ * past it nothing is published. After it, applying costs one rename per
+ * top-most change and cannot be stopped halfway without reversing. */
+static int before_deadline(uint64_t deadline_ns, const char *phase, tx_commit_info *info, txbox_error *err)
+{
+	if (!deadline_ns || clock_now_ns() < deadline_ns)
+		return 0;
+	info->timed_out = true;
+	return txbox_fail(err, -ETIMEDOUT, "the time limit passed while %s; nothing was published", phase);
+}
+
 int tx_commit_by(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadline_ns, tx_commit_info *info,
 		 txbox_error *err)
 {
@@ -180,6 +191,8 @@ int tx_commit_checked(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadli
 	r = plan_build(s->ws_fd, t->top.upper_fd, &po, &p, err);
 	if (r == 0 && po.inspect) {
 		int c = check_effects(s, t, &p, fx, info, err);
+		if (c == 0)
+			c = before_deadline(deadline_ns, "judging the changes", info, err);
 		if (c != 0) { /* held or denied: the layer is as the command left it */
 			plan_free(&p);
 			return c < 0 ? c : 0;
@@ -202,6 +215,8 @@ int tx_commit_checked(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadli
 		goto out;
 	}
 	r = sync_layer_data(s, t, &p, err);
+	if (r == 0)
+		r = before_deadline(deadline_ns, "writing the changes to disk", info, err);
 	if (r < 0)
 		goto out;
 	r = journal_write(t->fd, &p, err);

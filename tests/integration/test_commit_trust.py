@@ -220,6 +220,42 @@ def root_xattrs_kept(ctx):
           % names)
 
 
+# Writes small files until UNTIL seconds after its start, then exits 0:
+# the layer is as big as the machine allows when the command ends.
+FILL_UNTIL = r'''
+import os, sys, time
+t0, until = time.monotonic(), float(sys.argv[1])
+os.mkdir("many")
+i = 0
+while time.monotonic() - t0 < until:
+    for _ in range(200):
+        with open("many/f%d" % i, "w") as f:
+            f.write("x")
+        i += 1
+print("wrote", i)
+'''
+
+
+@test("timeout/commit-of-a-big-layer-stays-within-the-deadline")
+def big_layer_deadline(ctx):
+    """--timeout bounds the transaction up to its commit point: a command
+    that ends just before the deadline with a big layer was committed
+    after it (judging, preparing and syncing 100k files took ~1 s)."""
+    ws = small_ws(ctx)
+    t0 = time.monotonic()
+    res = ctx.run_json(ws, "python3 -c '%s' 2.7" % FILL_UNTIL.replace("'", "'\\''"),
+                       extra=["--timeout", "3"], timeout=120)
+    took = time.monotonic() - t0
+    ctx.note("%s after %.2f s (%s)" % (res.json.get("outcome"), took, res.json.get("stdout", "").strip()))
+    if res.json.get("outcome") == "committed":
+        total = res.json["timings_ms"]["total"] / 1000
+        check(total < 3.3, "committed %.2f s into a 3 s --timeout" % total)
+        check(os.path.isdir(os.path.join(ws, "many")), "committed without its files")
+    else:
+        res.expect(outcome="rolled_back", exit_status=124, rollback_reason="timeout")
+        check(not os.path.exists(os.path.join(ws, "many")), "rolled back, yet files were published")
+
+
 @test("timeout/waiting-for-the-workspace-lock-is-bounded")
 def lock_wait(ctx):
     import fcntl
