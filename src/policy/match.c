@@ -312,6 +312,99 @@ static bool operand_glob(const cmdview *v, size_t sub, const strlist *globs, int
 	return false;
 }
 
+/* The first character of an unknown word of git's, as far as the line
+ * shows it. git parses an option only from a word that starts with '-', and
+ * a refspec forces with a leading '+' or deletes with ':'; a word like
+ * "feature-$N" starts with 'f' whatever $N is. The operands of git push
+ * are its repository and refspecs: "$NAME" / "${NAME}" there, of a
+ * variable the line never sets, is the branch the caller's environment
+ * names (CI's $GITHUB_REF_NAME, an agent's $BRANCH): the line did not
+ * choose it, so it is taken for no option and no forced or deleting
+ * refspec (LEAD_PLAIN). Anything else (other expansions, quoting, globs,
+ * "$(git branch --show-current)": a branch may be called "+main") may
+ * start with any character: returns 0. */
+static bool is_name_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Commands and builtins that can set a variable without NAME= in the text. */
+static bool text_may_set_variables(const char *text)
+{
+	static const char *const setters[] = {"eval", "source", ".", "declare", "typeset", "export",
+					      "local", "readonly", "read", "mapfile", "readarray",
+					      "printf", "let", "getopts", "for", "select", NULL};
+	const char *p = text;
+	while (*p) {
+		while (*p && strchr(" \t\n;|&(){}`$\"'", *p))
+			p++;
+		const char *b = p;
+		while (*p && !strchr(" \t\n;|&(){}`$\"'", *p))
+			p++;
+		for (size_t i = 0; setters[i]; i++)
+			if (strlen(setters[i]) == (size_t)(p - b) && !strncmp(b, setters[i], (size_t)(p - b)))
+				return true;
+	}
+	return false;
+}
+
+/* Is word "$NAME" or "${NAME}" of a variable the line only reads? */
+static bool is_environment_word(const char *text, const char *w)
+{
+	bool brace = w[0] == '$' && w[1] == '{';
+	const char *name = w + (brace ? 2 : 1);
+	size_t n = 0;
+	if (w[0] != '$' || !((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z') ||
+			     name[0] == '_'))
+		return false;
+	while (is_name_char(name[n]))
+		n++;
+	if (strcmp(name + n, brace ? "}" : "") != 0 || !text || text_may_set_variables(text))
+		return false;
+	if ((n == 3 && !strncmp(name, "PWD", 3)) || (n == 6 && !strncmp(name, "OLDPWD", 6)))
+		return false; /* cd sets these */
+	/* every mention of NAME in the line is an expansion ($NAME, ${NAME...}) */
+	for (const char *q = strstr(text, name); q; q = strstr(q + 1, name)) {
+		if ((q > text && is_name_char(q[-1])) || is_name_char(q[n]))
+			continue;
+		bool dollar = (q > text && q[-1] == '$') || (q > text + 1 && q[-1] == '{' && q[-2] == '$');
+		if (!dollar)
+			return false;
+	}
+	return true;
+}
+
+#define LEAD_PLAIN '\1' /* some character other than '-', '+' and ':' */
+
+static char unknown_word_lead(const cmdview *v, const char *text, const char *w)
+{
+	if (v->name_unknown || strcmp(v->name, "git") != 0)
+		return 0;
+	if (*w && !strchr("$`\"'\\*?[{~", *w))
+		return *w;
+	bool push = v->npositional > 0 && strcmp(word_at(v, 0), "push") == 0;
+	return push && is_environment_word(text, w) ? LEAD_PLAIN : 0;
+}
+
+/* Could an unknown word be an option (start with '-')? */
+static bool unknown_may_be_flag(const cmdview *v, const char *text, const char *w)
+{
+	char lead = unknown_word_lead(v, text, w);
+	return !lead || lead == '-';
+}
+
+/* Could its value match glob g, as far as their first characters tell? */
+static bool unknown_lead_may_match(const cmdview *v, const char *text, const char *w, const char *g,
+				   int fl)
+{
+	char lead = unknown_word_lead(v, text, w);
+	if (!lead || !*g || strchr("*?[\\", *g))
+		return true;
+	if (lead == LEAD_PLAIN)
+		return !strchr("-+:", *g);
+	return fl & FNM_CASEFOLD ? strncasecmp(&lead, g, 1) == 0 : lead == *g;
+}
+
 /* Could some value of an unknown word match one of globs? A word like
  * "$DIR/json.hpp~" ends in "/json.hpp~" whatever $DIR is, so a glob can
  * match it only if the literal end of the glob (after its last wildcard)
@@ -325,12 +418,16 @@ static bool ends_with(const char *s, const char *suf, int fl)
 	return (fl & FNM_CASEFOLD ? strcasecmp(s + n - m, suf) : strcmp(s + n - m, suf)) == 0;
 }
 
-static bool unknown_may_match(const strlist *globs, const char *word, int fl)
+static bool unknown_may_match(const cmdview *v, const char *text, const strlist *globs,
+			      const char *word, int fl)
 {
-	if (!tail_is_literal(word))
-		return true;
+	bool literal_tail = tail_is_literal(word);
 	const char *tail = strrchr(word, '/');
 	for (size_t i = 0; i < globs->n; i++) {
+		if (!unknown_lead_may_match(v, text, word, globs->v[i], fl))
+			continue;
+		if (!literal_tail)
+			return true;
 		const char *g = globs->v[i], *lit = g;
 		for (const char *c = g; *c; c++)
 			if (strchr("*?[]\\", *c))
@@ -343,20 +440,21 @@ static bool unknown_may_match(const strlist *globs, const char *word, int fl)
 
 /* An operand (from sub on) or, with all_words, any word that cannot be
  * resolved and could match one of globs; what xargs reads could be any. */
-static bool unknown_could_match(const cmdview *v, size_t sub, bool all_words, const strlist *globs,
-				int fl)
+static bool unknown_could_match(const cmdview *v, const char *text, size_t sub, bool all_words,
+				const strlist *globs, int fl)
 {
 	if (v->implicit_unknown_operand && (!v->operand_source || v->operand_source->npositional == 0))
 		return true;
 	if (all_words) {
 		for (size_t k = v->start + 1; k < v->nwords; k++)
 			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0 &&
-			    unknown_may_match(globs, v->words[k], fl))
+			    unknown_may_match(v, text, globs, v->words[k], fl))
 				return true;
 		return false;
 	}
 	for (size_t k = sub; k < v->npositional; k++)
-		if (v->pos_unknown[k] && !is_implicit_word(v, k) && unknown_may_match(globs, word_at(v, k), fl))
+		if (v->pos_unknown[k] && !is_implicit_word(v, k) &&
+		    unknown_may_match(v, text, globs, word_at(v, k), fl))
 			return true;
 	return false;
 }
@@ -459,7 +557,9 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		for (size_t k = v->start + 1; k < v->nwords; k++)
 			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0) {
 				unk_words = true;
-				unk_flags = unk_flags || !v->is_value[k]; /* a value is no flag */
+				/* a value is no flag, nor a word that cannot start with '-' */
+				unk_flags = unk_flags || (!v->is_value[k] &&
+							  unknown_may_be_flag(v, mc->text, v->words[k]));
 				first_unk = first_unk ? first_unk : v->words[k];
 			}
 		for (size_t k = sub; k < v->npositional; k++)
@@ -503,17 +603,18 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		goto no;
 
 	if (m->args.n)
-		NEED(operand_glob(v, sub, &m->args, fl), unk_ops && unknown_could_match(v, sub, false, &m->args, fl));
+		NEED(operand_glob(v, sub, &m->args, fl),
+		     unk_ops && unknown_could_match(v, mc->text, sub, false, &m->args, fl));
 	for (size_t i = 0; i < m->args_all.n; i++) {
 		char *one[] = {m->args_all.v[i], NULL};
 		strlist l = {one, 1, 1};
-		NEED(operand_glob(v, sub, &l, fl), unk_ops && unknown_could_match(v, sub, false, &l, fl));
+		NEED(operand_glob(v, sub, &l, fl), unk_ops && unknown_could_match(v, mc->text, sub, false, &l, fl));
 	}
 	if (m->words.n) {
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && glob_any(&m->words, v->words[k], fl);
-		NEED(any, unk_words && unknown_could_match(v, sub, true, &m->words, fl));
+		NEED(any, unk_words && unknown_could_match(v, mc->text, sub, true, &m->words, fl));
 	}
 	unsigned before_all = ms.unk_conds; /* one word can hold every words_all glob */
 	for (size_t i = 0; i < m->words_all.n; i++) {
@@ -522,7 +623,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && fnmatch(m->words_all.v[i], v->words[k], fl) == 0;
-		NEED(any, unk_words && unknown_could_match(v, sub, true, &l, fl));
+		NEED(any, unk_words && unknown_could_match(v, mc->text, sub, true, &l, fl));
 	}
 	if (ms.unk_conds > before_all + 1)
 		ms.unk_conds = before_all + 1;
