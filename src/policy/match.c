@@ -14,6 +14,7 @@
 #include "policy/internal.h"
 #include "util/cleanup.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -328,12 +329,9 @@ static bool is_name_char(char c)
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* Commands and builtins that can set a variable without NAME= in the text. */
-static bool text_may_set_variables(const char *text)
+/* Does the line's text hold one of words as a word of its own? */
+static bool text_has_word(const char *text, const char *const *words)
 {
-	static const char *const setters[] = {"eval", "source", ".", "declare", "typeset", "export",
-					      "local", "readonly", "read", "mapfile", "readarray",
-					      "printf", "let", "getopts", "for", "select", NULL};
 	const char *p = text;
 	while (*p) {
 		while (*p && strchr(" \t\n;|&(){}`$\"'", *p))
@@ -341,11 +339,33 @@ static bool text_may_set_variables(const char *text)
 		const char *b = p;
 		while (*p && !strchr(" \t\n;|&(){}`$\"'", *p))
 			p++;
-		for (size_t i = 0; setters[i]; i++)
-			if (strlen(setters[i]) == (size_t)(p - b) && !strncmp(b, setters[i], (size_t)(p - b)))
+		for (size_t i = 0; words[i]; i++)
+			if (strlen(words[i]) == (size_t)(p - b) && !strncmp(b, words[i], (size_t)(p - b)))
 				return true;
 	}
 	return false;
+}
+
+/* Is every mention of variable NAME (n bytes) in the text an expansion
+ * ($NAME, ${NAME...}), and no command there one that sets variables
+ * without NAME= (read NAME, for NAME in, eval, source ...)? */
+static bool name_only_expanded(const char *text, const char *name, size_t n)
+{
+	static const char *const setters[] = {"eval", "source", ".", "declare", "typeset", "export",
+					      "local", "readonly", "read", "mapfile", "readarray",
+					      "printf", "let", "getopts", "for", "select", NULL};
+	if (!text || text_has_word(text, setters))
+		return false;
+	size_t len = strlen(text);
+	for (const char *q = memmem(text, len, name, n); q;
+	     q = memmem(q + 1, len - (size_t)(q + 1 - text), name, n)) {
+		if ((q > text && is_name_char(q[-1])) || is_name_char(q[n]))
+			continue;
+		bool dollar = (q > text && q[-1] == '$') || (q > text + 1 && q[-1] == '{' && q[-2] == '$');
+		if (!dollar)
+			return false;
+	}
+	return true;
 }
 
 /* Is word "$NAME" or "${NAME}" of a variable the line only reads? */
@@ -359,19 +379,45 @@ static bool is_environment_word(const char *text, const char *w)
 		return false;
 	while (is_name_char(name[n]))
 		n++;
-	if (strcmp(name + n, brace ? "}" : "") != 0 || !text || text_may_set_variables(text))
+	if (strcmp(name + n, brace ? "}" : "") != 0)
 		return false;
 	if ((n == 3 && !strncmp(name, "PWD", 3)) || (n == 6 && !strncmp(name, "OLDPWD", 6)))
 		return false; /* cd sets these */
-	/* every mention of NAME in the line is an expansion ($NAME, ${NAME...}) */
-	for (const char *q = strstr(text, name); q; q = strstr(q + 1, name)) {
-		if ((q > text && is_name_char(q[-1])) || is_name_char(q[n]))
-			continue;
-		bool dollar = (q > text && q[-1] == '$') || (q > text + 1 && q[-1] == '{' && q[-2] == '$');
-		if (!dollar)
-			return false;
+	return name_only_expanded(text, name, n);
+}
+
+/* The value of a word made of the current directory and literal text
+ * ("$PWD":/src, "$PWD:$PWD", "$(pwd)"/x), when the line moves to no other
+ * directory and sets no PWD: the parser leaves it unknown unless a path
+ * follows. NULL otherwise (malloc'd). */
+static char *pwd_word_value(const match_ctx *mc, const char *w)
+{
+	static const char *const forms[] = {"${PWD}", "$PWD", "$(pwd)", NULL};
+	static const char *const movers[] = {"cd", "pushd", "popd", NULL};
+	const policy_ctx *c = mc->ctx;
+	if (!c->cwd || c->cwd_alt || c->cwd_climbed || !mc->text || (!strstr(w, "PWD") && !strstr(w, "$(pwd)")))
+		return NULL;
+	if (text_has_word(mc->text, movers) || !name_only_expanded(mc->text, "PWD", 3))
+		return NULL;
+	_cleanup_free_ char *val = calloc(1, strlen(w) / 4 * strlen(c->cwd) + strlen(w) + 1);
+	char *o = val;
+	while (val && *w) {
+		size_t i = 0, n = 0;
+		for (; forms[i]; i++) {
+			n = strlen(forms[i]);
+			if (strncmp(w, forms[i], n) == 0 && !is_name_char(w[n]))
+				break;
+		}
+		if (forms[i]) {
+			o = stpcpy(o, c->cwd);
+			w += n;
+		} else if (strchr("$`\"'\\*?[{~", *w)) {
+			return NULL; /* another expansion */
+		} else {
+			*o++ = *w++;
+		}
 	}
-	return true;
+	return steal_ptr(val);
 }
 
 #define LEAD_PLAIN '\1' /* some character other than '-', '+' and ':' */
@@ -418,13 +464,16 @@ static bool ends_with(const char *s, const char *suf, int fl)
 	return (fl & FNM_CASEFOLD ? strcasecmp(s + n - m, suf) : strcmp(s + n - m, suf)) == 0;
 }
 
-static bool unknown_may_match(const cmdview *v, const char *text, const strlist *globs,
+static bool unknown_may_match(const match_ctx *mc, const cmdview *v, const strlist *globs,
 			      const char *word, int fl)
 {
+	_cleanup_free_ char *pwd = pwd_word_value(mc, word);
+	if (pwd)
+		return glob_any(globs, pwd, fl);
 	bool literal_tail = tail_is_literal(word);
 	const char *tail = strrchr(word, '/');
 	for (size_t i = 0; i < globs->n; i++) {
-		if (!unknown_lead_may_match(v, text, word, globs->v[i], fl))
+		if (!unknown_lead_may_match(v, mc->text, word, globs->v[i], fl))
 			continue;
 		if (!literal_tail)
 			return true;
@@ -438,23 +487,46 @@ static bool unknown_may_match(const cmdview *v, const char *text, const strlist 
 	return false;
 }
 
+/* Where the words that can be an interpreter's code or options end: after
+ * `python3 scripts/convert.py` (a script named by a word the line spells
+ * out; or `-c CODE`) every further word is the script's argv, whatever it
+ * holds, also what xargs puts there; a rule about one-liner code or
+ * interpreter flags cannot be met by them. nwords for other commands. */
+static size_t code_words_end(const cmdview *v)
+{
+	static const char *const interps[] = {"python*", "pypy*", "perl", "ruby", "node", "nodejs",
+					      "php*", "lua*", NULL};
+	if (v->name_unknown || v->npositional == 0 || v->pos_unknown[0] || v->unknown[v->positional[0]])
+		return v->nwords;
+	/* (without a `commands:` hint any option before it may have taken it as
+	 * its value: `perl -I lib -e CODE`) */
+	if (!v->hint && v->positional[0] != v->start + 1)
+		return v->nwords;
+	for (size_t i = 0; interps[i]; i++)
+		if (fnmatch(interps[i], v->name, 0) == 0)
+			return v->positional[0] + 1;
+	return v->nwords;
+}
+
 /* An operand (from sub on) or, with all_words, any word that cannot be
  * resolved and could match one of globs; what xargs reads could be any. */
-static bool unknown_could_match(const cmdview *v, const char *text, size_t sub, bool all_words,
+static bool unknown_could_match(const match_ctx *mc, const cmdview *v, size_t sub, bool all_words,
 				const strlist *globs, int fl)
 {
-	if (v->implicit_unknown_operand && (!v->operand_source || v->operand_source->npositional == 0))
+	size_t end = all_words ? code_words_end(v) : v->nwords;
+	if (v->implicit_unknown_operand && (!v->operand_source || v->operand_source->npositional == 0) &&
+	    end == v->nwords)
 		return true;
 	if (all_words) {
-		for (size_t k = v->start + 1; k < v->nwords; k++)
+		for (size_t k = v->start + 1; k < end; k++)
 			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0 &&
-			    unknown_may_match(v, text, globs, v->words[k], fl))
+			    unknown_may_match(mc, v, globs, v->words[k], fl))
 				return true;
 		return false;
 	}
 	for (size_t k = sub; k < v->npositional; k++)
 		if (v->pos_unknown[k] && !is_implicit_word(v, k) &&
-		    unknown_may_match(v, text, globs, word_at(v, k), fl))
+		    unknown_may_match(mc, v, globs, word_at(v, k), fl))
 			return true;
 	return false;
 }
@@ -491,6 +563,58 @@ static unsigned unknown_words(const cmdview *v)
 	for (size_t i = 0; i < v->cmd->nredirs; i++)
 		n += v->cmd->redirs[i].unresolved;
 	return n;
+}
+
+/* A redirection reaches the network only through bash's /dev/tcp and
+ * /dev/udp, spelt out as such in its target. Is every redirection target
+ * of the line, wherever a '<' or '>' stands (in quotes too: `sh -c '… >
+ * "$F"'`, "$(cmd > $F)"), unable to start so: a literal start that is no
+ * beginning of "/dev/tcp/" (out-$N.txt, /tmp/$X, ~/x), or a variable of the
+ * caller's environment the line never sets ("$GITHUB_OUTPUT")? */
+static bool redirect_target_local(const char *text, const char *w)
+{
+	char word[256];
+	size_t n = strcspn(w, " \t\n;|&()<>");
+	if (n >= sizeof(word))
+		return false;
+	memcpy(word, w, n);
+	word[n] = '\0';
+	const char *t = word + (word[0] == '"');
+	if (t[0] == '$') { /* $NAME…, ${NAME}…: the rest is literal */
+		size_t k = t[1] == '{' ? 2 : 1, b = k;
+		while (is_name_char(t[k]))
+			k++;
+		bool name = isalpha((unsigned char)t[b]) || t[b] == '_';
+		if (!name || (b == 2 && t[k++] != '}') || strpbrk(t + k, "$`\\"))
+			return false;
+		return name_only_expanded(text, t + b, k - b - (b == 2));
+	}
+	size_t lit = strcspn(t, "$`\"'\\*?[{");
+	if (lit == 0)
+		return false;
+	return strncmp(t, "/dev/tcp/", lit < 9 ? lit : 9) != 0 && strncmp(t, "/dev/udp/", lit < 9 ? lit : 9) != 0;
+}
+
+static bool line_redirects_local(const char *text)
+{
+	for (const char *p = text ? strpbrk(text, "<>") : NULL; p; p = strpbrk(p, "<>")) {
+		const char *q = p + 1;
+		if (*p == '<' && (*q == '<' || *q == '(')) { /* here-document / string, <(…) */
+			p = q + 1;
+			continue;
+		}
+		if (*p == '>' && (*q == '>' || *q == '|'))
+			q++;
+		if (*q == '&' || (*p == '>' && *q == '(')) { /* a dup (2>&1, <&0) or >(…) */
+			p = q + 1;
+			continue;
+		}
+		q += strspn(q, " \t");
+		if (!redirect_target_local(text, q))
+			return false;
+		p = q;
+	}
+	return true;
 }
 
 int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
@@ -554,7 +678,8 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	bool unk_words = false, unk_ops = false, unk_flags = false;
 	const char *first_unk = NULL;
 	if (unk_content) {
-		for (size_t k = v->start + 1; k < v->nwords; k++)
+		size_t end = code_words_end(v);
+		for (size_t k = v->start + 1; k < end; k++)
 			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0) {
 				unk_words = true;
 				/* a value is no flag, nor a word that cannot start with '-' */
@@ -568,7 +693,8 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		/* what xargs reads could be any operand or flag */
 		const cmdview *src = v->operand_source;
 		if (v->implicit_unknown_operand && (!src || src->npositional == 0)) {
-			unk_ops = unk_words = unk_flags = true;
+			unk_ops = true;
+			unk_words = unk_flags = unk_words || end == v->nwords;
 			first_unk = first_unk ? first_unk : "\u2026";
 		}
 	}
@@ -604,17 +730,17 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 
 	if (m->args.n)
 		NEED(operand_glob(v, sub, &m->args, fl),
-		     unk_ops && unknown_could_match(v, mc->text, sub, false, &m->args, fl));
+		     unk_ops && unknown_could_match(mc, v, sub, false, &m->args, fl));
 	for (size_t i = 0; i < m->args_all.n; i++) {
 		char *one[] = {m->args_all.v[i], NULL};
 		strlist l = {one, 1, 1};
-		NEED(operand_glob(v, sub, &l, fl), unk_ops && unknown_could_match(v, mc->text, sub, false, &l, fl));
+		NEED(operand_glob(v, sub, &l, fl), unk_ops && unknown_could_match(mc, v, sub, false, &l, fl));
 	}
 	if (m->words.n) {
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && glob_any(&m->words, v->words[k], fl);
-		NEED(any, unk_words && unknown_could_match(v, mc->text, sub, true, &m->words, fl));
+		NEED(any, unk_words && unknown_could_match(mc, v, sub, true, &m->words, fl));
 	}
 	unsigned before_all = ms.unk_conds; /* one word can hold every words_all glob */
 	for (size_t i = 0; i < m->words_all.n; i++) {
@@ -623,7 +749,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && fnmatch(m->words_all.v[i], v->words[k], fl) == 0;
-		NEED(any, unk_words && unknown_could_match(v, mc->text, sub, true, &l, fl));
+		NEED(any, unk_words && unknown_could_match(mc, v, sub, true, &l, fl));
 	}
 	if (ms.unk_conds > before_all + 1)
 		ms.unk_conds = before_all + 1;
@@ -687,7 +813,10 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			const pathcond *pc = pass == 0 ? &m->redirects : &m->reads;
 			if (!pc->set)
 				continue;
-			pcheck_init(&pk, pc, allow, unk_paths, mc->ctx);
+			/* (no target that could be /dev/tcp: the network is no escape) */
+			policy_ctx local = *mc->ctx;
+			local.network = local.network && !line_redirects_local(mc->text);
+			pcheck_init(&pk, pc, allow, unk_paths, &local);
 			for (size_t i = 0; i < cmd->nredirs; i++) {
 				const shell_redir *rd = &cmd->redirs[i];
 				bool is_read = rd->kind == SHELL_REDIR_READ;
