@@ -362,7 +362,8 @@ static bool name_only_expanded(const char *text, const char *name, size_t n)
 		if ((q > text && is_name_char(q[-1])) || is_name_char(q[n]))
 			continue;
 		bool dollar = (q > text && q[-1] == '$') || (q > text + 1 && q[-1] == '{' && q[-2] == '$');
-		if (!dollar)
+		/* ${NAME=…} and ${NAME:=…} assign */
+		if (!dollar || q[n] == '=' || (q[-1] == '{' && q[n] == ':' && q[n + 1] == '='))
 			return false;
 	}
 	return true;
@@ -600,7 +601,7 @@ static bool line_redirects_local(const char *text)
 	for (const char *p = text ? strpbrk(text, "<>") : NULL; p; p = strpbrk(p, "<>")) {
 		const char *q = p + 1;
 		if (*p == '<' && (*q == '<' || *q == '(')) { /* here-document / string, <(…) */
-			p = q + 1;
+			p = q + strspn(q, "<(");
 			continue;
 		}
 		if (*p == '>' && (*q == '>' || *q == '|'))

