@@ -103,10 +103,24 @@ static bool tar_old_style(const cmdview *v, size_t start)
 	       strpbrk(w, "ctxurAd");
 }
 
-static bool short_takes_value(const cmd_hint *h, char c)
+/* git push's -u is --set-upstream, a flag (`git push -uf origin main` forces);
+ * `commands:` lists -u as taking a value for git's other subcommands (clone -u
+ * PROGRAM, branch -u UPSTREAM). The subcommand is the first operand. */
+static bool git_push_flag(const cmdview *v, const char *opt, size_t len)
+{
+	return len == 2 && memcmp(opt, "-u", 2) == 0 && !v->name_unknown && strcmp(v->name, "git") == 0 &&
+	       v->npositional > 0 && strcmp(v->words[v->positional[0]], "push") == 0;
+}
+
+static bool view_takes_value(const cmdview *v, const char *opt, size_t len)
+{
+	return takes_value(v->hint, opt, len) && !git_push_flag(v, opt, len);
+}
+
+static bool short_takes_value(const cmdview *v, char c)
 {
 	char opt[3] = {'-', c, '\0'};
-	return takes_value(h, opt, 2);
+	return view_takes_value(v, opt, 2);
 }
 
 /* The dashless bundle at i: its letters are flags, and each one taking a
@@ -117,7 +131,7 @@ static void bind_old_style(cmdview *v, size_t i)
 	size_t next = i + 1;
 	for (size_t j = 0; w[j]; j++) {
 		v->short_flags[(unsigned char)w[j]] = true;
-		if (short_takes_value(v->hint, w[j]) && next < v->nwords) {
+		if (short_takes_value(v, w[j]) && next < v->nwords) {
 			v->is_value[next] = true;
 			v->value_of[next++] = w[j];
 		}
@@ -133,7 +147,7 @@ static size_t bind_cluster(cmdview *v, size_t i)
 	const char *w = v->words[i];
 	for (size_t j = 1; w[j]; j++) {
 		v->short_flags[(unsigned char)w[j]] = true;
-		if (!short_takes_value(v->hint, w[j]))
+		if (!short_takes_value(v, w[j]))
 			continue;
 		if (w[j + 1] == '\0' && i + 1 < v->nwords) {
 			v->is_value[i + 1] = true; /* value is the next word */
@@ -181,7 +195,7 @@ static int split_words(cmdview *v, size_t start)
 		} else if (w[1] == '-') { /* --long[=value] */
 			if (!strchr(w, '=') && takes_value(v->hint, w, strlen(w)) && i + 1 < v->nwords)
 				v->is_value[++i] = true;
-		} else if (takes_value(v->hint, w, strlen(w))) { /* -name VALUE (find style), -x VALUE */
+		} else if (view_takes_value(v, w, strlen(w))) { /* -name VALUE (find style), -x VALUE */
 			if (w[2] == '\0')
 				v->short_flags[(unsigned char)w[1]] = true;
 			if (i + 1 < v->nwords) {
@@ -372,7 +386,7 @@ static const char *cluster_value(const cmdview *v, size_t i, char c, bool *next_
 			*next_word = !v->value_of[i + 1] && i + 1 < v->nwords && !strchr(w, '=');
 			return NULL;
 		}
-		if (short_takes_value(v->hint, w[j]))
+		if (short_takes_value(v, w[j]))
 			return NULL;
 	}
 	return NULL;
@@ -435,5 +449,5 @@ const char *cmdview_option_value(const cmdview *v, const char *key, size_t *pos,
 
 bool cmdview_target_option(const cmdview *v)
 {
-	return short_takes_value(v->hint, 't') && cmdview_has_flag(v, "-t|--target-directory", true);
+	return short_takes_value(v, 't') && cmdview_has_flag(v, "-t|--target-directory", true);
 }

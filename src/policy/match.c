@@ -14,6 +14,7 @@
 #include "policy/internal.h"
 #include "util/cleanup.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -312,6 +313,145 @@ static bool operand_glob(const cmdview *v, size_t sub, const strlist *globs, int
 	return false;
 }
 
+/* The first character of an unknown word of git's, as far as the line
+ * shows it. git parses an option only from a word that starts with '-', and
+ * a refspec forces with a leading '+' or deletes with ':'; a word like
+ * "feature-$N" starts with 'f' whatever $N is. The operands of git push
+ * are its repository and refspecs: "$NAME" / "${NAME}" there, of a
+ * variable the line never sets, is the branch the caller's environment
+ * names (CI's $GITHUB_REF_NAME, an agent's $BRANCH): the line did not
+ * choose it, so it is taken for no option and no forced or deleting
+ * refspec (LEAD_PLAIN). Anything else (other expansions, quoting, globs,
+ * "$(git branch --show-current)": a branch may be called "+main") may
+ * start with any character: returns 0. */
+static bool is_name_char(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Does the line's text hold one of words as a word of its own? */
+static bool text_has_word(const char *text, const char *const *words)
+{
+	const char *p = text;
+	while (*p) {
+		while (*p && strchr(" \t\n;|&(){}`$\"'", *p))
+			p++;
+		const char *b = p;
+		while (*p && !strchr(" \t\n;|&(){}`$\"'", *p))
+			p++;
+		for (size_t i = 0; words[i]; i++)
+			if (strlen(words[i]) == (size_t)(p - b) && !strncmp(b, words[i], (size_t)(p - b)))
+				return true;
+	}
+	return false;
+}
+
+/* Is every mention of variable NAME (n bytes) in the text an expansion
+ * ($NAME, ${NAME...}), and no command there one that sets variables
+ * without NAME= (read NAME, for NAME in, eval, source ...)? */
+static bool name_only_expanded(const char *text, const char *name, size_t n)
+{
+	static const char *const setters[] = {"eval", "source", ".", "declare", "typeset", "export",
+					      "local", "readonly", "read", "mapfile", "readarray",
+					      "printf", "let", "getopts", "for", "select", NULL};
+	if (!text || text_has_word(text, setters))
+		return false;
+	size_t len = strlen(text);
+	for (const char *q = memmem(text, len, name, n); q;
+	     q = memmem(q + 1, len - (size_t)(q + 1 - text), name, n)) {
+		if ((q > text && is_name_char(q[-1])) || is_name_char(q[n]))
+			continue;
+		bool dollar = (q > text && q[-1] == '$') || (q > text + 1 && q[-1] == '{' && q[-2] == '$');
+		/* ${NAME=…} and ${NAME:=…} assign */
+		if (!dollar || q[n] == '=' || (q[-1] == '{' && q[n] == ':' && q[n + 1] == '='))
+			return false;
+	}
+	return true;
+}
+
+/* Is word "$NAME" or "${NAME}" of a variable the line only reads? */
+static bool is_environment_word(const char *text, const char *w)
+{
+	bool brace = w[0] == '$' && w[1] == '{';
+	const char *name = w + (brace ? 2 : 1);
+	size_t n = 0;
+	if (w[0] != '$' || !((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z') ||
+			     name[0] == '_'))
+		return false;
+	while (is_name_char(name[n]))
+		n++;
+	if (strcmp(name + n, brace ? "}" : "") != 0)
+		return false;
+	if ((n == 3 && !strncmp(name, "PWD", 3)) || (n == 6 && !strncmp(name, "OLDPWD", 6)))
+		return false; /* cd sets these */
+	return name_only_expanded(text, name, n);
+}
+
+/* The value of a word made of the current directory and literal text
+ * ("$PWD":/src, "$PWD:$PWD", "$(pwd)"/x), when the line moves to no other
+ * directory and sets no PWD: the parser leaves it unknown unless a path
+ * follows. NULL otherwise (malloc'd). */
+static char *pwd_word_value(const match_ctx *mc, const char *w)
+{
+	static const char *const forms[] = {"${PWD}", "$PWD", "$(pwd)", NULL};
+	static const char *const movers[] = {"cd", "pushd", "popd", NULL};
+	const policy_ctx *c = mc->ctx;
+	if (!c->cwd || c->cwd_alt || c->cwd_climbed || !mc->text || (!strstr(w, "PWD") && !strstr(w, "$(pwd)")))
+		return NULL;
+	if (text_has_word(mc->text, movers) || !name_only_expanded(mc->text, "PWD", 3))
+		return NULL;
+	_cleanup_free_ char *val = calloc(1, strlen(w) / 4 * strlen(c->cwd) + strlen(w) + 1);
+	char *o = val;
+	while (val && *w) {
+		size_t i = 0, n = 0;
+		for (; forms[i]; i++) {
+			n = strlen(forms[i]);
+			if (strncmp(w, forms[i], n) == 0 && !is_name_char(w[n]))
+				break;
+		}
+		if (forms[i]) {
+			o = stpcpy(o, c->cwd);
+			w += n;
+		} else if (strchr("$`\"'\\*?[{~", *w)) {
+			return NULL; /* another expansion */
+		} else {
+			*o++ = *w++;
+		}
+	}
+	return steal_ptr(val);
+}
+
+#define LEAD_PLAIN '\1' /* some character other than '-', '+' and ':' */
+
+static char unknown_word_lead(const cmdview *v, const char *text, const char *w)
+{
+	if (v->name_unknown || strcmp(v->name, "git") != 0)
+		return 0;
+	if (*w && !strchr("$`\"'\\*?[{~", *w))
+		return *w;
+	bool push = v->npositional > 0 && strcmp(word_at(v, 0), "push") == 0;
+	return push && is_environment_word(text, w) ? LEAD_PLAIN : 0;
+}
+
+/* Could an unknown word be an option (start with '-')? */
+static bool unknown_may_be_flag(const cmdview *v, const char *text, const char *w)
+{
+	char lead = unknown_word_lead(v, text, w);
+	return !lead || lead == '-';
+}
+
+/* Could its value match glob g, as far as their first characters tell? */
+static bool unknown_lead_may_match(const cmdview *v, const char *text, const char *w, const char *g,
+				   int fl)
+{
+	char lead = unknown_word_lead(v, text, w);
+	if (!lead || !*g || strchr("*?[\\", *g))
+		return true;
+	if (lead == LEAD_PLAIN)
+		return !strchr("-+:", *g);
+	return fl & FNM_CASEFOLD ? strncasecmp(&lead, g, 1) == 0 : lead == *g;
+}
+
 /* Could some value of an unknown word match one of globs? A word like
  * "$DIR/json.hpp~" ends in "/json.hpp~" whatever $DIR is, so a glob can
  * match it only if the literal end of the glob (after its last wildcard)
@@ -325,12 +465,19 @@ static bool ends_with(const char *s, const char *suf, int fl)
 	return (fl & FNM_CASEFOLD ? strcasecmp(s + n - m, suf) : strcmp(s + n - m, suf)) == 0;
 }
 
-static bool unknown_may_match(const strlist *globs, const char *word, int fl)
+static bool unknown_may_match(const match_ctx *mc, const cmdview *v, const strlist *globs,
+			      const char *word, int fl)
 {
-	if (!tail_is_literal(word))
-		return true;
+	_cleanup_free_ char *pwd = pwd_word_value(mc, word);
+	if (pwd)
+		return glob_any(globs, pwd, fl);
+	bool literal_tail = tail_is_literal(word);
 	const char *tail = strrchr(word, '/');
 	for (size_t i = 0; i < globs->n; i++) {
+		if (!unknown_lead_may_match(v, mc->text, word, globs->v[i], fl))
+			continue;
+		if (!literal_tail)
+			return true;
 		const char *g = globs->v[i], *lit = g;
 		for (const char *c = g; *c; c++)
 			if (strchr("*?[]\\", *c))
@@ -341,22 +488,46 @@ static bool unknown_may_match(const strlist *globs, const char *word, int fl)
 	return false;
 }
 
+/* Where the words that can be an interpreter's code or options end: after
+ * `python3 scripts/convert.py` (a script named by a word the line spells
+ * out; or `-c CODE`) every further word is the script's argv, whatever it
+ * holds, also what xargs puts there; a rule about one-liner code or
+ * interpreter flags cannot be met by them. nwords for other commands. */
+static size_t code_words_end(const cmdview *v)
+{
+	static const char *const interps[] = {"python*", "pypy*", "perl", "ruby", "node", "nodejs",
+					      "php*", "lua*", NULL};
+	if (v->name_unknown || v->npositional == 0 || v->pos_unknown[0] || v->unknown[v->positional[0]])
+		return v->nwords;
+	/* (without a `commands:` hint any option before it may have taken it as
+	 * its value: `perl -I lib -e CODE`) */
+	if (!v->hint && v->positional[0] != v->start + 1)
+		return v->nwords;
+	for (size_t i = 0; interps[i]; i++)
+		if (fnmatch(interps[i], v->name, 0) == 0)
+			return v->positional[0] + 1;
+	return v->nwords;
+}
+
 /* An operand (from sub on) or, with all_words, any word that cannot be
  * resolved and could match one of globs; what xargs reads could be any. */
-static bool unknown_could_match(const cmdview *v, size_t sub, bool all_words, const strlist *globs,
-				int fl)
+static bool unknown_could_match(const match_ctx *mc, const cmdview *v, size_t sub, bool all_words,
+				const strlist *globs, int fl)
 {
-	if (v->implicit_unknown_operand && (!v->operand_source || v->operand_source->npositional == 0))
+	size_t end = all_words ? code_words_end(v) : v->nwords;
+	if (v->implicit_unknown_operand && (!v->operand_source || v->operand_source->npositional == 0) &&
+	    end == v->nwords)
 		return true;
 	if (all_words) {
-		for (size_t k = v->start + 1; k < v->nwords; k++)
+		for (size_t k = v->start + 1; k < end; k++)
 			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0 &&
-			    unknown_may_match(globs, v->words[k], fl))
+			    unknown_may_match(mc, v, globs, v->words[k], fl))
 				return true;
 		return false;
 	}
 	for (size_t k = sub; k < v->npositional; k++)
-		if (v->pos_unknown[k] && !is_implicit_word(v, k) && unknown_may_match(globs, word_at(v, k), fl))
+		if (v->pos_unknown[k] && !is_implicit_word(v, k) &&
+		    unknown_may_match(mc, v, globs, word_at(v, k), fl))
 			return true;
 	return false;
 }
@@ -393,6 +564,58 @@ static unsigned unknown_words(const cmdview *v)
 	for (size_t i = 0; i < v->cmd->nredirs; i++)
 		n += v->cmd->redirs[i].unresolved;
 	return n;
+}
+
+/* A redirection reaches the network only through bash's /dev/tcp and
+ * /dev/udp, spelt out as such in its target. Is every redirection target
+ * of the line, wherever a '<' or '>' stands (in quotes too: `sh -c '… >
+ * "$F"'`, "$(cmd > $F)"), unable to start so: a literal start that is no
+ * beginning of "/dev/tcp/" (out-$N.txt, /tmp/$X, ~/x), or a variable of the
+ * caller's environment the line never sets ("$GITHUB_OUTPUT")? */
+static bool redirect_target_local(const char *text, const char *w)
+{
+	char word[256];
+	size_t n = strcspn(w, " \t\n;|&()<>");
+	if (n >= sizeof(word))
+		return false;
+	memcpy(word, w, n);
+	word[n] = '\0';
+	const char *t = word + (word[0] == '"');
+	if (t[0] == '$') { /* $NAME…, ${NAME}…: the rest is literal */
+		size_t k = t[1] == '{' ? 2 : 1, b = k;
+		while (is_name_char(t[k]))
+			k++;
+		bool name = isalpha((unsigned char)t[b]) || t[b] == '_';
+		if (!name || (b == 2 && t[k++] != '}') || strpbrk(t + k, "$`\\"))
+			return false;
+		return name_only_expanded(text, t + b, k - b - (b == 2));
+	}
+	size_t lit = strcspn(t, "$`\"'\\*?[{");
+	if (lit == 0)
+		return false;
+	return strncmp(t, "/dev/tcp/", lit < 9 ? lit : 9) != 0 && strncmp(t, "/dev/udp/", lit < 9 ? lit : 9) != 0;
+}
+
+static bool line_redirects_local(const char *text)
+{
+	for (const char *p = text ? strpbrk(text, "<>") : NULL; p; p = strpbrk(p, "<>")) {
+		const char *q = p + 1;
+		if (*p == '<' && (*q == '<' || *q == '(')) { /* here-document / string, <(…) */
+			p = q + strspn(q, "<(");
+			continue;
+		}
+		if (*p == '>' && (*q == '>' || *q == '|'))
+			q++;
+		if (*q == '&' || (*p == '>' && *q == '(')) { /* a dup (2>&1, <&0) or >(…) */
+			p = q + 1;
+			continue;
+		}
+		q += strspn(q, " \t");
+		if (!redirect_target_local(text, q))
+			return false;
+		p = q;
+	}
+	return true;
 }
 
 int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
@@ -456,10 +679,13 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	bool unk_words = false, unk_ops = false, unk_flags = false;
 	const char *first_unk = NULL;
 	if (unk_content) {
-		for (size_t k = v->start + 1; k < v->nwords; k++)
+		size_t end = code_words_end(v);
+		for (size_t k = v->start + 1; k < end; k++)
 			if (v->unknown[k] && strcmp(v->words[k], "\u2026") != 0) {
 				unk_words = true;
-				unk_flags = unk_flags || !v->is_value[k]; /* a value is no flag */
+				/* a value is no flag, nor a word that cannot start with '-' */
+				unk_flags = unk_flags || (!v->is_value[k] &&
+							  unknown_may_be_flag(v, mc->text, v->words[k]));
 				first_unk = first_unk ? first_unk : v->words[k];
 			}
 		for (size_t k = sub; k < v->npositional; k++)
@@ -468,7 +694,8 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		/* what xargs reads could be any operand or flag */
 		const cmdview *src = v->operand_source;
 		if (v->implicit_unknown_operand && (!src || src->npositional == 0)) {
-			unk_ops = unk_words = unk_flags = true;
+			unk_ops = true;
+			unk_words = unk_flags = unk_words || end == v->nwords;
 			first_unk = first_unk ? first_unk : "\u2026";
 		}
 	}
@@ -503,17 +730,18 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		goto no;
 
 	if (m->args.n)
-		NEED(operand_glob(v, sub, &m->args, fl), unk_ops && unknown_could_match(v, sub, false, &m->args, fl));
+		NEED(operand_glob(v, sub, &m->args, fl),
+		     unk_ops && unknown_could_match(mc, v, sub, false, &m->args, fl));
 	for (size_t i = 0; i < m->args_all.n; i++) {
 		char *one[] = {m->args_all.v[i], NULL};
 		strlist l = {one, 1, 1};
-		NEED(operand_glob(v, sub, &l, fl), unk_ops && unknown_could_match(v, sub, false, &l, fl));
+		NEED(operand_glob(v, sub, &l, fl), unk_ops && unknown_could_match(mc, v, sub, false, &l, fl));
 	}
 	if (m->words.n) {
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && glob_any(&m->words, v->words[k], fl);
-		NEED(any, unk_words && unknown_could_match(v, sub, true, &m->words, fl));
+		NEED(any, unk_words && unknown_could_match(mc, v, sub, true, &m->words, fl));
 	}
 	unsigned before_all = ms.unk_conds; /* one word can hold every words_all glob */
 	for (size_t i = 0; i < m->words_all.n; i++) {
@@ -522,7 +750,7 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 		bool any = false;
 		for (size_t k = v->start + 1; k < v->nwords && !any; k++)
 			any = !v->unknown[k] && fnmatch(m->words_all.v[i], v->words[k], fl) == 0;
-		NEED(any, unk_words && unknown_could_match(v, sub, true, &l, fl));
+		NEED(any, unk_words && unknown_could_match(mc, v, sub, true, &l, fl));
 	}
 	if (ms.unk_conds > before_all + 1)
 		ms.unk_conds = before_all + 1;
@@ -586,7 +814,10 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 			const pathcond *pc = pass == 0 ? &m->redirects : &m->reads;
 			if (!pc->set)
 				continue;
-			pcheck_init(&pk, pc, allow, unk_paths, mc->ctx);
+			/* (no target that could be /dev/tcp: the network is no escape) */
+			policy_ctx local = *mc->ctx;
+			local.network = local.network && !line_redirects_local(mc->text);
+			pcheck_init(&pk, pc, allow, unk_paths, &local);
 			for (size_t i = 0; i < cmd->nredirs; i++) {
 				const shell_redir *rd = &cmd->redirs[i];
 				bool is_read = rd->kind == SHELL_REDIR_READ;
