@@ -1836,6 +1836,42 @@ static char *make_vars_as_shell(const char *rec)
 	return b.s;
 }
 
+/* $(shell CMD) / ${shell CMD} outside recipes run while make reads the
+ * text, and so does `NAME != CMD`: each CMD is shell text (after make's
+ * own expansion, see make_vars_as_shell). */
+static int make_parse_time(struct uw *u, const char *ln, const char *via)
+{
+	int rc = 0;
+	for (const char *p = ln; rc == 0 && (p = strchr(p, '$')) != NULL; p++) {
+		if ((p[1] != '(' && p[1] != '{') || !starts_with(p + 2, "shell") ||
+		    !p[7] || !strchr(" \t", p[7]))
+			continue;
+		char open = p[1], close = open == '(' ? ')' : '}';
+		size_t depth = 1, k = 7;
+		for (; p[k] && depth; k++)
+			depth += p[k] == open ? 1 : p[k] == close ? -1 : 0;
+		if (depth) {
+			uw_markf(u, "%s: unterminated $(shell …)", via);
+			return 0;
+		}
+		_cleanup_free_ char *cmd = strndup(p + 8, k - 9);
+		_cleanup_free_ char *sh = cmd ? make_vars_as_shell(cmd) : NULL;
+		if (!sh)
+			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+		rc = reparse(u, sh, via);
+	}
+	const char *bang = strstr(ln, "!=");
+	if (rc == 0 && bang && bang > ln && ln[0] != '\t' &&
+	    strspn(ln, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-+ \t") ==
+		    (size_t)(bang - ln)) {
+		_cleanup_free_ char *sh = make_vars_as_shell(bang + 2);
+		if (!sh)
+			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+		rc = reparse(u, sh, via);
+	}
+	return rc;
+}
+
 /* Recipes of makefile text (--eval, or a makefile read from a here-document). */
 static int makefile_text(struct uw *u, const char *text, const char *via)
 {
@@ -1846,6 +1882,10 @@ static int makefile_text(struct uw *u, const char *text, const char *via)
 	for (char *save = NULL, *ln = strtok_r(copy, "\n", &save); ln && rc == 0;
 	     ln = strtok_r(NULL, "\n", &save)) {
 		const char *rec = NULL;
+		if (ln[0] != '\t')
+			rc = make_parse_time(u, ln, via);
+		if (rc != 0)
+			break;
 		if (ln[0] == '\t')
 			rec = ln + 1;
 		else if (strchr(ln, ':') && strchr(ln, ';') && strchr(ln, ';') > strchr(ln, ':'))
@@ -1910,6 +1950,22 @@ static bool make_command_var(const char *name, size_t len)
 			   strncmp(name + len - 3, "CMD", 3) == 0);
 }
 
+/* Does .SHELLFLAGS hold an operand (a word not an option, nor the value
+ * of -o / +o / -O)? Then `SHELL FLAGS RECIPE` runs that word as its
+ * command text: `.SHELLFLAGS='-c rm -rf ~ #'`. */
+static bool shellflags_operand(const char *flags)
+{
+	bool value = false;
+	for (const char *w = flags + strspn(flags, " \t"); *w; w += strspn(w, " \t")) {
+		size_t l = strcspn(w, " \t");
+		if (!value && w[0] != '-' && w[0] != '+')
+			return true;
+		value = !value && l == 2 && strchr("-+", w[0]) && strchr("oO", w[1]);
+		w += l;
+	}
+	return false;
+}
+
 static int make_assignment(struct uw *u, const struct sh_field *f, const char *shell)
 {
 	const char *eq = strchr(f->text, '=');
@@ -1923,6 +1979,9 @@ static int make_assignment(struct uw *u, const struct sh_field *f, const char *s
 			uw_mark(u, "make .SHELLFLAGS: flags are not static");
 			return 0;
 		}
+		if (shellflags_operand(val.text))
+			uw_mark(u, "make .SHELLFLAGS: the flags carry a command of their own "
+				   "(make splits them; the recipe is no longer what runs)");
 		_cleanup_free_ char *t = NULL;
 		if (asprintf(&t, "%s %s :", shell, val.text) < 0)
 			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
