@@ -1498,8 +1498,48 @@ static int do_perl(struct uw *u)
 	return do_interp(u, "perl", "eE", "", "0lixCdDIMmV", NULL, NULL, NULL);
 }
 
+/* ruby -run -e CMD [--] ARGS: un.rb's CMD (rm, cp, mv, …) is that command
+ * with those arguments, options included (`ruby -run -e rm -- -rf ~`). */
+static int ruby_un(struct uw *u, bool *handled)
+{
+	static const char *const cmds[] = {"rm", "rmdir", "cp", "mv", "install", "ln", "mkdir",
+					   "chmod", "touch", NULL};
+	bool un = false;
+	size_t e = 0;
+	for (size_t k = 1; k < u->n && !e; k++) {
+		if (fis(&u->v[k], "-run") || (fis(&u->v[k], "-r") && k + 1 < u->n && fis(&u->v[k + 1], "un")))
+			un = true;
+		else if (fis(&u->v[k], "-e") && k + 1 < u->n)
+			e = k + 1;
+		else if (u->v[k].unres || u->v[k].text[0] != '-')
+			break;
+	}
+	*handled = un && e;
+	if (!*handled)
+		return 0;
+	if (u->v[e].unres) {
+		uw_mark(u, "ruby -run: the command is not static");
+		return 0;
+	}
+	if (!in_list(u->v[e].text, cmds))
+		return 0; /* httpd, help, mkmf: no command of ours */
+	size_t rest = e + 1 + (e + 1 < u->n && fis(&u->v[e + 1], "--"));
+	_cleanup_free_ struct sh_field *argv = calloc(u->n - rest + 1, sizeof(*argv));
+	if (!argv)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	argv[0] = u->v[e];
+	for (size_t k = rest; k < u->n; k++)
+		argv[1 + k - rest] = u->v[k];
+	return sh_unwrap(u->ctx, argv, u->n - rest + 1, NULL, 0, "ruby -run", u->depth, u->in,
+			 u->ns);
+}
+
 static int do_ruby(struct uw *u)
 {
+	bool un;
+	int rc = ruby_un(u, &un);
+	if (un)
+		return rc;
 	return do_interp(u, "ruby", "e", "rICEF", "xTWK0l", NULL, NULL, NULL);
 }
 
@@ -2434,6 +2474,15 @@ static int do_deno(struct uw *u)
 	return do_interp(u, "node", "ep", "r", NULL, NULL, NULL, NULL);
 }
 
+/* julia -e / -E / --eval / --print CODE */
+static int do_julia(struct uw *u)
+{
+	static const char *const lc[] = {"eval", "print", NULL};
+	static const char *const la[] = {"procs", "threads", "sysimage", "load", "cpu-target",
+					 "machine-file", "depwarn", "color", "history-file", NULL};
+	return do_interp(u, "julia", "eE", "ptJLC", "Og", lc, la, NULL);
+}
+
 struct handler {
 	const char *name;
 	int (*fn)(struct uw *u);
@@ -2460,7 +2509,7 @@ static const struct handler handlers[] = {
 	{"cmake", do_cmake}, {"less", do_less}, {"ed", do_ed}, {"red", do_ed},
 	{"tclsh", do_tclsh}, {"wish", do_tclsh}, {"jimsh", do_tclsh}, {"tclsh8.6", do_tclsh},
 	{"emacs", do_emacs}, {"Rscript", do_rscript}, {"R", do_rscript}, {"curl", do_curl},
-	{"wget", do_curl},
+	{"wget", do_curl}, {"julia", do_julia},
 };
 
 static bool is_python(const char *n)
