@@ -2509,7 +2509,8 @@ static const struct handler handlers[] = {
 	{"cmake", do_cmake}, {"less", do_less}, {"ed", do_ed}, {"red", do_ed},
 	{"tclsh", do_tclsh}, {"wish", do_tclsh}, {"jimsh", do_tclsh}, {"tclsh8.6", do_tclsh},
 	{"emacs", do_emacs}, {"Rscript", do_rscript}, {"R", do_rscript}, {"curl", do_curl},
-	{"wget", do_curl}, {"julia", do_julia},
+	{"wget", do_curl}, {"julia", do_julia}, {"sqlite3", uw_client}, {"sqlite", uw_client},
+	{"psql", uw_client}, {"mysql", uw_client}, {"mariadb", uw_client},
 };
 
 static bool is_python(const char *n)

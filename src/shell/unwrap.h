@@ -73,6 +73,11 @@ bool uw_opt_value(const struct uw *u, size_t k, const char *s, const char *l,
 int uw_chdir_push(struct sh_ctx *ctx, const struct sh_field *dir, char **saved, bool *saved_unres);
 void uw_chdir_pop(struct sh_ctx *ctx, char *saved, bool saved_unres);
 
+/* ---- clients.c --------------------------------------------------------- */
+
+/* sqlite3, psql, mysql/mariadb: their command language's shell escapes. */
+int uw_client(struct uw *u);
+
 /* ---- runners.c --------------------------------------------------------- */
 
 /* The handler of a runner named name (a basename), or NULL. */
