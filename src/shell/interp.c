@@ -174,9 +174,13 @@ static int literal(const struct scan *sc, size_t *i, struct sbuf *out)
 		if (r != 0)
 			return r;
 	}
-	if (lang_is(sc, "julia") && n - p >= 9 && strncmp(s + p, "homedir()", 9) == 0) {
-		sbuf_putc(out, '~'); /* julia's home directory, as the shell spells it */
-		*i = p + 9;
+	/* julia's homedir(), ruby's Dir.home: the home directory, as the
+	 * shell spells it */
+	const char *home = lang_is(sc, "julia") ? "homedir()" : lang_is(sc, "ruby") ? "Dir.home" : NULL;
+	if (home && n - p >= strlen(home) && strncmp(s + p, home, strlen(home)) == 0 &&
+	    (p + strlen(home) >= n || !ident(s[p + strlen(home)]))) {
+		sbuf_putc(out, '~');
+		*i = p + strlen(home);
 		return 1;
 	}
 	if (lang_is(sc, "python")) {

@@ -1393,11 +1393,16 @@ static int code_arg(struct uw *u, const struct sh_field *f, const char *arg_text
  * attached_only: options whose argument can only be attached. */
 /* An interpreter without inline code: its program is word i (a script,
  * "-" or /dev/stdin for stdin, a process substitution) or stdin. */
+static int framework_console(struct uw *u, size_t i, const char *prog);
+
 static int interp_program(struct uw *u, size_t i, const char *lang)
 {
 	if (i >= u->n)
 		return stdin_code(u, lang);
 	const struct sh_field *f = &u->v[i];
+	if (!f->unres && (strcmp(sh_basename(f->text), "manage.py") == 0 ||
+			  strcmp(sh_basename(f->text), "rails") == 0))
+		return framework_console(u, i + 1, sh_basename(f->text));
 	if (f->procsub) {
 		char buf[160];
 		snprintf(buf, sizeof(buf), "%s runs a process substitution: %s", u->name,
@@ -1486,6 +1491,48 @@ static int do_interp(struct uw *u, const char *lang, const char *code_opts, cons
 	if (rc < 0 || had_code)
 		return rc;
 	return interp_program(u, i, lang);
+}
+
+/* Framework consoles running inline code: Django's `manage.py shell -c
+ * CODE` / `--command CODE` (also django-admin), Rails' `rails runner CODE`
+ * / `rails r CODE` (a *.rb operand is a script file). Word i is the
+ * subcommand of prog. */
+static int framework_console(struct uw *u, size_t i, const char *prog)
+{
+	bool rails = strcmp(prog, "rails") == 0;
+	if (i >= u->n || !(rails ? fis(&u->v[i], "runner") || fis(&u->v[i], "r")
+				 : fis(&u->v[i], "shell")))
+		return 0;
+	char via[48]; /* code_arg puts the command's name first */
+	if (strcmp(u->name, prog) == 0)
+		snprintf(via, sizeof(via), "%s", u->v[i].text);
+	else
+		snprintf(via, sizeof(via), "%s %s", prog, u->v[i].text);
+	for (size_t k = i + 1; k < u->n; k++) {
+		const struct sh_field *f = &u->v[k];
+		struct sh_field val;
+		size_t next = k + 1;
+		if (!rails && uw_opt_value(u, k, "-c", "--command", &val, &next))
+			return code_arg(u, &val, val.text, "python", via);
+		if (!rails)
+			continue;
+		if (uw_opt_value(u, k, "-e", "--environment", &val, &next)) {
+			k = next - 1;
+			continue;
+		}
+		if (!f->unres && f->text[0] == '-')
+			continue;
+		size_t l = strlen(f->text);
+		if (!f->unres && l > 3 && strcmp(f->text + l - 3, ".rb") == 0)
+			return 0; /* a script file */
+		return code_arg(u, f, f->text, "ruby", via);
+	}
+	return 0;
+}
+
+static int do_console(struct uw *u)
+{
+	return framework_console(u, 1, u->name);
 }
 
 static int do_python(struct uw *u)
@@ -2510,7 +2557,8 @@ static const struct handler handlers[] = {
 	{"tclsh", do_tclsh}, {"wish", do_tclsh}, {"jimsh", do_tclsh}, {"tclsh8.6", do_tclsh},
 	{"emacs", do_emacs}, {"Rscript", do_rscript}, {"R", do_rscript}, {"curl", do_curl},
 	{"wget", do_curl}, {"julia", do_julia}, {"sqlite3", uw_client}, {"sqlite", uw_client},
-	{"psql", uw_client}, {"mysql", uw_client}, {"mariadb", uw_client},
+{"manage.py", do_console}, {"django-admin", do_console}, {"rails", do_console},
+		{"psql", uw_client}, {"mysql", uw_client}, {"mariadb", uw_client},
 };
 
 static bool is_python(const char *n)
