@@ -395,6 +395,48 @@ static unsigned unknown_words(const cmdview *v)
 	return n;
 }
 
+/* Is a pathspec word a directory, as far as its text tells? A name with
+ * an extension (f1.py), a well-known extensionless file or a dot file is
+ * a file; anything else (src, src/, lib/core, a word that cannot be
+ * resolved) may be a directory: a restore of it discards every uncommitted
+ * edit under it. Lexical, like the rest of matching. */
+static bool dir_like(const char *w, bool unknown)
+{
+	static const char *const files[] = {"Makefile", "GNUmakefile", "makefile", "Dockerfile",
+					    "Containerfile", "Gemfile", "Rakefile", "Procfile",
+					    "Jenkinsfile", "Vagrantfile", "Pipfile", "Justfile",
+					    "justfile", "Brewfile", "LICENSE", "LICENCE", "COPYING",
+					    "README", "AUTHORS", "CHANGELOG", "CHANGES", "NEWS",
+					    "NOTICE", "VERSION", "CODEOWNERS", "configure", NULL};
+	static const char *const dot_dirs[] = {".github", ".gitlab", ".vscode", ".idea", ".circleci",
+					       ".husky", ".devcontainer", ".config", ".cargo", NULL};
+	if (unknown || !*w || w[strlen(w) - 1] == '/')
+		return true;
+	const char *base = strrchr(w, '/') ? strrchr(w, '/') + 1 : w;
+	for (const char *const *d = dot_dirs; *d; d++)
+		if (strcmp(base, *d) == 0)
+			return true;
+	if (strchr(base, '.'))
+		return strcmp(base, ".") == 0 || strcmp(base, "..") == 0;
+	for (const char *const *f = files; *f; f++)
+		if (strcmp(base, *f) == 0)
+			return false;
+	return true;
+}
+
+/* builtin dir-pathspec: the operands after `--`, or without one every
+ * operand after the subcommand (git restore/rm take no tree-ish operand). */
+static bool has_dir_pathspec(const cmdview *v)
+{
+	for (size_t k = v->dashdash ? 0 : 1; k < v->npositional; k++) {
+		if (v->dashdash && v->positional[k] <= v->dashdash_at)
+			continue;
+		if (dir_like(word_at(v, k), v->pos_unknown[k]))
+			return true;
+	}
+	return false;
+}
+
 int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 {
 	const cmdview *v = &mc->views[mc->self];
@@ -408,6 +450,8 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	if (m->builtins & BUILTIN_FORK_BOMB)
 		return 0; /* line-level, see decide.c */
 	if ((m->builtins & BUILTIN_NON_ASCII_COMMAND) && (!v->name_non_ascii || v->name_unknown))
+		return 0;
+	if ((m->builtins & BUILTIN_DIR_PATHSPEC) && !has_dir_pathspec(v))
 		return 0;
 	if (m->command.n && (v->name_unknown || !glob_any(&m->command, v->name, 0)))
 		return 0;
