@@ -298,8 +298,47 @@ static void option_values(pcheck *pk, const cmdview *v, const char *keys)
 	}
 }
 
+/* What a find's tests say of the paths it hands to -exec: in the branch
+ * of the expression before the first -exec (after the last -o / ,), a
+ * `-name X` not negated is START/X, `-path X` is X itself. So `find .
+ * -name .git -prune -exec rm -rf {} +` feeds ./.git; `! -name .git` and
+ * `-name .git -prune -o … -exec` feed something else. */
+static bool find_test_glob(const cmdview *src, const strlist *globs, int fl)
+{
+	static const char *const execs[] = {"-exec", "-execdir", "-ok", "-okdir", NULL};
+	size_t from = src->start + 1, end = src->nwords;
+	for (size_t k = from; k < end; k++)
+		for (const char *const *e = execs; *e; e++)
+			if (strcmp(src->words[k], *e) == 0)
+				end = k;
+	for (size_t k = from; k < end; k++)
+		if (!strcmp(src->words[k], "-o") || !strcmp(src->words[k], "-or") ||
+		    !strcmp(src->words[k], ","))
+			from = k + 1;
+	for (size_t k = from; k + 1 < end; k++) {
+		const char *t = src->words[k], *x = src->words[k + 1];
+		bool neg = k > from && (!strcmp(src->words[k - 1], "!") || !strcmp(src->words[k - 1], "-not"));
+		if (neg || src->unknown[k + 1])
+			continue;
+		if (!strcmp(t, "-path") || !strcmp(t, "-wholename")) {
+			if (glob_any(globs, x, fl))
+				return true;
+		} else if (!strcmp(t, "-name")) {
+			for (size_t p = 0; p < src->npositional; p++) {
+				_cleanup_free_ char *path = NULL;
+				if (src->pos_unknown[p] || asprintf(&path, "%s/%s", word_at(src, p), x) < 0)
+					continue;
+				if (glob_any(globs, path, fl))
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
 /* Does some operand match one of globs: its own, or for operands fed by
- * xargs / find -exec, the start paths of the find that feeds them. */
+ * xargs / find -exec, the start paths of the find that feeds them (and
+ * what its -name / -path tests tell of them). */
 static bool operand_glob(const cmdview *v, size_t sub, const strlist *globs, int fl)
 {
 	for (size_t k = sub; k < v->npositional; k++)
@@ -309,7 +348,8 @@ static bool operand_glob(const cmdview *v, size_t sub, const strlist *globs, int
 	for (size_t k = 0; src && k < src->npositional; k++)
 		if (!src->pos_unknown[k] && glob_any(globs, word_at(src, k), fl))
 			return true;
-	return false;
+	return src && !src->name_unknown && strcmp(src->name, "find") == 0 &&
+	       find_test_glob(src, globs, fl);
 }
 
 /* Could some value of an unknown word match one of globs? A word like
