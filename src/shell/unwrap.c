@@ -1554,8 +1554,12 @@ static int ruby_un(struct uw *u, bool *handled)
 	bool un = false;
 	size_t e = 0;
 	for (size_t k = 1; k < u->n && !e; k++) {
-		if (fis(&u->v[k], "-run") || (fis(&u->v[k], "-r") && k + 1 < u->n && fis(&u->v[k + 1], "un")))
+		if (fis(&u->v[k], "-run"))
 			un = true;
+		else if (fis(&u->v[k], "-r") && k + 1 < u->n && fis(&u->v[k + 1], "un")) {
+			un = true;
+			k++;
+		}
 		else if (fis(&u->v[k], "-e") && k + 1 < u->n)
 			e = k + 1;
 		else if (u->v[k].unres || u->v[k].text[0] != '-')
