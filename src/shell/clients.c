@@ -70,19 +70,22 @@ static const char *line_shell_command(enum client c, const char *ln)
 	}
 }
 
+struct client_line {
+	enum client c;
+	const char *via;
+};
+
+static int client_line(struct uw *u, char *ln, const void *arg)
+{
+	const struct client_line *cl = arg;
+	const char *cmd = line_shell_command(cl->c, ln);
+	return cmd ? sh_reparse(u->ctx, cmd, strlen(cmd), cl->via, u->depth + 1, u->idx, NULL) : 0;
+}
+
 static int client_text(struct uw *u, enum client c, const char *text, const char *via)
 {
-	_cleanup_free_ char *copy = strdup(text);
-	if (!copy)
-		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-	int rc = 0;
-	for (char *save = NULL, *ln = strtok_r(copy, "\n", &save); ln && rc == 0;
-	     ln = strtok_r(NULL, "\n", &save)) {
-		const char *cmd = line_shell_command(c, ln);
-		if (cmd)
-			rc = sh_reparse(u->ctx, cmd, strlen(cmd), via, u->depth + 1, u->idx, NULL);
-	}
-	return rc;
+	const struct client_line cl = {c, via};
+	return uw_each_line(u, text, client_line, &cl);
 }
 
 /* The static text an echo / printf earlier in the same pipeline writes

@@ -1963,33 +1963,45 @@ static int make_parse_time(struct uw *u, const char *ln, const char *via)
 	return rc;
 }
 
-/* Recipes of makefile text (--eval, or a makefile read from a here-document). */
-static int makefile_text(struct uw *u, const char *text, const char *via)
+int uw_each_line(struct uw *u, const char *text, int (*fn)(struct uw *u, char *line, const void *arg),
+		 const void *arg)
 {
 	_cleanup_free_ char *copy = strdup(text);
 	if (!copy)
 		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
 	int rc = 0;
 	for (char *save = NULL, *ln = strtok_r(copy, "\n", &save); ln && rc == 0;
-	     ln = strtok_r(NULL, "\n", &save)) {
-		const char *rec = NULL;
-		if (ln[0] != '\t')
-			rc = make_parse_time(u, ln, via);
-		if (rc != 0)
-			break;
-		if (ln[0] == '\t')
-			rec = ln + 1;
-		else if (strchr(ln, ':') && strchr(ln, ';') && strchr(ln, ';') > strchr(ln, ':'))
-			rec = strchr(ln, ';') + 1;
-		if (!rec)
-			continue;
-		rec += strspn(rec, " \t@-+");
-		_cleanup_free_ char *sh = make_vars_as_shell(rec);
-		if (!sh)
-			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-		rc = reparse(u, sh, via);
-	}
+	     ln = strtok_r(NULL, "\n", &save))
+		rc = fn(u, ln, arg);
 	return rc;
+}
+
+/* One line of makefile text: what runs while make reads it, and a recipe. */
+static int makefile_line(struct uw *u, char *ln, const void *via)
+{
+	const char *rec = NULL;
+	if (ln[0] != '\t') {
+		int rc = make_parse_time(u, ln, via);
+		if (rc != 0)
+			return rc;
+	}
+	if (ln[0] == '\t')
+		rec = ln + 1;
+	else if (strchr(ln, ':') && strchr(ln, ';') && strchr(ln, ';') > strchr(ln, ':'))
+		rec = strchr(ln, ';') + 1;
+	if (!rec)
+		return 0;
+	rec += strspn(rec, " \t@-+");
+	_cleanup_free_ char *sh = make_vars_as_shell(rec);
+	if (!sh)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	return reparse(u, sh, via);
+}
+
+/* Recipes of makefile text (--eval, or a makefile read from a here-document). */
+static int makefile_text(struct uw *u, const char *text, const char *via)
+{
+	return uw_each_line(u, text, makefile_line, via);
 }
 
 static int make_overrides(struct uw *u);
@@ -2202,7 +2214,7 @@ static int do_less(struct uw *u)
 
 /* One line of an ed/ex script: `!CMD`, `w !CMD`, `r !CMD`, `e !CMD` run
  * shell text (after an address). */
-static int ed_line(struct uw *u, const char *ln, const char *via)
+static int ed_line(struct uw *u, char *ln, const void *via)
 {
 	const char *p = ln + strspn(ln, " \t:0123456789,.;$+-");
 	if (starts_with(p, "silent")) { /* silent !CMD, silent! !CMD */
@@ -2224,14 +2236,7 @@ static int ed_line(struct uw *u, const char *ln, const char *via)
 
 static int ed_script(struct uw *u, const char *text, const char *via)
 {
-	_cleanup_free_ char *copy = strdup(text);
-	if (!copy)
-		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-	int rc = 0;
-	for (char *save = NULL, *ln = strtok_r(copy, "\n", &save); ln && rc == 0;
-	     ln = strtok_r(NULL, "\n", &save))
-		rc = ed_line(u, ln, via);
-	return rc;
+	return uw_each_line(u, text, ed_line, via);
 }
 
 /* ed/ex reading their script from stdin. */
