@@ -88,6 +88,23 @@ static int client_text(struct uw *u, enum client c, const char *text, const char
 	return uw_each_line(u, text, client_line, &cl);
 }
 
+bool sh_client_name(const char *name)
+{
+	return client_of(name) >= 0;
+}
+
+int sh_client_script(struct sh_ctx *ctx, const char *name, const char *text, unsigned depth,
+		     int cmd_idx)
+{
+	int c = client_of(name);
+	if (c < 0)
+		return 0;
+	struct uw u = {.ctx = ctx, .idx = cmd_idx, .name = name, .depth = depth};
+	char via[64];
+	snprintf(via, sizeof(via), "%s, a file written earlier", name);
+	return client_text(&u, (enum client)c, text, via);
+}
+
 /* The static text an echo / printf earlier in the same pipeline writes
  * into this command's stdin; NULL when there is none (or no memory). */
 static char *piped_echo(const struct uw *u)

@@ -43,12 +43,19 @@ static void test_client_shell_escapes(void **state)
 		{"mysql -e 'system rm -rf ~'", RM_HOME},
 		{"mysql -uroot -e 'select 1; system rm -rf ~'", RM_HOME},
 		{"mariadb --execute='\\! rm -rf ~'", RM_HOME},
+		/* a script the line wrote, read by -f or as stdin */
+		{"echo '\\! rm -rf ~' > x.sql && psql -f x.sql", RM_HOME},
+		{"echo '\\! rm -rf ~' > x.sql && psql --file=x.sql", RM_HOME},
+		{"printf '.shell rm -rf ~\\n' > x && sqlite3 db < x", RM_HOME},
+		{"echo 'system rm -rf ~' > s.sql; mysql < s.sql", RM_HOME},
 		/* ordinary */
 		{"sqlite3 app.db '.shell make test'", ALLOW},
 		{"sqlite3 app.db 'select 1' '.tables'", ALLOW},
 		{"sqlite3 -header -csv app.db 'select * from t'", ALLOW},
 		{"psql -h db -U app -c 'select 1'", ALLOW},
 		{"cat schema.sql | psql", ALLOW},
+		{"echo 'select 1;' > x.sql && psql -f x.sql", ALLOW},
+		{"pg_dump app > d.sql && psql -f d.sql", ALLOW},
 		{"mysql -uroot -e 'SELECT system_user()'", ALLOW},
 	};
 	policy *p = load_default();
