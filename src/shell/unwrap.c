@@ -2090,10 +2090,16 @@ static int make_assignment(struct uw *u, const struct sh_field *f, const char *s
 			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
 		return reparse(u, t, "make .SHELLFLAGS");
 	}
-	if (make_command_var(f->text, len) || strpbrk(val.text, ";&|`\n") ||
-	    strstr(val.text, "$("))
+	if (!(make_command_var(f->text, len) || strpbrk(val.text, ";&|`\n") ||
+	      strstr(val.text, "$(")))
+		return 0;
+	if (val.unres || !strstr(val.text, "$("))
 		return uw_shell_text(u, &val, "make variable");
-	return 0;
+	/* make's own syntax: $(shell CMD) runs CMD, $(NAME) is a variable */
+	_cleanup_free_ char *sh = make_vars_as_shell(val.text);
+	if (!sh)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	return reparse(u, sh, "make variable");
 }
 
 /* make VAR=VALUE operands: SHELL and .SHELLFLAGS run every recipe. */

@@ -73,6 +73,7 @@ static void test_make_code(void **state)
 		{"make -E '$(shell rm -rf ~)' all", RM_HOME},
 		{"make --eval='X := ${shell rm -rf ~}' all", RM_HOME},
 		{"make --eval='X != rm -rf ~' all", RM_HOME},
+		{"make 'X=$(shell rm -rf ~)' all", RM_HOME},
 		{"make SHELL=/bin/sh .SHELLFLAGS='-c rm -rf ~ #' all", POLICY_HOLD, "unresolved",
 		 "flags carry a command"},
 		{"make .SHELLFLAGS='-c \"rm -rf ~\" #' all", RM_HOME},
