@@ -1391,10 +1391,11 @@ static int code_arg(struct uw *u, const struct sh_field *f, const char *arg_text
 /* Generic interpreter option walk. code_opts: short options whose argument
  * is code; arg_opts: short options taking an argument (attached or next);
  * attached_only: options whose argument can only be attached. */
-/* An interpreter without inline code: its program is word i (a script,
- * "-" or /dev/stdin for stdin, a process substitution) or stdin. */
 static int framework_console(struct uw *u, size_t i, const char *prog);
 
+/* An interpreter without inline code: its program is word i (a script,
+ * "-" or /dev/stdin for stdin, a process substitution) or stdin; a
+ * framework's console script (manage.py, bin/rails) may take inline code. */
 static int interp_program(struct uw *u, size_t i, const char *lang)
 {
 	if (i >= u->n)
@@ -1559,8 +1560,7 @@ static int ruby_un(struct uw *u, bool *handled)
 		else if (fis(&u->v[k], "-r") && k + 1 < u->n && fis(&u->v[k + 1], "un")) {
 			un = true;
 			k++;
-		}
-		else if (fis(&u->v[k], "-e") && k + 1 < u->n)
+		} else if (fis(&u->v[k], "-e") && k + 1 < u->n)
 			e = k + 1;
 		else if (u->v[k].unres || u->v[k].text[0] != '-')
 			break;
@@ -1950,6 +1950,7 @@ static int make_parse_time(struct uw *u, const char *ln, const char *via)
 		if (!sh)
 			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
 		rc = reparse(u, sh, via);
+		p += k - 1; /* a $(shell …) inside was part of this one */
 	}
 	const char *bang = strstr(ln, "!=");
 	if (rc == 0 && bang && bang > ln && ln[0] != '\t' &&
@@ -2572,8 +2573,8 @@ static const struct handler handlers[] = {
 	{"tclsh", do_tclsh}, {"wish", do_tclsh}, {"jimsh", do_tclsh}, {"tclsh8.6", do_tclsh},
 	{"emacs", do_emacs}, {"Rscript", do_rscript}, {"R", do_rscript}, {"curl", do_curl},
 	{"wget", do_curl}, {"julia", do_julia}, {"sqlite3", uw_client}, {"sqlite", uw_client},
-{"manage.py", do_console}, {"django-admin", do_console}, {"rails", do_console},
-		{"psql", uw_client}, {"mysql", uw_client}, {"mariadb", uw_client},
+	{"psql", uw_client}, {"mysql", uw_client}, {"mariadb", uw_client},
+	{"manage.py", do_console}, {"django-admin", do_console}, {"rails", do_console},
 };
 
 static bool is_python(const char *n)
