@@ -643,8 +643,9 @@ static int backticks(struct scan *sc)
 		en = (size_t)(e - s);
 		bool interp = false;
 		for (size_t k = st; k < en; k++)
-			if ((s[k] == '$' && k + 1 < en && (ident(s[k + 1]) || s[k + 1] == '{' ||
-							    s[k + 1] == '(')) ||
+			if ((s[k] == '$' && k + 1 < en &&
+			     (ident(s[k + 1]) || s[k + 1] == '{' ||
+			      (s[k + 1] == '(' && lang_is(sc, "julia")))) || /* julia's $(expr) */
 			    (s[k] == '#' && k + 1 < en && s[k + 1] == '{'))
 				interp = true;
 		if (interp)
