@@ -29,7 +29,7 @@ static const struct client_spec {
 } clients[CLIENT_COUNT] = {
 	[CLIENT_SQLITE] = {{"sqlite3", "sqlite", NULL}, "-cmd", NULL, ""},
 	[CLIENT_PSQL] = {{"psql", NULL, NULL}, "-c", "--command", "cdfhLopPTUvF"},
-	[CLIENT_MYSQL] = {{"mysql", "mariadb", NULL}, "-e", "--execute", "eDhPuSp"},
+	[CLIENT_MYSQL] = {{"mysql", "mariadb", NULL}, "-e", "--execute", "eDhPuS"}, /* -pPASS: attached */
 };
 
 static int client_of(const char *name)
@@ -148,6 +148,32 @@ static int client_stdin(struct uw *u, enum client c)
 	return piped ? client_text(u, c, piped, via) : 0;
 }
 
+/* A cluster of short options at word k, read as getopt does: the first
+ * letter taking a value takes the rest of the word or the next word
+ * (psql -Xc TEXT, mysql -uapp -e …); the command option's text is judged. */
+static int client_cluster(struct uw *u, enum client c, size_t k, size_t *next, const char *via)
+{
+	const struct client_spec *cs = &clients[c];
+	const char *t = u->v[k].text;
+	for (size_t j = 1; t[j]; j++) {
+		if (!strchr(cs->valued, t[j]))
+			continue;
+		const struct sh_field *val = &u->v[k];
+		const char *text = t + j + 1;
+		if (!t[j + 1]) {
+			if (k + 1 >= u->n)
+				return 0;
+			val = &u->v[k + 1];
+			text = val->text;
+			*next = k + 2;
+		}
+		if (t[j] == cs->s[1] && !val->unres)
+			return client_text(u, c, text, via);
+		return 0;
+	}
+	return 0;
+}
+
 int uw_client(struct uw *u)
 {
 	int c = client_of(u->name);
@@ -166,9 +192,8 @@ int uw_client(struct uw *u)
 			if (!val.unres)
 				rc = client_text(u, (enum client)c, val.text, via);
 		} else if (!f->unres && f->text[0] == '-' && f->text[1]) {
-			/* -x VALUE: skip the value; -xVALUE, --long=VALUE: one word */
-			if (f->text[1] != '-' && !f->text[2] && strchr(cs->valued, f->text[1]))
-				next = k + 2;
+			if (c != CLIENT_SQLITE && f->text[1] != '-')
+				rc = client_cluster(u, (enum client)c, k, &next, via);
 		} else if (c == CLIENT_SQLITE && operands++ > 0 && !f->unres) {
 			rc = client_text(u, (enum client)c, f->text, "sqlite3"); /* after DB */
 		}

@@ -42,6 +42,8 @@ static void test_client_shell_escapes(void **state)
 		{"echo '\\! rm -rf ~' | psql", RM_HOME},
 		{"mysql -e 'system rm -rf ~'", RM_HOME},
 		{"mysql -uroot -e 'select 1; system rm -rf ~'", RM_HOME},
+		{"mysql -uapp -p -Be 'system rm -rf ~'", RM_HOME},
+		{"psql -Xc '\\! rm -rf ~'", RM_HOME},
 		{"mariadb --execute='\\! rm -rf ~'", RM_HOME},
 		/* a script the line wrote, read by -f or as stdin */
 		{"echo '\\! rm -rf ~' > x.sql && psql -f x.sql", RM_HOME},
