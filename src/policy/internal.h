@@ -92,6 +92,7 @@ typedef struct optpath {
 enum builtin_check {
 	BUILTIN_FORK_BOMB = 1u << 0,        /* line text: a function that runs itself in a pipe/background */
 	BUILTIN_NON_ASCII_COMMAND = 1u << 1, /* command name with non-ASCII (look-alike) characters */
+	BUILTIN_DIR_PATHSPEC = 1u << 2,     /* a pathspec operand naming a directory (or unknown) */
 };
 
 /* Where a rule's harm lands, for deciding whether a word that cannot be

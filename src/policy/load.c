@@ -439,8 +439,11 @@ static int parse_builtins(lctx *L, const ynode *n, rule_match *m)
 			m->builtins |= BUILTIN_FORK_BOMB;
 		else if (!strcmp(l.v[i], "non-ascii-command"))
 			m->builtins |= BUILTIN_NON_ASCII_COMMAND;
+		else if (!strcmp(l.v[i], "dir-pathspec"))
+			m->builtins |= BUILTIN_DIR_PATHSPEC;
 		else
-			r = bad(L, n, "match.builtin: unknown check '%s' (expected fork-bomb or non-ascii-command)",
+			r = bad(L, n,
+				"match.builtin: unknown check '%s' (expected fork-bomb, non-ascii-command or dir-pathspec)",
 				l.v[i]);
 	}
 	return r;

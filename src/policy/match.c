@@ -299,8 +299,47 @@ static void option_values(pcheck *pk, const cmdview *v, const char *keys)
 	}
 }
 
+/* What a find's tests say of the paths it hands to -exec: in the branch
+ * of the expression before the first -exec (after the last -o / ,), a
+ * `-name X` not negated is START/X, `-path X` is X itself. So `find .
+ * -name .git -prune -exec rm -rf {} +` feeds ./.git; `! -name .git` and
+ * `-name .git -prune -o … -exec` feed something else. */
+static bool find_test_glob(const cmdview *src, const strlist *globs, int fl)
+{
+	static const char *const execs[] = {"-exec", "-execdir", "-ok", "-okdir", NULL};
+	size_t from = src->start + 1, end = src->nwords;
+	for (size_t k = from; k < end; k++)
+		for (const char *const *e = execs; *e; e++)
+			if (strcmp(src->words[k], *e) == 0)
+				end = k;
+	for (size_t k = from; k < end; k++)
+		if (!strcmp(src->words[k], "-o") || !strcmp(src->words[k], "-or") ||
+		    !strcmp(src->words[k], ","))
+			from = k + 1;
+	for (size_t k = from; k + 1 < end; k++) {
+		const char *t = src->words[k], *x = src->words[k + 1];
+		bool neg = k > from && (!strcmp(src->words[k - 1], "!") || !strcmp(src->words[k - 1], "-not"));
+		if (neg || src->unknown[k + 1])
+			continue;
+		if (!strcmp(t, "-path") || !strcmp(t, "-wholename")) {
+			if (glob_any(globs, x, fl))
+				return true;
+		} else if (!strcmp(t, "-name")) {
+			for (size_t p = 0; p < src->npositional; p++) {
+				_cleanup_free_ char *path = NULL;
+				if (src->pos_unknown[p] || asprintf(&path, "%s/%s", word_at(src, p), x) < 0)
+					continue;
+				if (glob_any(globs, path, fl))
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
 /* Does some operand match one of globs: its own, or for operands fed by
- * xargs / find -exec, the start paths of the find that feeds them. */
+ * xargs / find -exec, the start paths of the find that feeds them (and
+ * what its -name / -path tests tell of them). */
 static bool operand_glob(const cmdview *v, size_t sub, const strlist *globs, int fl)
 {
 	for (size_t k = sub; k < v->npositional; k++)
@@ -310,7 +349,8 @@ static bool operand_glob(const cmdview *v, size_t sub, const strlist *globs, int
 	for (size_t k = 0; src && k < src->npositional; k++)
 		if (!src->pos_unknown[k] && glob_any(globs, word_at(src, k), fl))
 			return true;
-	return false;
+	return src && !src->name_unknown && strcmp(src->name, "find") == 0 &&
+	       find_test_glob(src, globs, fl);
 }
 
 /* The first character of an unknown word of git's, as far as the line
@@ -618,6 +658,48 @@ static bool line_redirects_local(const char *text)
 	return true;
 }
 
+/* Is a pathspec word a directory, as far as its text tells? A name with
+ * an extension (f1.py), a well-known extensionless file or a dot file is
+ * a file; anything else (src, src/, lib/core, a word that cannot be
+ * resolved) may be a directory: a restore of it discards every uncommitted
+ * edit under it. Lexical, like the rest of matching. */
+static bool dir_like(const char *w, bool unknown)
+{
+	static const char *const files[] = {"Makefile", "GNUmakefile", "makefile", "Dockerfile",
+					    "Containerfile", "Gemfile", "Rakefile", "Procfile",
+					    "Jenkinsfile", "Vagrantfile", "Pipfile", "Justfile",
+					    "justfile", "Brewfile", "LICENSE", "LICENCE", "COPYING",
+					    "README", "AUTHORS", "CHANGELOG", "CHANGES", "NEWS",
+					    "NOTICE", "VERSION", "CODEOWNERS", "configure", NULL};
+	static const char *const dot_dirs[] = {".github", ".gitlab", ".vscode", ".idea", ".circleci",
+					       ".husky", ".devcontainer", ".config", ".cargo", NULL};
+	if (unknown || !*w || w[strlen(w) - 1] == '/')
+		return true;
+	const char *base = strrchr(w, '/') ? strrchr(w, '/') + 1 : w;
+	for (const char *const *d = dot_dirs; *d; d++)
+		if (strcmp(base, *d) == 0)
+			return true;
+	if (strchr(base, '.'))
+		return strcmp(base, ".") == 0 || strcmp(base, "..") == 0;
+	for (const char *const *f = files; *f; f++)
+		if (strcmp(base, *f) == 0)
+			return false;
+	return true;
+}
+
+/* builtin dir-pathspec: the operands after `--`, or without one every
+ * operand after the subcommand (git restore/rm take no tree-ish operand). */
+static bool has_dir_pathspec(const cmdview *v)
+{
+	for (size_t k = v->dashdash ? 0 : 1; k < v->npositional; k++) {
+		if (v->dashdash && v->positional[k] <= v->dashdash_at)
+			continue;
+		if (dir_like(word_at(v, k), v->pos_unknown[k]))
+			return true;
+	}
+	return false;
+}
+
 int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 {
 	const cmdview *v = &mc->views[mc->self];
@@ -631,6 +713,8 @@ int rule_match_cmd(const rule *r, const match_ctx *mc, match_result *res)
 	if (m->builtins & BUILTIN_FORK_BOMB)
 		return 0; /* line-level, see decide.c */
 	if ((m->builtins & BUILTIN_NON_ASCII_COMMAND) && (!v->name_non_ascii || v->name_unknown))
+		return 0;
+	if ((m->builtins & BUILTIN_DIR_PATHSPEC) && !has_dir_pathspec(v))
 		return 0;
 	if (m->command.n && (v->name_unknown || !glob_any(&m->command, v->name, 0)))
 		return 0;

@@ -17,7 +17,10 @@
  *     JDK_JAVA_OPTIONS (-XX:OnError=CMD judged, a -javaagent unresolved),
  *     LD_PRELOAD / LD_AUDIT (a library in every program: unresolved);
  *   - TAR_OPTIONS: options of every tar (`tar VALUE`), where
- *     --to-command=TEXT and the like run TEXT.
+ *     --to-command=TEXT and the like run TEXT;
+ *   - GIT_TRACE*=PATH (GIT_TRACE, GIT_TRACE_PACKET, GIT_TRACE2_EVENT, …):
+ *     an absolute path is a file every git appends its trace to, judged
+ *     as `git >> PATH` (a number or "true" is a descriptor: nothing).
  * They count for any command, not only a shell or git: a build tool or a
  * script passes its environment on to the shells and gits it runs.
  */
@@ -31,6 +34,11 @@
 #include <string.h>
 
 #define GIT_CONFIG_MAX 16 /* settings followed per command; more are unresolved */
+
+static bool starts_with_str(const char *s, const char *p)
+{
+	return strncmp(s, p, strlen(p)) == 0;
+}
 
 static bool name_is(const struct sh_field *f, const char *name)
 {
@@ -55,6 +63,13 @@ static bool is_bash_func(const char *name, size_t len)
 	       (strncmp(name + len - 2, "%%", 2) == 0 || strncmp(name + len - 2, "()", 2) == 0);
 }
 
+/* GIT_TRACE, GIT_TRACE_<KIND>, GIT_TRACE2, GIT_TRACE2_<KIND>. */
+static bool is_git_trace(const char *name, size_t len)
+{
+	return len >= 9 && strncmp(name, "GIT_TRACE", 9) == 0 &&
+	       strspn(name + 9, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == len - 9;
+}
+
 bool sh_env_names_setup(const char *name, size_t len)
 {
 	static const char *const l[] = {"BASH_ENV", "ENV", "GIT_CONFIG_COUNT",
@@ -65,7 +80,7 @@ bool sh_env_names_setup(const char *name, size_t len)
 	for (const char *const *e = l; *e; e++)
 		if (strlen(*e) == len && strncmp(*e, name, len) == 0)
 			return true;
-	if (is_bash_func(name, len))
+	if (is_bash_func(name, len) || is_git_trace(name, len))
 		return true;
 	return git_config_index(name, len, "GIT_CONFIG_KEY_") >= 0 ||
 	       git_config_index(name, len, "GIT_CONFIG_VALUE_") >= 0;
@@ -257,6 +272,44 @@ static int tar_opts(struct sh_ctx *ctx, const char *v, unsigned depth, int cmd_i
 	return rc;
 }
 
+/* GIT_TRACE*=PATH: git appends to PATH (GIT_TRACE2* also writes files in a
+ * directory PATH, or connects to af_unix:PATH): a write like `>> PATH`.
+ * A path that is not static is left to the sandbox: the trace is no code
+ * and the workspace is the only place it could escape to. */
+static int git_trace(struct sh_ctx *ctx, const struct sh_field *f, unsigned depth, int cmd_idx)
+{
+	const char *eq = strchr(f->text, '=');
+	if (f->unres || f->lookalike)
+		return 0; /* a file the sandbox contains, unless it is in the workspace */
+	const char *v = eq + 1;
+	if (starts_with_str(v, "af_unix:"))
+		v += 8 + (starts_with_str(v + 8, "stream:") ? 7 : starts_with_str(v + 8, "dgram:") ? 6 : 0);
+	if (v[0] != '/' && v[0] != '~')
+		return 0; /* 1, 2, true, 0: a descriptor or off */
+	struct sbuf b = {0};
+	sbuf_puts(&b, "git >> ");
+	if (v[0] == '~') { /* the shell expanded it: keep it a home path */
+		size_t user = strcspn(v, "/");
+		if (strspn(v + 1, "abcdefghijklmnopqrstuvwxyz0123456789._-") < user - 1) {
+			sbuf_free(&b);
+			return 0; /* not a tilde prefix bash expands */
+		}
+		sbuf_puts(&b, "~");
+		for (size_t k = 1; k < user; k++)
+			sbuf_putc(&b, v[k]);
+		v += user;
+		if (*v == '/') {
+			sbuf_putc(&b, '/');
+			v++;
+		}
+	}
+	if (*v)
+		put_quoted(&b, v);
+	char via[48];
+	snprintf(via, sizeof(via), "%.*s=", (int)(eq - f->text), f->text);
+	return reparse_buf(ctx, &b, via, depth, cmd_idx);
+}
+
 /* Interpreter and program start-up variables (see the top of the file). */
 static int startup_options(struct sh_ctx *ctx, const struct sh_field *f, unsigned depth,
 			   int cmd_idx)
@@ -425,6 +478,8 @@ int sh_env_prefix(struct sh_ctx *ctx, const struct sh_field *env, size_t n, unsi
 			rc = startup_file(ctx, &env[k], depth, cmd_idx);
 		else if (is_bash_func(env[k].text, (size_t)(eq - env[k].text)))
 			rc = bash_func(ctx, &env[k], depth, cmd_idx);
+		else if (is_git_trace(env[k].text, (size_t)(eq - env[k].text)))
+			rc = git_trace(ctx, &env[k], depth, cmd_idx);
 		else if (strncmp(env[k].text, "GIT_CONFIG_", 11) != 0 && /* below */
 			 sh_env_names_setup(env[k].text, (size_t)(eq - env[k].text)))
 			rc = startup_options(ctx, &env[k], depth, cmd_idx);

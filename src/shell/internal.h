@@ -379,6 +379,12 @@ int sh_hexval(char c);
 char *sh_printf_text(char *const *argv, size_t argc);
 char *sh_echo_text(char *const *argv, size_t argc);
 
+/* clients.c: sqlite3, psql, mysql/mariadb; the shell commands of their
+ * command language in text (a script file the line wrote) run. */
+bool sh_client_name(const char *name);
+int sh_client_script(struct sh_ctx *ctx, const char *name, const char *text, unsigned depth,
+		     int cmd_idx);
+
 /* projfile.c: the project files command c reads code from (make:
  * Makefile, npm: package.json, pytest: conftest.py, …), NULL-terminated
  * (at most 4), with their kind of code in *lang; NULL: none. */

@@ -91,6 +91,11 @@ static const struct ipat r_pats[] = {
 	{"system", IK_SHELL}, {"shell", IK_SHELL}, {"system2", IK_SPAWN}, {"unlink", IK_RMRF},
 	{"file.remove", IK_RM}, {"file.rename", IK_MV}, {NULL, 0},
 };
+/* julia: rm(p; recursive=true), mv, chmod; run(`…`) through backticks() */
+static const struct ipat julia_pats[] = {
+	{"rm", IK_RMRF}, {"Base.rm", IK_RMRF}, {"mv", IK_MV}, {"chmod", IK_CHMOD},
+	{"chown", IK_CHMOD}, {"write", IK_WRITE}, {"kill", IK_KILL}, {NULL, 0},
+};
 static const struct ipat awk_pats[] = {
 	{"system", IK_SHELL}, {NULL, 0},
 };
@@ -169,6 +174,15 @@ static int literal(const struct scan *sc, size_t *i, struct sbuf *out)
 		if (r != 0)
 			return r;
 	}
+	/* julia's homedir(), ruby's Dir.home: the home directory, as the
+	 * shell spells it */
+	const char *home = lang_is(sc, "julia") ? "homedir()" : lang_is(sc, "ruby") ? "Dir.home" : NULL;
+	if (home && n - p >= strlen(home) && strncmp(s + p, home, strlen(home)) == 0 &&
+	    (p + strlen(home) >= n || !ident(s[p + strlen(home)]))) {
+		sbuf_putc(out, '~');
+		*i = p + strlen(home);
+		return 1;
+	}
 	if (lang_is(sc, "python")) {
 		size_t k = p;
 		while (k < n && k - p < 2 && strchr("rRbBuUfF", s[k])) {
@@ -233,6 +247,7 @@ static int literal(const struct scan *sc, size_t *i, struct sbuf *out)
 		      (ident(s[p + 1]) || s[p + 1] == '{')) ||
 		     (c == '@' && lang_is(sc, "perl") && p + 1 < n && ident(s[p + 1])) ||
 		     (c == '#' && lang_is(sc, "ruby") && p + 1 < n && s[p + 1] == '{') ||
+		     (c == '$' && lang_is(sc, "julia") && p + 1 < n && (ident(s[p + 1]) || s[p + 1] == '(')) ||
 		     (c == '$' && q == '`' && p + 1 < n && s[p + 1] == '{')))
 			interp = true;
 		sbuf_putc(out, c);
@@ -628,7 +643,9 @@ static int backticks(struct scan *sc)
 		en = (size_t)(e - s);
 		bool interp = false;
 		for (size_t k = st; k < en; k++)
-			if ((s[k] == '$' && k + 1 < en && (ident(s[k + 1]) || s[k + 1] == '{')) ||
+			if ((s[k] == '$' && k + 1 < en &&
+			     (ident(s[k + 1]) || s[k + 1] == '{' ||
+			      (s[k + 1] == '(' && lang_is(sc, "julia")))) || /* julia's $(expr) */
 			    (s[k] == '#' && k + 1 < en && s[k + 1] == '{'))
 				interp = true;
 		if (interp)
@@ -896,6 +913,7 @@ int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_
 				  : strcmp(lang, "php") == 0  ? php_pats
 				  : strcmp(lang, "lua") == 0  ? lua_pats
 				  : strcmp(lang, "r") == 0    ? r_pats
+				  : strcmp(lang, "julia") == 0 ? julia_pats
 							      : awk_pats;
 	int rc = 0;
 	size_t *done = NULL, ndone = 0, dcap = 0, matches = 0;
@@ -935,7 +953,8 @@ int sh_interp_scan(struct sh_ctx *ctx, const char *lang, const char *code, size_
 		}
 	}
 	free(done);
-	if (rc == 0 && (lang_is(&sc, "perl") || lang_is(&sc, "ruby") || lang_is(&sc, "php")))
+	if (rc == 0 && (lang_is(&sc, "perl") || lang_is(&sc, "ruby") || lang_is(&sc, "php") ||
+			lang_is(&sc, "julia")))
 		rc = backticks(&sc);
 	if (rc == 0 && lang_is(&sc, "awk"))
 		rc = awk_pipes(&sc);

@@ -121,7 +121,7 @@ static int do_busybox(struct uw *u)
 {
 	if (u->n < 2 || (!u->v[1].unres && u->v[1].text[0] == '-'))
 		return 0;
-	return uw_inner(u, 1, "busybox");
+	return uw_inner(u, 1, u->name); /* busybox / toybox APPLET ARGS */
 }
 
 static int do_time(struct uw *u)
@@ -224,7 +224,8 @@ static int do_optcmd(struct uw *u)
 	static const struct {
 		const char *cmd, *s, *l;
 	} t[] = {
-		{"rsync", "-e", "--rsh"},      {"zip", "-TT", "--unzip-command"},
+		{"rsync", "-e", "--rsh"},      {"rsync", NULL, "--rsync-path"},
+		{"zip", "-TT", "--unzip-command"},
 		{"man", "-P", "--pager"},      {"sort", NULL, "--compress-program"},
 		{"xterm", "-e", NULL},         {"uxterm", "-e", NULL},
 		{"konsole", "-e", NULL},       {"urxvt", "-e", NULL},
@@ -1066,7 +1067,8 @@ static const struct {
 	{"builtin", do_plain}, {"exec", do_exec}, {"nice", do_nice}, {"nohup", do_plain},
 	{"time", do_time}, {"timeout", do_timeout}, {"setsid", do_plain},
 	{"stdbuf", do_stdbuf}, {"ionice", do_ionice}, {"flock", do_flock},
-	{"chroot", do_chroot}, {"busybox", do_busybox}, {"strace", do_strace},
+	{"chroot", do_chroot}, {"busybox", do_busybox}, {"toybox", do_busybox},
+	{"strace", do_strace},
 	{"ltrace", do_strace}, {"taskset", do_taskset}, {"chrt", do_chrt},
 	{"unshare", do_unshare}, {"nsenter", do_nsenter}, {"prlimit", do_prlimit},
 	{"systemd-run", do_systemd_run}, {"unbuffer", do_plain}, 

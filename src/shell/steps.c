@@ -599,9 +599,39 @@ static int run_project(struct sh_ctx *ctx, size_t idx, const struct written *w, 
 	return 0;
 }
 
+/* A database client reading a script the line wrote: `psql -f F`
+ * (--file=F), or any of them (sqlite3, psql, mysql) with stdin `< F`. A
+ * file of unknown content is data here (a dump restored), not code. */
+static const struct written *client_script(const shell_cmd *c, const struct written *w, size_t n)
+{
+	if (c->argc == 0 || c->word_unresolved[0] || !sh_client_name(sh_basename(c->argv[0])))
+		return NULL;
+	const struct written *f = NULL;
+	for (size_t r = 0; r < c->nredirs; r++)
+		if (c->redirs[r].kind == SHELL_REDIR_READ && c->redirs[r].target)
+			f = find(w, n, c->redirs[r].target);
+	bool psql = strcmp(sh_basename(c->argv[0]), "psql") == 0;
+	for (size_t k = 1; psql && k < c->argc; k++) {
+		const char *a = c->argv[k], *file = NULL;
+		if (c->word_unresolved[k])
+			continue;
+		if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && k + 1 < c->argc &&
+		    !c->word_unresolved[k + 1])
+			file = c->argv[++k];
+		else if (!strncmp(a, "--file=", 7))
+			file = a + 7;
+		else if (!strncmp(a, "-f", 2) && a[2])
+			file = a + 2;
+		const struct written *script = file ? find(w, n, file) : NULL;
+		if (script)
+			f = script;
+	}
+	return f && f->text ? f : NULL;
+}
+
 /* Other ways command idx runs what the line wrote: a shell's standard
  * input, an eval of the file's text, xargs's argument file, a project
- * file of its tool. */
+ * file of its tool, a database client's script. */
 static int run_other(struct sh_ctx *ctx, size_t idx, const struct written *w, size_t n)
 {
 	const shell_cmd *c = &ctx->out->cmds[idx];
@@ -617,6 +647,9 @@ static int run_other(struct sh_ctx *ctx, size_t idx, const struct written *w, si
 	f = xargs_file(c, w, n, &from);
 	if (f)
 		return run_xargs(ctx, idx, f, from);
+	f = client_script(c, w, n);
+	if (f)
+		return sh_client_script(ctx, sh_basename(c->argv[0]), f->text, c->depth, (int)idx);
 	return run_project(ctx, idx, w, n);
 }
 

@@ -1391,13 +1391,19 @@ static int code_arg(struct uw *u, const struct sh_field *f, const char *arg_text
 /* Generic interpreter option walk. code_opts: short options whose argument
  * is code; arg_opts: short options taking an argument (attached or next);
  * attached_only: options whose argument can only be attached. */
+static int framework_console(struct uw *u, size_t i, const char *prog);
+
 /* An interpreter without inline code: its program is word i (a script,
- * "-" or /dev/stdin for stdin, a process substitution) or stdin. */
+ * "-" or /dev/stdin for stdin, a process substitution) or stdin; a
+ * framework's console script (manage.py, bin/rails) may take inline code. */
 static int interp_program(struct uw *u, size_t i, const char *lang)
 {
 	if (i >= u->n)
 		return stdin_code(u, lang);
 	const struct sh_field *f = &u->v[i];
+	if (!f->unres && (strcmp(sh_basename(f->text), "manage.py") == 0 ||
+			  strcmp(sh_basename(f->text), "rails") == 0))
+		return framework_console(u, i + 1, sh_basename(f->text));
 	if (f->procsub) {
 		char buf[160];
 		snprintf(buf, sizeof(buf), "%s runs a process substitution: %s", u->name,
@@ -1488,6 +1494,48 @@ static int do_interp(struct uw *u, const char *lang, const char *code_opts, cons
 	return interp_program(u, i, lang);
 }
 
+/* Framework consoles running inline code: Django's `manage.py shell -c
+ * CODE` / `--command CODE` (also django-admin), Rails' `rails runner CODE`
+ * / `rails r CODE` (a *.rb operand is a script file). Word i is the
+ * subcommand of prog. */
+static int framework_console(struct uw *u, size_t i, const char *prog)
+{
+	bool rails = strcmp(prog, "rails") == 0;
+	if (i >= u->n || !(rails ? fis(&u->v[i], "runner") || fis(&u->v[i], "r")
+				 : fis(&u->v[i], "shell")))
+		return 0;
+	char via[48]; /* code_arg puts the command's name first */
+	if (strcmp(u->name, prog) == 0)
+		snprintf(via, sizeof(via), "%s", u->v[i].text);
+	else
+		snprintf(via, sizeof(via), "%s %s", prog, u->v[i].text);
+	for (size_t k = i + 1; k < u->n; k++) {
+		const struct sh_field *f = &u->v[k];
+		struct sh_field val;
+		size_t next = k + 1;
+		if (!rails && uw_opt_value(u, k, "-c", "--command", &val, &next))
+			return code_arg(u, &val, val.text, "python", via);
+		if (!rails)
+			continue;
+		if (uw_opt_value(u, k, "-e", "--environment", &val, &next)) {
+			k = next - 1;
+			continue;
+		}
+		if (!f->unres && f->text[0] == '-')
+			continue;
+		size_t l = strlen(f->text);
+		if (!f->unres && l > 3 && strcmp(f->text + l - 3, ".rb") == 0)
+			return 0; /* a script file */
+		return code_arg(u, f, f->text, "ruby", via);
+	}
+	return 0;
+}
+
+static int do_console(struct uw *u)
+{
+	return framework_console(u, 1, u->name);
+}
+
 static int do_python(struct uw *u)
 {
 	return do_interp(u, "python", "c", "WXQ", NULL, NULL, NULL, "m");
@@ -1498,8 +1546,51 @@ static int do_perl(struct uw *u)
 	return do_interp(u, "perl", "eE", "", "0lixCdDIMmV", NULL, NULL, NULL);
 }
 
+/* ruby -run -e CMD [--] ARGS: un.rb's CMD (rm, cp, mv, …) is that command
+ * with those arguments, options included (`ruby -run -e rm -- -rf ~`). */
+static int ruby_un(struct uw *u, bool *handled)
+{
+	static const char *const cmds[] = {"rm", "rmdir", "cp", "mv", "install", "ln", "mkdir",
+					   "chmod", "touch", NULL};
+	bool un = false;
+	size_t e = 0;
+	for (size_t k = 1; k < u->n && !e; k++) {
+		if (fis(&u->v[k], "-run"))
+			un = true;
+		else if (fis(&u->v[k], "-r") && k + 1 < u->n && fis(&u->v[k + 1], "un")) {
+			un = true;
+			k++;
+		} else if (fis(&u->v[k], "-e") && k + 1 < u->n)
+			e = k + 1;
+		else if (u->v[k].unres || u->v[k].text[0] != '-')
+			break;
+	}
+	*handled = un && e;
+	if (!*handled)
+		return 0;
+	if (u->v[e].unres) {
+		uw_mark(u, "ruby -run: the command is not static");
+		return 0;
+	}
+	if (!in_list(u->v[e].text, cmds))
+		return 0; /* httpd, help, mkmf: no command of ours */
+	size_t rest = e + 1 + (e + 1 < u->n && fis(&u->v[e + 1], "--"));
+	_cleanup_free_ struct sh_field *argv = calloc(u->n - rest + 1, sizeof(*argv));
+	if (!argv)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	argv[0] = u->v[e];
+	for (size_t k = rest; k < u->n; k++)
+		argv[1 + k - rest] = u->v[k];
+	return sh_unwrap(u->ctx, argv, u->n - rest + 1, NULL, 0, "ruby -run", u->depth, u->in,
+			 u->ns);
+}
+
 static int do_ruby(struct uw *u)
 {
+	bool un;
+	int rc = ruby_un(u, &un);
+	if (un)
+		return rc;
 	return do_interp(u, "ruby", "e", "rICEF", "xTWK0l", NULL, NULL, NULL);
 }
 
@@ -1836,29 +1927,82 @@ static char *make_vars_as_shell(const char *rec)
 	return b.s;
 }
 
-/* Recipes of makefile text (--eval, or a makefile read from a here-document). */
-static int makefile_text(struct uw *u, const char *text, const char *via)
+/* $(shell CMD) / ${shell CMD} outside recipes run while make reads the
+ * text, and so does `NAME != CMD`: each CMD is shell text (after make's
+ * own expansion, see make_vars_as_shell). */
+static int make_parse_time(struct uw *u, const char *ln, const char *via)
+{
+	int rc = 0;
+	for (const char *p = ln; rc == 0 && (p = strchr(p, '$')) != NULL; p++) {
+		if ((p[1] != '(' && p[1] != '{') || !starts_with(p + 2, "shell") ||
+		    !p[7] || !strchr(" \t", p[7]))
+			continue;
+		char open = p[1], close = open == '(' ? ')' : '}';
+		size_t depth = 1, k = 7;
+		for (; p[k] && depth; k++)
+			depth += p[k] == open ? 1 : p[k] == close ? -1 : 0;
+		if (depth) {
+			uw_markf(u, "%s: unterminated $(shell …)", via);
+			return 0;
+		}
+		_cleanup_free_ char *cmd = strndup(p + 8, k - 9);
+		_cleanup_free_ char *sh = cmd ? make_vars_as_shell(cmd) : NULL;
+		if (!sh)
+			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+		rc = reparse(u, sh, via);
+		p += k - 1; /* a $(shell …) inside was part of this one */
+	}
+	const char *bang = strstr(ln, "!=");
+	if (rc == 0 && bang && bang > ln && ln[0] != '\t' &&
+	    strspn(ln, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-+ \t") ==
+		    (size_t)(bang - ln)) {
+		_cleanup_free_ char *sh = make_vars_as_shell(bang + 2);
+		if (!sh)
+			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+		rc = reparse(u, sh, via);
+	}
+	return rc;
+}
+
+int uw_each_line(struct uw *u, const char *text, int (*fn)(struct uw *u, char *line, const void *arg),
+		 const void *arg)
 {
 	_cleanup_free_ char *copy = strdup(text);
 	if (!copy)
 		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
 	int rc = 0;
 	for (char *save = NULL, *ln = strtok_r(copy, "\n", &save); ln && rc == 0;
-	     ln = strtok_r(NULL, "\n", &save)) {
-		const char *rec = NULL;
-		if (ln[0] == '\t')
-			rec = ln + 1;
-		else if (strchr(ln, ':') && strchr(ln, ';') && strchr(ln, ';') > strchr(ln, ':'))
-			rec = strchr(ln, ';') + 1;
-		if (!rec)
-			continue;
-		rec += strspn(rec, " \t@-+");
-		_cleanup_free_ char *sh = make_vars_as_shell(rec);
-		if (!sh)
-			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-		rc = reparse(u, sh, via);
-	}
+	     ln = strtok_r(NULL, "\n", &save))
+		rc = fn(u, ln, arg);
 	return rc;
+}
+
+/* One line of makefile text: what runs while make reads it, and a recipe. */
+static int makefile_line(struct uw *u, char *ln, const void *via)
+{
+	const char *rec = NULL;
+	if (ln[0] != '\t') {
+		int rc = make_parse_time(u, ln, via);
+		if (rc != 0)
+			return rc;
+	}
+	if (ln[0] == '\t')
+		rec = ln + 1;
+	else if (strchr(ln, ':') && strchr(ln, ';') && strchr(ln, ';') > strchr(ln, ':'))
+		rec = strchr(ln, ';') + 1;
+	if (!rec)
+		return 0;
+	rec += strspn(rec, " \t@-+");
+	_cleanup_free_ char *sh = make_vars_as_shell(rec);
+	if (!sh)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	return reparse(u, sh, via);
+}
+
+/* Recipes of makefile text (--eval, or a makefile read from a here-document). */
+static int makefile_text(struct uw *u, const char *text, const char *via)
+{
+	return uw_each_line(u, text, makefile_line, via);
 }
 
 static int make_overrides(struct uw *u);
@@ -1910,6 +2054,22 @@ static bool make_command_var(const char *name, size_t len)
 			   strncmp(name + len - 3, "CMD", 3) == 0);
 }
 
+/* Does .SHELLFLAGS hold an operand (a word not an option, nor the value
+ * of -o / +o / -O)? Then `SHELL FLAGS RECIPE` runs that word as its
+ * command text: `.SHELLFLAGS='-c rm -rf ~ #'`. */
+static bool shellflags_operand(const char *flags)
+{
+	bool value = false;
+	for (const char *w = flags + strspn(flags, " \t"); *w; w += strspn(w, " \t")) {
+		size_t l = strcspn(w, " \t");
+		if (!value && w[0] != '-' && w[0] != '+')
+			return true;
+		value = !value && l == 2 && strchr("-+", w[0]) && strchr("oO", w[1]);
+		w += l;
+	}
+	return false;
+}
+
 static int make_assignment(struct uw *u, const struct sh_field *f, const char *shell)
 {
 	const char *eq = strchr(f->text, '=');
@@ -1923,15 +2083,24 @@ static int make_assignment(struct uw *u, const struct sh_field *f, const char *s
 			uw_mark(u, "make .SHELLFLAGS: flags are not static");
 			return 0;
 		}
+		if (shellflags_operand(val.text))
+			uw_mark(u, "make .SHELLFLAGS: the flags carry a command of their own "
+				   "(make splits them; the recipe is no longer what runs)");
 		_cleanup_free_ char *t = NULL;
 		if (asprintf(&t, "%s %s :", shell, val.text) < 0)
 			return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
 		return reparse(u, t, "make .SHELLFLAGS");
 	}
-	if (make_command_var(f->text, len) || strpbrk(val.text, ";&|`\n") ||
-	    strstr(val.text, "$("))
+	if (!(make_command_var(f->text, len) || strpbrk(val.text, ";&|`\n") ||
+	      strstr(val.text, "$(")))
+		return 0;
+	if (val.unres || !strstr(val.text, "$("))
 		return uw_shell_text(u, &val, "make variable");
-	return 0;
+	/* make's own syntax: $(shell CMD) runs CMD, $(NAME) is a variable */
+	_cleanup_free_ char *sh = make_vars_as_shell(val.text);
+	if (!sh)
+		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
+	return reparse(u, sh, "make variable");
 }
 
 /* make VAR=VALUE operands: SHELL and .SHELLFLAGS run every recipe. */
@@ -2052,7 +2221,7 @@ static int do_less(struct uw *u)
 
 /* One line of an ed/ex script: `!CMD`, `w !CMD`, `r !CMD`, `e !CMD` run
  * shell text (after an address). */
-static int ed_line(struct uw *u, const char *ln, const char *via)
+static int ed_line(struct uw *u, char *ln, const void *via)
 {
 	const char *p = ln + strspn(ln, " \t:0123456789,.;$+-");
 	if (starts_with(p, "silent")) { /* silent !CMD, silent! !CMD */
@@ -2074,14 +2243,7 @@ static int ed_line(struct uw *u, const char *ln, const char *via)
 
 static int ed_script(struct uw *u, const char *text, const char *via)
 {
-	_cleanup_free_ char *copy = strdup(text);
-	if (!copy)
-		return txbox_fail(u->ctx->err, -ENOMEM, "shell: out of memory");
-	int rc = 0;
-	for (char *save = NULL, *ln = strtok_r(copy, "\n", &save); ln && rc == 0;
-	     ln = strtok_r(NULL, "\n", &save))
-		rc = ed_line(u, ln, via);
-	return rc;
+	return uw_each_line(u, text, ed_line, via);
 }
 
 /* ed/ex reading their script from stdin. */
@@ -2375,6 +2537,15 @@ static int do_deno(struct uw *u)
 	return do_interp(u, "node", "ep", "r", NULL, NULL, NULL, NULL);
 }
 
+/* julia -e / -E / --eval / --print CODE */
+static int do_julia(struct uw *u)
+{
+	static const char *const lc[] = {"eval", "print", NULL};
+	static const char *const la[] = {"procs", "threads", "sysimage", "load", "cpu-target",
+					 "machine-file", "depwarn", "color", "history-file", NULL};
+	return do_interp(u, "julia", "eE", "ptJLC", "Og", lc, la, NULL);
+}
+
 struct handler {
 	const char *name;
 	int (*fn)(struct uw *u);
@@ -2401,7 +2572,9 @@ static const struct handler handlers[] = {
 	{"cmake", do_cmake}, {"less", do_less}, {"ed", do_ed}, {"red", do_ed},
 	{"tclsh", do_tclsh}, {"wish", do_tclsh}, {"jimsh", do_tclsh}, {"tclsh8.6", do_tclsh},
 	{"emacs", do_emacs}, {"Rscript", do_rscript}, {"R", do_rscript}, {"curl", do_curl},
-	{"wget", do_curl},
+	{"wget", do_curl}, {"julia", do_julia}, {"sqlite3", uw_client}, {"sqlite", uw_client},
+	{"psql", uw_client}, {"mysql", uw_client}, {"mariadb", uw_client},
+	{"manage.py", do_console}, {"django-admin", do_console}, {"rails", do_console},
 };
 
 static bool is_python(const char *n)

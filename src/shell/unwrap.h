@@ -68,10 +68,20 @@ int uw_joined_text(struct uw *u, size_t from, size_t end, const char *via);
 bool uw_opt_value(const struct uw *u, size_t k, const char *s, const char *l,
 		  struct sh_field *out, size_t *next);
 
+/* fn(u, line, arg) for each non-empty line of text (a copy), until one
+ * returns non-zero. */
+int uw_each_line(struct uw *u, const char *text, int (*fn)(struct uw *u, char *line, const void *arg),
+		 const void *arg);
+
 /* Commands emitted while *dir is in effect run there: compose it with the
  * directory already in effect; uw_chdir_pop restores the previous one. */
 int uw_chdir_push(struct sh_ctx *ctx, const struct sh_field *dir, char **saved, bool *saved_unres);
 void uw_chdir_pop(struct sh_ctx *ctx, char *saved, bool saved_unres);
+
+/* ---- clients.c --------------------------------------------------------- */
+
+/* sqlite3, psql, mysql/mariadb: their command language's shell escapes. */
+int uw_client(struct uw *u);
 
 /* ---- runners.c --------------------------------------------------------- */
 
