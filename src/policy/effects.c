@@ -138,6 +138,8 @@ unsigned policy_effects_needs(const policy *p)
 			need |= EFFECT_NEED_GIT | EFFECT_NEED_CHANGES;
 		if (e->git_config.n)
 			need |= EFFECT_NEED_CONFIG | EFFECT_NEED_CHANGES;
+		if (e->found)
+			need |= EFFECT_NEED_FOUND | EFFECT_NEED_CHANGES;
 	}
 	return need;
 }
@@ -159,7 +161,23 @@ static bool change_selected(const effect_rule *e, const effect_facts *f, const e
 static const char *const git_effect_names[] = {
 	"refs deleted or moved", "reflog deleted or rewritten", "pack files deleted", "loose objects deleted",
 	".git/shallow changed", "git objects or pack files rewritten (objects never change)",
-	"stash entries lost", "a git remote redirected"};
+	"stash entries lost", "a git remote redirected", "uncommitted changes discarded in",
+	"a tracked path hidden by .git/info/exclude"};
+static const char *const found_names[] = {"dependency code changed without an install", "npm lifecycle script",
+					  "test run starts a program"};
+
+/* *detail: "WHAT: WHERE" for the first bit of hit (names[bit], where[bit]). */
+static int bit_detail(unsigned hit, const char *const *names, const char *const *where, size_t nbits, char **detail)
+{
+	size_t bit = (size_t)__builtin_ctz(hit);
+	const char *at = bit < nbits ? where[bit] : NULL;
+	free(*detail);
+	if (at ? asprintf(detail, "%s: %s", names[bit], at) < 0 : !(*detail = strdup(names[bit]))) {
+		*detail = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 /* Selected by git_config globs: some glob matches and no "!glob" does
  * (the same as paths; "*" with exclusions is an allow-list of keys). A
@@ -251,14 +269,15 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 		unsigned hit = e->git & f->git;
 		if (!hit)
 			goto no;
-		size_t bit = (size_t)__builtin_ctz(hit);
-		const char *where = bit < EFFECT_GIT_KINDS ? f->git_path[bit] : NULL;
-		free(*detail);
-		if (where ? asprintf(detail, "%s: %s", git_effect_names[bit], where) < 0
-			  : !(*detail = strdup(git_effect_names[bit]))) {
-			*detail = NULL;
+		if (bit_detail(hit, git_effect_names, f->git_path, EFFECT_GIT_KINDS, detail) < 0)
 			return -ENOMEM;
-		}
+	}
+	if (e->found) {
+		unsigned hit = e->found & f->found;
+		if (!hit)
+			goto no;
+		if (bit_detail(hit, found_names, f->found_path, EFFECT_FOUND_KINDS, detail) < 0)
+			return -ENOMEM;
 	}
 	if (e->git_config.n) {
 		/* a config that cannot be read has no values to show: it is for

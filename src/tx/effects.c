@@ -1188,6 +1188,275 @@ static int config_change(gitscan *g, const effect_change *c, keyset *k)
 	return strvec_take(&k->keys, keys, nk);
 }
 
+/* ---- uncommitted work discarded -------------------------------------------
+ * A tracked file whose content before the transaction was not the blob the
+ * index records had edits git never saw: deleting it (`git rm -f`, `find
+ * -delete`), or rewriting it to a version git has (`git checkout -- f`,
+ * `git restore --source=HEAD`), loses them for good. Rewriting it to other
+ * new content is work (the agent's tools, formatters). Only the files the
+ * transaction deleted or rewrote are looked up in the index (read once per
+ * work tree) and hashed (bounded), and a file whose size and mtime are the
+ * index's is taken as clean without reading it, as git does. */
+
+#define WORK_INDEX_MAX (256u * 1024 * 1024)
+#define WORK_HASH_MAX (256u * 1024 * 1024) /* a larger file is not judged */
+
+typedef struct worktree {
+	gitscan *g;
+	const char *root; /* the work tree: "" or "DIR/" */
+	size_t rootlen;
+	const effect_change **cand; /* deleted or rewritten beneath root, by path */
+	size_t n, at;
+	gitobj_store *before; /* the object store as it was (workspace only) */
+	int ws_io_fd;
+	gitobj_io ws_io;
+	bool stash_saved; /* the transaction made a stash entry in this repository */
+	size_t lost;
+	char *first;
+	/* added regular files by size (for moves), built on first need */
+	struct added { off_t size; const char *path; } *added;
+	size_t nadded;
+	bool added_done;
+	int err;
+} worktree;
+
+/* Blob id of path beneath fd: 0, or -errno (not a regular file, too large). */
+static int blob_at(int fd, const char *path, gitobj_oid *o, struct stat *st)
+{
+	_cleanup_close_ int f = fs_open_beneath(fd, path, O_RDONLY | O_NONBLOCK, 0);
+	if (f < 0)
+		return f;
+	if (st && fstat(f, st) < 0)
+		return -errno;
+	return gitobj_blob_id(f, WORK_HASH_MAX, o);
+}
+
+static int added_cmp(const void *a, const void *b)
+{
+	off_t x = ((const struct added *)a)->size, y = ((const struct added *)b)->size;
+	return (x > y) - (x < y);
+}
+
+/* Did the transaction add a regular file holding old (of size size): the
+ * file moved (`git mv`, `mv`), its edits with it? */
+static bool moved(worktree *w, const gitobj_oid *old, off_t size)
+{
+	const scan *s = w->g->s;
+	if (!w->added_done) {
+		w->added_done = true;
+		w->added = calloc(s->n + 1, sizeof *w->added);
+		for (size_t i = 0; w->added && i < s->n; i++) {
+			struct stat st;
+			if (s->v[i].kind != TXBOX_CHANGE_ADDED || s->v[i].dir ||
+			    stat_beneath(s->upper_fd, s->v[i].path, &st) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			w->added[w->nadded++] = (struct added){st.st_size, s->v[i].path};
+		}
+		if (w->added)
+			qsort(w->added, w->nadded, sizeof *w->added, added_cmp);
+	}
+	struct added key = {size, NULL};
+	struct added *hit = w->nadded ? bsearch(&key, w->added, w->nadded, sizeof key, added_cmp) : NULL;
+	while (hit && hit > w->added && hit[-1].size == size)
+		hit--;
+	for (; hit && hit < w->added + w->nadded && hit->size == size; hit++) {
+		gitobj_oid now;
+		if (blob_at(s->upper_fd, hit->path, &now, NULL) == 0 && !memcmp(now.b, old->b, 20))
+			return true;
+	}
+	return false;
+}
+
+/* Is the old content (blob old) saved by the transaction: a stash entry
+ * made now, whose objects hold it (`git stash`)? */
+static bool saved(worktree *w, const gitobj_oid *old)
+{
+	if (!w->stash_saved)
+		return false;
+	_cleanup_free_ char *dir = NULL;
+	if (asprintf(&dir, "%s.git/", w->root) < 0)
+		return false;
+	gitobj_store *after = odb_for(w->g, dir, strlen(dir), 40);
+	return after && gitobj_exists(after, old) == 1;
+}
+
+/* Candidate c (tracked as entry e) lost edits? */
+static bool discarded(worktree *w, const effect_change *c, const gitobj_index_entry *e)
+{
+	const scan *s = w->g->s;
+	struct stat old;
+	gitobj_oid was, now;
+	_cleanup_close_ int f = fs_open_beneath(s->ws_fd, c->path, O_RDONLY | O_NONBLOCK, 0);
+	if (f < 0 || fstat(f, &old) < 0 || !S_ISREG(old.st_mode))
+		return false;
+	if ((uint32_t)old.st_size == e->size && (uint32_t)old.st_mtim.tv_sec == e->mtime_s &&
+	    (uint32_t)old.st_mtim.tv_nsec == e->mtime_ns)
+		return false; /* git's stat data: unchanged since git recorded it */
+	if (gitobj_blob_id(f, WORK_HASH_MAX, &was) < 0 || !memcmp(was.b, e->oid.b, 20))
+		return false; /* too large to judge, or clean */
+	struct stat st;
+	int r = c->kind == TXBOX_CHANGE_DELETED ? -ENOENT : blob_at(s->upper_fd, c->path, &now, &st);
+	if (r == 0) { /* rewritten: lost only when reverted to a version git has */
+		if (memcmp(now.b, e->oid.b, 20) != 0 && (!w->before || gitobj_exists(w->before, &now) != 1))
+			return false;
+	} else if (r == -EFBIG)
+		return false;
+	else if (moved(w, &was, old.st_size)) /* deleted, or no longer a regular file */
+		return false;
+	return !saved(w, &was);
+}
+
+static int work_entry(void *arg, const gitobj_index_entry *e)
+{
+	worktree *w = arg;
+	if (e->stage != 0 || (e->mode & 0170000) != 0100000)
+		return 0; /* a conflict, a symlink, a submodule: not a file's edits */
+	while (w->at < w->n) {
+		const effect_change *c = w->cand[w->at];
+		int cmp = strcmp(c->path + w->rootlen, e->path);
+		if (cmp > 0)
+			return 0;
+		w->at++;
+		if (cmp < 0)
+			continue;
+		if (!discarded(w, c, e))
+			return 0;
+		if (!w->lost++ && !(w->first = strdup(c->path)))
+			return -ENOMEM;
+		return 0;
+	}
+	return 1; /* every candidate seen */
+}
+
+/* A deleted or rewritten file outside a git dir, whose content may have
+ * been a tracked file's. */
+static bool work_candidate(const effect_change *c)
+{
+	if ((c->dir && !c->destroyed) || c->kind == TXBOX_CHANGE_ADDED || c->kind == TXBOX_CHANGE_METADATA)
+		return false;
+	return strncmp(c->path, ".git/", 5) && !strstr(c->path, "/.git/") && strcmp(c->path, ".git");
+}
+
+/* The length of the work tree prefix of path ("DIR/" holding a `.git`
+ * directory; 0 for the workspace's own), or -1: in none. */
+static ssize_t work_root(const scan *s, const char *path)
+{
+	for (const char *slash = strrchr(path, '/');; slash = slash > path ? memrchr(path, '/', (size_t)(slash - path)) : NULL) {
+		size_t len = slash ? (size_t)(slash - path) + 1 : 0;
+		_cleanup_free_ char *git = NULL;
+		struct stat st;
+		if (asprintf(&git, "%.*s.git", (int)len, path) < 0)
+			return -1;
+		if (stat_beneath(s->ws_fd, git, &st) == 0 && S_ISDIR(st.st_mode))
+			return (ssize_t)len;
+		if (!slash)
+			return -1;
+	}
+}
+
+/* A SHA-256 repository (extensions.objectformat): not judged (its ids are
+ * not SHA-1 blob ids). */
+static bool sha256_repo(const scan *s, const char *root)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	gitconfig_entry *e = NULL;
+	size_t len, n = 0;
+	bool sha256 = false;
+	if (asprintf(&path, "%s.git/config", root) < 0 || read_small(s->ws_fd, path, GITCONFIG_MAX_BYTES, &text, &len) < 0 ||
+	    gitconfig_parse(text, len, &e, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		sha256 |= !strcmp(e[i].key, "extensions.objectformat") && e[i].value && !strcasecmp(e[i].value, "sha256");
+	gitconfig_free(e, n);
+	return sha256;
+}
+
+/* The candidates w->cand beneath work tree w->root, against its index as
+ * it was before the transaction (none, or one git cannot read: nothing is
+ * known tracked). */
+static int work_tree_check(worktree *w)
+{
+	gitscan *g = w->g;
+	_cleanup_free_ char *index = NULL, *dir = NULL, *stash = NULL, *stash_log = NULL;
+	_cleanup_free_ unsigned char *buf = NULL;
+	size_t len;
+	if (asprintf(&dir, "%s.git/", w->root) < 0 || asprintf(&index, "%sindex", dir) < 0 ||
+	    asprintf(&stash, "%srefs/stash", dir) < 0 || asprintf(&stash_log, "%slogs/refs/stash", dir) < 0)
+		return -ENOMEM;
+	if (sha256_repo(g->s, w->root) || read_small(g->s->ws_fd, index, WORK_INDEX_MAX, (char **)&buf, &len) < 0)
+		return 0;
+	const effect_change *c = find_change(g->s, g->sorted, stash_log);
+	w->stash_saved = c && c->kind != TXBOX_CHANGE_DELETED && ref_after(g, stash);
+	w->ws_io_fd = g->s->ws_fd;
+	w->ws_io = gitobj_io_plain(&w->ws_io_fd);
+	if (gitobj_open(&w->ws_io, dir, 40, &w->before) < 0)
+		w->before = NULL; /* no object known: only a revert to the index's blob counts */
+	int r = gitobj_index_each(buf, len, 20, work_entry, w);
+	w->before = gitobj_free(w->before);
+	return r == -ENOMEM ? r : 0;
+}
+
+/* Tracked files whose uncommitted edits the transaction discarded: the
+ * first, and how many (EFFECT_GIT_WORK_DISCARDED). */
+static int work_discarded(gitscan *g)
+{
+	const scan *s = g->s;
+	_cleanup_free_ const effect_change **cand = calloc(s->n + 1, sizeof *cand);
+	_cleanup_free_ ssize_t *rootlen = calloc(s->n + 1, sizeof *rootlen);
+	_cleanup_free_ char *memo = NULL, *first = NULL;
+	size_t n = 0, lost = 0;
+	ssize_t memo_root = -1;
+	if (!cand || !rootlen)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++) { /* by path, so each work tree's candidates are in index order */
+		const effect_change *c = g->sorted[i];
+		if (!work_candidate(c))
+			continue;
+		const char *slash = strrchr(c->path, '/');
+		size_t dirlen = slash ? (size_t)(slash - c->path) : 0;
+		if (!memo || strlen(memo) != dirlen || strncmp(memo, c->path, dirlen)) {
+			free(memo);
+			if (!(memo = strndup(c->path, dirlen)))
+				return -ENOMEM;
+			memo_root = work_root(s, c->path);
+		}
+		if (memo_root < 0)
+			continue;
+		rootlen[n] = memo_root;
+		cand[n++] = c;
+	}
+	for (size_t i = 0; i < n; i++) { /* each work tree once: its candidates, in order */
+		if (rootlen[i] < 0)
+			continue;
+		ssize_t rl = rootlen[i];
+		_cleanup_free_ char *root = strndup(cand[i]->path, (size_t)rl);
+		_cleanup_free_ const effect_change **mine = calloc(n - i + 1, sizeof *mine);
+		if (!root || !mine)
+			return -ENOMEM;
+		worktree w = {.g = g, .root = root, .rootlen = (size_t)rl, .cand = mine};
+		for (size_t j = i; j < n; j++)
+			if (rootlen[j] == rl && !strncmp(cand[j]->path, root, (size_t)rl)) {
+				mine[w.n++] = cand[j];
+				rootlen[j] = -1;
+			}
+		int r = work_tree_check(&w);
+		free(w.added);
+		if (w.lost && !first)
+			first = steal_ptr(w.first);
+		free(w.first);
+		lost += w.lost;
+		if (r < 0)
+			return r;
+	}
+	if (!lost)
+		return 0;
+	_cleanup_free_ char *what = NULL;
+	if (asprintf(&what, "%s (%zu file%s)", first ? first : "?", lost, lost == 1 ? "" : "s") < 0)
+		return -ENOMEM;
+	git_hit(g, EFFECT_GIT_WORK_DISCARDED, what);
+	return 0;
+}
+
 /* ---- the check ------------------------------------------------------------- */
 
 /* Files in the workspace's git index before the transaction (its header:
@@ -1242,6 +1511,8 @@ static int gather(scan *s, unsigned need, effect_facts *f, keyset *k, char **whe
 		if (r == 0 && (need & (EFFECT_NEED_CONFIG | EFFECT_NEED_GIT)))
 			r = config_change(&g, &s->v[i], k);
 	}
+	if (r == 0 && (need & EFFECT_NEED_GIT))
+		r = work_discarded(&g);
 	gitscan_done(&g);
 	if (r < 0)
 		return txbox_fail(s->err, r, "out of memory");
