@@ -178,3 +178,16 @@ int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entr
  * malloc'd; 0 or -ENOMEM. */
 int gitconfig_gained(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
 		     const char *const *keys, size_t nkeys, enum gitconfig_role role, char ***vals, size_t *nvals);
+
+/* ---- package.json (a bounded JSON reader) ---- */
+
+/* The string members of the top-level "scripts" object of a package.json
+ * text (as JSON.parse: the last of duplicate keys wins; escapes decoded;
+ * a leading byte-order mark skipped), as entries (key: the script name).
+ * -EINVAL: not JSON with an object at the top; -E2BIG: nested deeper than
+ * 128 or over 10,000 scripts; -ENOMEM. */
+int pkgjson_scripts(const char *buf, size_t len, gitconfig_entry **out, size_t *n);
+/* Did a script npm runs by itself (install, prepare, dependencies, a
+ * pre/post hook of a lifecycle event or of another script) gain or change
+ * its command from scripts a to b? 1 with *name (in b), or 0. */
+int pkgjson_hook_changed(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb, const char **name);

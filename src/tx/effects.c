@@ -1457,6 +1457,285 @@ static int work_discarded(gitscan *g)
 	return 0;
 }
 
+/* ---- what a changed file runs next (match.found) ------------------------- */
+
+#define FOUND_TEXT_MAX (4u * 1024 * 1024)
+
+typedef struct foundscan {
+	gitscan *g;
+	unsigned bits;
+	char *where[EFFECT_FOUND_KINDS]; /* owned by the caller */
+	/* the targets of node_modules/.bin symlinks of the last root read */
+	char *bin_root;
+	char **bin_targets;
+	size_t nbin;
+} foundscan;
+
+static void found_hit(foundscan *f, unsigned bit, const char *path)
+{
+	f->bits |= bit;
+	size_t i = (size_t)__builtin_ctz(bit);
+	if (!f->where[i])
+		f->where[i] = strdup(path); /* out of memory: the reason names no path */
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* The scripts of package.json path as it was (after: as it is now). */
+static int scripts_of(const scan *s, const char *path, bool after, gitconfig_entry **e, size_t *n)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	*e = NULL;
+	*n = 0;
+	int r = read_small(after ? s->upper_fd : s->ws_fd, path, FOUND_TEXT_MAX, &text, &len);
+	if (r < 0)
+		return r;
+	return pkgjson_scripts(text, len, e, n);
+}
+
+/* rt9 N33: a package.json whose lifecycle hooks gained or changed a
+ * command. One npm cannot parse runs nothing; an old one that cannot be
+ * read is compared as none. */
+static int lifecycle_change(foundscan *f, const effect_change *c)
+{
+	gitconfig_entry *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+	const char *name;
+	if (c->kind != TXBOX_CHANGE_MODIFIED && c->kind != TXBOX_CHANGE_ADDED)
+		return 0;
+	int r = scripts_of(f->g->s, c->path, true, &b, &nb);
+	if (r == 0 && c->kind == TXBOX_CHANGE_MODIFIED && scripts_of(f->g->s, c->path, false, &a, &na) == -ENOMEM)
+		r = -ENOMEM;
+	if (r == 0 && pkgjson_hook_changed(a, na, b, nb, &name) > 0) {
+		_cleanup_free_ char *what = NULL;
+		if (asprintf(&what, "%s (scripts.%s)", c->path, name) < 0)
+			r = -ENOMEM;
+		else
+			found_hit(f, EFFECT_FOUND_LIFECYCLE_SCRIPT, what);
+	}
+	gitconfig_free(a, na);
+	gitconfig_free(b, nb);
+	return r == -ENOMEM ? r : 0;
+}
+
+/* Did the transaction change an installer's record beneath root (one of
+ * names, with root prefixed; a name ending in '/' is a directory prefix,
+ * "*" in it any one component)? */
+static bool installer_ran(const scan *s, const char *root, size_t rootlen, const char *const *names)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const char *p = s->v[i].path;
+		if (strncmp(p, root, rootlen))
+			continue;
+		for (size_t k = 0; names[k]; k++)
+			if (effect_glob_match(names[k], p + rootlen))
+				return true;
+	}
+	return false;
+}
+
+static const char *const node_installers[] = {"node_modules/.package-lock.json", "node_modules/.modules.yaml",
+					      "node_modules/.yarn-state.yml", "node_modules/.yarn-integrity", NULL};
+static const char *const venv_installers[] = {"pyvenv.cfg", "lib/*/site-packages/*.dist-info/**",
+					      "lib/*/site-packages/*.egg-info/**", NULL};
+
+/* The files node_modules/.bin (of root, with its '/') links to, read once
+ * per root: what `npx jest` or a package script runs. */
+static void bin_targets(foundscan *f, const char *root, size_t rootlen)
+{
+	if (f->bin_root && strlen(f->bin_root) == rootlen && !strncmp(f->bin_root, root, rootlen))
+		return;
+	strv_free(f->bin_targets, f->nbin);
+	f->bin_targets = NULL;
+	f->nbin = 0;
+	free(f->bin_root);
+	if (!(f->bin_root = strndup(root, rootlen)))
+		return;
+	_cleanup_free_ char *bin = NULL;
+	if (asprintf(&bin, "%snode_modules/.bin", f->bin_root) < 0)
+		return;
+	int dfd = fs_open_beneath(f->g->s->ws_fd, bin, O_RDONLY | O_DIRECTORY, 0);
+	_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	size_t budget = 10000;
+	for (struct dirent *de; (de = readdir(d)) && budget--;) {
+		char link[1024];
+		ssize_t n = de->d_type == DT_LNK ? readlinkat(dirfd(d), de->d_name, link, sizeof link - 1) : -1;
+		if (n <= 0 || strncmp(link, "../", 3) || strstr(link + 3, "../"))
+			continue; /* only a package's own file beside .bin */
+		link[n] = '\0';
+		char **v = realloc(f->bin_targets, (f->nbin + 1) * sizeof *v);
+		if (!v)
+			return;
+		f->bin_targets = v;
+		if (asprintf(&v[f->nbin], "%snode_modules/%s", f->bin_root, link + 3) >= 0)
+			f->nbin++;
+	}
+}
+
+/* rt9 N31: an existing file of an installed dependency tree that runs as a
+ * command (node_modules/.bin and what its links name; a virtualenv's bin/)
+ * or at every interpreter start (site-packages *.pth, sitecustomize,
+ * usercustomize) changed with no installer record of that tree changed.
+ * Files added are an install's (npm, pip); changed by hand they are code
+ * planted where no review looks (the trees are ignored by git). */
+static void dependency_change(foundscan *f, const effect_change *c)
+{
+	const scan *s = f->g->s;
+	if (c->dir || (c->kind != TXBOX_CHANGE_MODIFIED && c->kind != TXBOX_CHANGE_TYPE_CHANGED))
+		return;
+	const char *nm = strstr(c->path, "node_modules/");
+	while (nm && nm != c->path && nm[-1] != '/')
+		nm = strstr(nm + 1, "node_modules/");
+	if (nm) {
+		size_t rootlen = (size_t)(nm - c->path);
+		bool runs = !strncmp(nm, "node_modules/.bin/", 18) && !strchr(nm + 18, '/');
+		if (!runs) {
+			bin_targets(f, c->path, rootlen);
+			for (size_t i = 0; i < f->nbin && !runs; i++)
+				runs = !strcmp(f->bin_targets[i], c->path);
+		}
+		if (runs && !installer_ran(s, c->path, rootlen, node_installers))
+			found_hit(f, EFFECT_FOUND_DEPENDENCY_CODE, c->path);
+		return;
+	}
+	/* ROOT/bin/NAME or ROOT/lib/PY/site-packages/NAME of a virtualenv (ROOT/pyvenv.cfg) */
+	for (const char *p = c->path; p; p = strchr(p, '/'), p = p ? p + 1 : NULL) {
+		const char *rest = NULL;
+		if (!strncmp(p, "bin/", 4) && !strchr(p + 4, '/'))
+			rest = p;
+		else if (!strncmp(p, "lib/", 4) && (effect_glob_match("lib/*/site-packages/*.pth", p) ||
+						     effect_glob_match("lib/*/site-packages/sitecustomize.py", p) ||
+						     effect_glob_match("lib/*/site-packages/usercustomize.py", p)))
+			rest = p;
+		if (!rest)
+			continue;
+		size_t rootlen = (size_t)(rest - c->path);
+		_cleanup_free_ char *cfg = NULL;
+		if (asprintf(&cfg, "%.*spyvenv.cfg", (int)rootlen, c->path) < 0 || !exists_beneath(s->ws_fd, cfg))
+			continue;
+		if (!installer_ran(s, c->path, rootlen, venv_installers))
+			found_hit(f, EFFECT_FOUND_DEPENDENCY_CODE, c->path);
+		return;
+	}
+}
+
+/* Calls that run a program or code built at run time. */
+static const char *const autorun_calls[] = {"os.system(", "os.popen(", "subprocess.", "os.exec", "os.spawn",
+					    "os.posix_spawn", "pty.spawn(", "exec(", "eval(", "__import__(",
+					    "importlib.import_module(", "ctypes.", "Popen(", NULL};
+/* pytest calls these on every run, before any test is selected. */
+static const char *const pytest_start_hooks[] = {"pytest_configure", "pytest_sessionstart", "pytest_load_initial_conftests",
+						 "pytest_cmdline_", "pytest_plugin_registered", "pytest_collect",
+						 "pytest_addoption", "pytest_report_header", "pytest_unconfigure",
+						 "pytest_sessionfinish", NULL};
+
+static size_t count_calls(const char *line)
+{
+	size_t n = 0;
+	for (size_t i = 0; autorun_calls[i]; i++)
+		for (const char *p = strstr(line, autorun_calls[i]); p; p = strstr(p + 1, autorun_calls[i]))
+			n += p == line || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+	return n;
+}
+
+/* The calls of autorun_calls in the code of a conftest.py that runs when
+ * pytest starts: at import (outside any function body; a class body runs
+ * too) or in a start hook's body. A scan by indentation, not a parser: a
+ * bar against planted commands, never a proof of their absence. */
+static size_t conftest_autorun(char *text)
+{
+	size_t n = 0;
+	long def_indent = -1; /* the indentation of the function whose body we are in, or -1 */
+	bool hook = false;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		size_t indent = strspn(line, " \t");
+		const char *code = line + indent;
+		if (!*code || *code == '#')
+			continue;
+		if (def_indent >= 0 && (long)indent <= def_indent)
+			def_indent = -1;
+		if (def_indent < 0 && (!strncmp(code, "def ", 4) || !strncmp(code, "async def ", 10))) {
+			const char *name = code + (code[0] == 'a' ? 10 : 4);
+			name += strspn(name, " \t");
+			def_indent = (long)indent;
+			hook = false;
+			for (size_t i = 0; pytest_start_hooks[i] && !hook; i++)
+				hook = !strncmp(name, pytest_start_hooks[i], strlen(pytest_start_hooks[i]));
+			continue;
+		}
+		if (def_indent < 0 || hook)
+			n += count_calls(code);
+	}
+	return n;
+}
+
+/* Plugins a pytest config loads by name: `-p NAME` on an addopts line. */
+static size_t pytest_plugins(char *text)
+{
+	size_t n = 0;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (!strstr(line, "addopts"))
+			continue;
+		for (const char *p = strstr(line, "-p"); p; p = strstr(p + 1, "-p"))
+			n += (p == line || strchr(" \t'\"=[,", p[-1])) && (strchr(" \t=", p[2]) || isalpha((unsigned char)p[2]));
+	}
+	return n;
+}
+
+/* rt9 N32: code pytest runs by itself at start. conftest.py is test code,
+ * as ordinary as any test (a fixture may well start a server): held only
+ * when what runs at import or in a start hook gained a program-running or
+ * dynamic-code call; a pytest config only when its addopts gained `-p`. */
+static int test_autorun_change(foundscan *f, const effect_change *c, bool conftest)
+{
+	if (c->dir || (c->kind != TXBOX_CHANGE_MODIFIED && c->kind != TXBOX_CHANGE_ADDED))
+		return 0;
+	_cleanup_free_ char *old = NULL, *now = NULL;
+	size_t len;
+	if (read_small(f->g->s->upper_fd, c->path, FOUND_TEXT_MAX, &now, &len) < 0)
+		return 0;
+	if (c->kind == TXBOX_CHANGE_MODIFIED && read_small(f->g->s->ws_fd, c->path, FOUND_TEXT_MAX, &old, &len) < 0)
+		old = NULL;
+	size_t before = old ? (conftest ? conftest_autorun(old) : pytest_plugins(old)) : 0;
+	size_t after = conftest ? conftest_autorun(now) : pytest_plugins(now);
+	if (after > before)
+		found_hit(f, EFFECT_FOUND_TEST_AUTORUN, c->path);
+	return 0;
+}
+
+static int found_change(foundscan *f, const effect_change *c)
+{
+	if (c->dir)
+		return 0;
+	const char *base = base_name(c->path);
+	bool deps = strstr(c->path, "node_modules/") != NULL;
+	if (!strcmp(base, "package.json") && !deps)
+		return lifecycle_change(f, c);
+	if (!strcmp(base, "conftest.py") && !deps)
+		return test_autorun_change(f, c, true);
+	if (!deps && (!strcmp(base, "pytest.ini") || !strcmp(base, ".pytest.ini") || !strcmp(base, "setup.cfg") ||
+		      !strcmp(base, "tox.ini") || !strcmp(base, "pyproject.toml")))
+		return test_autorun_change(f, c, false);
+	dependency_change(f, c);
+	return 0;
+}
+
 /* ---- the check ------------------------------------------------------------- */
 
 /* Files in the workspace's git index before the transaction (its header:
@@ -1490,7 +1769,22 @@ static int git_alias(gitscan *g, size_t i)
 	return 0;
 }
 
-static int gather(scan *s, unsigned need, effect_facts *f, keyset *k, char **where)
+/* The facts of match.found, each changed file judged once. */
+static int gather_found(gitscan *g, effect_facts *facts, char **where)
+{
+	foundscan f = {.g = g};
+	int r = 0;
+	for (size_t i = 0; i < g->s->n && r == 0; i++)
+		r = found_change(&f, &g->s->v[i]);
+	free(f.bin_root);
+	strv_free(f.bin_targets, f.nbin);
+	facts->found = f.bits;
+	for (size_t i = 0; i < EFFECT_FOUND_KINDS; i++)
+		facts->found_path[i] = where[i] = f.where[i];
+	return r;
+}
+
+static int gather(scan *s, unsigned need, effect_facts *f, keyset *k, char **where, char **fwhere)
 {
 	_cleanup_free_ const effect_change **sorted = calloc(s->n + 1, sizeof *sorted);
 	if (!sorted)
@@ -1513,6 +1807,8 @@ static int gather(scan *s, unsigned need, effect_facts *f, keyset *k, char **whe
 	}
 	if (r == 0 && (need & EFFECT_NEED_GIT))
 		r = work_discarded(&g);
+	if (r == 0 && (need & EFFECT_NEED_FOUND))
+		r = gather_found(&g, f, fwhere);
 	gitscan_done(&g);
 	if (r < 0)
 		return txbox_fail(s->err, r, "out of memory");
@@ -1537,11 +1833,11 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 		return 0; /* nothing to judge, nothing read */
 	scan s = {.ws_fd = ws_fd, .upper_fd = upper_fd, .err = err};
 	keyset k = {0};
-	char *where[EFFECT_GIT_KINDS] = {0};
+	char *where[EFFECT_GIT_KINDS] = {0}, *fwhere[EFFECT_FOUND_KINDS] = {0};
 	effect_facts f = {.policy_rel = policy_rel};
 	int r = scan_plan(&s, p);
 	if (r == 0)
-		r = gather(&s, need, &f, &k, where);
+		r = gather(&s, need, &f, &k, where, fwhere);
 	if (r == 0) {
 		f.changes = s.v;
 		f.nchanges = s.n;
@@ -1558,6 +1854,8 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 	keyset_free(&k);
 	for (size_t i = 0; i < EFFECT_GIT_KINDS; i++)
 		free(where[i]);
+	for (size_t i = 0; i < EFFECT_FOUND_KINDS; i++)
+		free(fwhere[i]);
 	scan_free(&s);
 	if (r < 0)
 		return txbox_error_prefix(err, "checking the transaction's effects");

@@ -794,3 +794,40 @@ def tag_moved(ctx):
     _committed(ctx, ws, "%s pack-refs --all && %s commit -q --allow-empty -m after-pack" % (GIT, GIT), pol)
     # a tag with a reflog (git writes the move, dated now) keeps its old value there
     _committed(ctx, ws, "%s update-ref --create-reflog refs/tags/v1 main" % GIT, pol)
+
+
+def _edited_repo(ctx):
+    """_repo with uncommitted edits to src/f1.c and src/f2.c (not staged)."""
+    ws = _repo(ctx)
+    for i in (1, 2):
+        with open(os.path.join(ws, "src", "f%d.c" % i), "w") as f:
+            f.write("int f%d = %d; /* uncommitted edit */\n" % (i, i))
+    return ws
+
+
+@test("effects/uncommitted-work-discarded-held")
+def work_discarded(ctx):
+    """rt9 N10-N12: a tracked file with edits git never recorded (its
+    content is not the index's blob) deleted, or reverted to a version git
+    has, loses them: held whatever the spelling (git rm -f, checkout --,
+    restore --source=HEAD, find -newer -delete, rm, add then checkout
+    HEAD). Editing it again, formatting it, moving it, committing or
+    stashing the edits, and discarding a clean file still commit."""
+    pol = _effects_policy(ctx)
+    ws = _edited_repo(ctx)
+    for line, n in (("%s rm -qf src/f1.c" % GIT, 1), ("%s checkout -- src" % GIT, 2),
+                    ("%s checkout -q HEAD -- src" % GIT, 2),
+                    ("%s restore --source=HEAD --staged --worktree src" % GIT, 2),
+                    ("find src -name '*.c' -newer .git/index -delete", 2), ("rm src/f2.c", 1),
+                    ("%s add src/f1.c && %s checkout HEAD -- src/f1.c" % (GIT, GIT), 1),
+                    ("mkdir -p old && mv src/f1.c old/ && rm -r old", 1), ("rm -r src", 2)):
+        r = _held(ctx, ws, line, pol, "work-discarded")
+        check("(%d file%s)" % (n, "" if n == 1 else "s") in _reason(r) and "src/f" in _reason(r),
+              "%s: the reason does not name %d file(s): %r" % (line, n, _reason(r)))
+    # the edits change again, move, or are recorded; a clean file is discarded
+    _committed(ctx, ws, "%s checkout -- src/f0.c && %s rm -q src/f0.c" % (GIT, GIT), pol)
+    _committed(ctx, ws, "echo '/* more */' >> src/f1.c && sed -i 's/int/long/' src/*.c", pol)
+    _committed(ctx, ws, "%s mv src/f1.c src/g1.c && mv src/f2.c src/g2.c" % GIT, pol)
+    _committed(ctx, ws, "%s add -A && %s stash -q && %s checkout -q topic" % ((GIT,) * 3), pol)
+    _committed(ctx, ws, "%s checkout -q main && %s stash apply -q && %s commit -qam work" % ((GIT,) * 3), pol)
+    check(b"long f1" in sh("%s show HEAD:src/g1.c" % GIT, cwd=ws).stdout, "the edits were not committed")
