@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1003,6 +1004,8 @@ static int loose_ref_change(gitscan *g, const effect_change *c, int kind, size_t
 	return 0;
 }
 
+static int exclude_change(gitscan *g, const effect_change *c, size_t dirlen);
+
 /* The history effects of one changed file. */
 static int git_change(gitscan *g, const effect_change *c)
 {
@@ -1013,6 +1016,8 @@ static int git_change(gitscan *g, const effect_change *c)
 		return 0;
 	if (!strcmp(rest, "shallow"))
 		git_hit(g, EFFECT_GIT_SHALLOW_CHANGED, c->path);
+	if (!strcmp(rest, "info/exclude"))
+		return exclude_change(g, c, dirlen);
 	bool stash = !strcmp(rest, "refs/stash") || !strcmp(rest, "logs/refs/stash");
 	/* nothing was there to lose, but a loose ref added may shadow a packed one */
 	if (kind == TXBOX_CHANGE_ADDED && (stash || !prefix_of(rest, "refs/")))
@@ -1457,6 +1462,132 @@ static int work_discarded(gitscan *g)
 	return 0;
 }
 
+/* ---- .git/info/exclude hiding tracked paths (rt9 N36) ----------------------
+ * exclude is the repository's own ignore file, never committed or
+ * reviewed: a pattern added there that covers a tracked path (`src/`,
+ * `*.py`) makes git status and `git add -A` skip every new file created
+ * there, so work (or what was planted) goes unseen. A pattern for build
+ * outputs covers nothing tracked and passes. Matching follows gitignore:
+ * a pattern without '/' (but a trailing one) matches any component, one
+ * with '/' the path from the work tree's root, a trailing '/' only
+ * directories; '!' lines un-ignore and are no additions. */
+
+#define EXCLUDE_MAX (1024u * 1024)
+#define EXCLUDE_PATTERNS_MAX 64
+
+typedef struct pattern {
+	char *glob;
+	bool anchored, dir_only;
+} pattern;
+
+typedef struct hidden {
+	pattern v[EXCLUDE_PATTERNS_MAX];
+	size_t n;
+	char *what; /* "PATTERN covers PATH" of the first */
+} hidden;
+
+/* The patterns of text (its newlines made NULs), at most max, as pointers
+ * into it: comments, blank and '!' lines left out. */
+static size_t exclude_lines(char *text, char **v, size_t max)
+{
+	size_t n = 0;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		size_t len = strlen(line);
+		while (len && (line[len - 1] == ' ' || line[len - 1] == '\r') && !(len > 1 && line[len - 2] == '\\'))
+			line[--len] = '\0';
+		if (!len || line[0] == '#' || line[0] == '!')
+			continue;
+		if (n < max)
+			v[n] = line;
+		n++;
+	}
+	return n;
+}
+
+static bool pattern_covers(const pattern *p, const char *path)
+{
+	for (const char *comp = path;;) {
+		const char *slash = strchr(comp, '/');
+		bool dir = slash != NULL;
+		_cleanup_free_ char *prefix = strndup(path, slash ? (size_t)(slash - path) : strlen(path));
+		_cleanup_free_ char *name = strndup(comp, slash ? (size_t)(slash - comp) : strlen(comp));
+		if (!prefix || !name)
+			return true; /* out of memory: the stricter answer */
+		bool m = p->anchored ? fnmatch(p->glob, prefix, strstr(p->glob, "**") ? 0 : FNM_PATHNAME) == 0
+				     : fnmatch(p->glob, name, 0) == 0;
+		if (m && (dir || !p->dir_only))
+			return true;
+		if (!slash)
+			return false;
+		comp = slash + 1;
+	}
+}
+
+static int hidden_entry(void *arg, const gitobj_index_entry *e)
+{
+	hidden *h = arg;
+	for (size_t i = 0; i < h->n; i++)
+		if (pattern_covers(&h->v[i], e->path)) {
+			if (asprintf(&h->what, "%s covers the tracked %s", h->v[i].glob, e->path) < 0)
+				return -ENOMEM;
+			return 1;
+		}
+	return 0;
+}
+
+/* info/exclude of the git dir path[0..dirlen) (a `.git/` of a work tree)
+ * changed: does a pattern it gained cover a path the index tracks? */
+static int exclude_change(gitscan *g, const effect_change *c, size_t dirlen)
+{
+	if (c->kind != TXBOX_CHANGE_ADDED && c->kind != TXBOX_CHANGE_MODIFIED)
+		return 0;
+	if (dirlen < 5 || strncmp(c->path + dirlen - 5, ".git/", 5))
+		return 0; /* a bare repository has no work tree to hide */
+	_cleanup_free_ char *old = NULL, *now = NULL, *index = NULL;
+	_cleanup_free_ unsigned char *buf = NULL;
+	size_t len;
+	if (read_small(g->s->upper_fd, c->path, EXCLUDE_MAX, &now, &len) < 0) {
+		git_hit(g, EFFECT_GIT_TRACKED_HIDDEN, c->path); /* git reads what we cannot: unknown */
+		return 0;
+	}
+	if (c->kind == TXBOX_CHANGE_MODIFIED && read_small(g->s->ws_fd, c->path, EXCLUDE_MAX, &old, &len) < 0)
+		old = NULL;
+	char *was[EXCLUDE_PATTERNS_MAX * 16], *add[EXCLUDE_PATTERNS_MAX + 1];
+	size_t nwas = old ? exclude_lines(old, was, sizeof was / sizeof *was) : 0;
+	size_t nadd = exclude_lines(now, add, sizeof add / sizeof *add);
+	hidden h = {0};
+	for (size_t i = 0; i < nadd && i < EXCLUDE_PATTERNS_MAX + 1; i++) {
+		bool known = false;
+		for (size_t k = 0; k < nwas && k < sizeof was / sizeof *was && !known; k++)
+			known = !strcmp(was[k], add[i]);
+		if (known)
+			continue;
+		if (h.n == EXCLUDE_PATTERNS_MAX) { /* more than can be checked: unknown */
+			git_hit(g, EFFECT_GIT_TRACKED_HIDDEN, c->path);
+			return 0;
+		}
+		char *glob = add[i] + (add[i][0] == '\\');
+		size_t gl = strlen(glob);
+		pattern *p = &h.v[h.n++];
+		p->dir_only = gl > 1 && glob[gl - 1] == '/';
+		if (p->dir_only)
+			glob[--gl] = '\0';
+		p->anchored = strchr(glob, '/') != NULL;
+		p->glob = glob + (glob[0] == '/');
+	}
+	if (!h.n || asprintf(&index, "%.*sindex", (int)dirlen, c->path) < 0 ||
+	    read_small(g->s->ws_fd, index, WORK_INDEX_MAX, (char **)&buf, &len) < 0)
+		return 0;
+	int r = gitobj_index_each(buf, len, 20, hidden_entry, &h);
+	if (h.what)
+		git_hit(g, EFFECT_GIT_TRACKED_HIDDEN, h.what);
+	free(h.what);
+	return r == -ENOMEM ? r : 0;
+}
+
 /* ---- what a changed file runs next (match.found) ------------------------- */
 
 #define FOUND_TEXT_MAX (4u * 1024 * 1024)
@@ -1591,7 +1722,7 @@ static void bin_targets(foundscan *f, const char *root, size_t rootlen)
 static void dependency_change(foundscan *f, const effect_change *c)
 {
 	const scan *s = f->g->s;
-	if (c->dir || (c->kind != TXBOX_CHANGE_MODIFIED && c->kind != TXBOX_CHANGE_TYPE_CHANGED))
+	if (c->dir || c->kind == TXBOX_CHANGE_DELETED || c->kind == TXBOX_CHANGE_METADATA)
 		return;
 	const char *nm = strstr(c->path, "node_modules/");
 	while (nm && nm != c->path && nm[-1] != '/')
@@ -1604,7 +1735,8 @@ static void dependency_change(foundscan *f, const effect_change *c)
 			for (size_t i = 0; i < f->nbin && !runs; i++)
 				runs = !strcmp(f->bin_targets[i], c->path);
 		}
-		if (runs && !installer_ran(s, c->path, rootlen, node_installers))
+		/* a new entry may be any package manager's (bun, yarn berry): only changes */
+		if (runs && c->kind != TXBOX_CHANGE_ADDED && !installer_ran(s, c->path, rootlen, node_installers))
 			found_hit(f, EFFECT_FOUND_DEPENDENCY_CODE, c->path);
 		return;
 	}
