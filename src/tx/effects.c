@@ -1359,6 +1359,25 @@ static ssize_t work_root(const scan *s, const char *path)
 	}
 }
 
+/* Leave out of w->cand the files rewritten to content the repository did
+ * not have (an edit, a formatter: the common case), so that a transaction
+ * that only edits never reads the index: what is left may have been
+ * discarded (deleted, reverted). True: some are left. */
+static bool work_rewrites_kept(worktree *w)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		const effect_change *c = w->cand[i];
+		gitobj_oid now;
+		int r = w->before && c->kind != TXBOX_CHANGE_DELETED ? blob_at(w->g->s->upper_fd, c->path, &now, NULL) : -1;
+		if (r == -EFBIG || (r == 0 && gitobj_exists(w->before, &now) != 1))
+			continue;
+		w->cand[keep++] = c;
+	}
+	w->n = keep;
+	return keep > 0;
+}
+
 /* A SHA-256 repository (extensions.objectformat): not judged (its ids are
  * not SHA-1 blob ids). */
 static bool sha256_repo(const scan *s, const char *root)
@@ -1388,15 +1407,18 @@ static int work_tree_check(worktree *w)
 	if (asprintf(&dir, "%s.git/", w->root) < 0 || asprintf(&index, "%sindex", dir) < 0 ||
 	    asprintf(&stash, "%srefs/stash", dir) < 0 || asprintf(&stash_log, "%slogs/refs/stash", dir) < 0)
 		return -ENOMEM;
-	if (sha256_repo(g->s, w->root) || read_small(g->s->ws_fd, index, WORK_INDEX_MAX, (char **)&buf, &len) < 0)
+	if (sha256_repo(g->s, w->root))
 		return 0;
-	const effect_change *c = find_change(g->s, g->sorted, stash_log);
-	w->stash_saved = c && c->kind != TXBOX_CHANGE_DELETED && ref_after(g, stash);
 	w->ws_io_fd = g->s->ws_fd;
 	w->ws_io = gitobj_io_plain(&w->ws_io_fd);
 	if (gitobj_open(&w->ws_io, dir, 40, &w->before) < 0)
 		w->before = NULL; /* no object known: only a revert to the index's blob counts */
-	int r = gitobj_index_each(buf, len, 20, work_entry, w);
+	int r = 0;
+	if (work_rewrites_kept(w) && read_small(g->s->ws_fd, index, WORK_INDEX_MAX, (char **)&buf, &len) == 0) {
+		const effect_change *c = find_change(g->s, g->sorted, stash_log);
+		w->stash_saved = c && c->kind != TXBOX_CHANGE_DELETED && ref_after(g, stash);
+		r = gitobj_index_each(buf, len, 20, work_entry, w);
+	}
 	w->before = gitobj_free(w->before);
 	return r == -ENOMEM ? r : 0;
 }
