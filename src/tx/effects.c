@@ -1735,6 +1735,23 @@ static void bin_targets(foundscan *f, const char *root, size_t rootlen)
 	}
 }
 
+/* Is path[0..rootlen) (with its '/') a virtualenv: its pyvenv.cfg, or
+ * the bin/activate a shell sources, or named as one (.venv, venv)? */
+static bool venv_root(const scan *s, const char *path, size_t rootlen)
+{
+	static const char *const marks[] = {"pyvenv.cfg", "bin/activate"};
+	for (size_t i = 0; i < 2; i++) {
+		_cleanup_free_ char *p = NULL;
+		if (asprintf(&p, "%.*s%s", (int)rootlen, path, marks[i]) < 0 || exists_beneath(s->ws_fd, p))
+			return true;
+	}
+	size_t start = rootlen > 1 ? rootlen - 1 : 0;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	size_t len = rootlen ? rootlen - 1 - start : 0;
+	return (len == 5 && !strncmp(path + start, ".venv", 5)) || (len == 4 && !strncmp(path + start, "venv", 4));
+}
+
 /* rt9 N31: an existing file of an installed dependency tree that runs as a
  * command (node_modules/.bin and what its links name; a virtualenv's bin/)
  * or at every interpreter start (site-packages *.pth, sitecustomize,
@@ -1774,8 +1791,7 @@ static void dependency_change(foundscan *f, const effect_change *c)
 		if (!rest)
 			continue;
 		size_t rootlen = (size_t)(rest - c->path);
-		_cleanup_free_ char *cfg = NULL;
-		if (asprintf(&cfg, "%.*spyvenv.cfg", (int)rootlen, c->path) < 0 || !exists_beneath(s->ws_fd, cfg))
+		if (!venv_root(s, c->path, rootlen))
 			continue;
 		if (!installer_ran(s, c->path, rootlen, venv_installers))
 			found_hit(f, EFFECT_FOUND_DEPENDENCY_CODE, c->path);

@@ -882,14 +882,20 @@ def dependency_code(ctx):
     sh("npm install --offline --no-audit --no-fund --no-save --cache pkgs/.npm -s ./pkgs/tool-1.0.0.tgz && "
        "python3 -m venv --without-pip .venv && mkdir -p node_modules/.bin && "
        "printf '#!/bin/sh\\n' > node_modules/.bin/jest && chmod +x node_modules/.bin/jest && "
-       "for d in .venv/lib/python3*/site-packages; do echo /nowhere > $d/x.pth; done", cwd=ws)
+       "for d in .venv/lib/python3*/site-packages; do echo /nowhere > $d/x.pth; done && "
+       "mkdir -p svc/venv/bin && echo 'VIRTUAL_ENV=x' > svc/venv/bin/activate", cwd=ws)
     check(os.path.islink(os.path.join(ws, "node_modules", ".bin", "tool")), "npm made no .bin link")
     site = sh("echo .venv/lib/python3*/site-packages", cwd=ws).stdout.decode().strip()
     for line, path in (("printf 'touch PWNED\\n' >> node_modules/.bin/jest", "node_modules/.bin/jest"),
                        ("printf '#!/bin/sh\\ntouch PWNED\\n' > node_modules/.bin/tool", "node_modules/tool/cli.js"),
                        ("printf 'touch PWNED\\n' >> .venv/bin/activate", ".venv/bin/activate"),
                        ("echo 'import os' > %s/sitecustomize.py" % site, "sitecustomize.py"),
-                       ("echo 'import os' >> %s/x.pth" % site, "x.pth")):
+                       ("echo 'import os' >> %s/x.pth" % site, "x.pth"),
+                       # a virtualenv known by its activate script or name alone (rt9 r14, r32)
+                       ("echo 'touch PWNED' >> svc/venv/bin/activate", "svc/venv/bin/activate"),
+                       ("mkdir -p svc/venv/lib/python3.11/site-packages && "
+                        "echo 'import os' > svc/venv/lib/python3.11/site-packages/sitecustomize.py",
+                        "svc/venv/lib/python3.11/site-packages/sitecustomize.py")):
         r = _held(ctx, ws, line, pol, "autorun-code")
         check(path in _reason(r), "%s: the reason does not name %s: %r" % (line, path, _reason(r)))
     _committed(ctx, ws, "npm install --offline --no-audit --no-fund --no-save --cache pkgs/.npm -s ./pkgs/tool-1.0.1.tgz",
