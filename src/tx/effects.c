@@ -1508,11 +1508,15 @@ typedef struct hidden {
 	char *what; /* "PATTERN covers PATH" of the first */
 } hidden;
 
-/* The patterns of text (its newlines made NULs), at most max, as pointers
- * into it: comments, blank and '!' lines left out. */
-static size_t exclude_lines(char *text, char **v, size_t max)
+/* The patterns of text (its newlines made NULs), as pointers into it in a
+ * malloc'd array (*v): comments, blank and '!' lines left out. */
+static size_t exclude_lines(char *text, char ***v)
 {
-	size_t n = 0;
+	size_t n = 0, lines = 1;
+	for (const char *p = text; (p = strchr(p, '\n')); p++)
+		lines++;
+	if (!(*v = calloc(lines, sizeof **v)))
+		return 0;
 	for (char *line = text, *next; line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
@@ -1522,28 +1526,29 @@ static size_t exclude_lines(char *text, char **v, size_t max)
 			line[--len] = '\0';
 		if (!len || line[0] == '#' || line[0] == '!')
 			continue;
-		if (n < max)
-			v[n] = line;
-		n++;
+		(*v)[n++] = line;
 	}
 	return n;
 }
 
 static bool pattern_covers(const pattern *p, const char *path)
 {
-	for (const char *comp = path;;) {
-		const char *slash = strchr(comp, '/');
-		bool dir = slash != NULL;
-		_cleanup_free_ char *prefix = strndup(path, slash ? (size_t)(slash - path) : strlen(path));
-		_cleanup_free_ char *name = strndup(comp, slash ? (size_t)(slash - comp) : strlen(comp));
-		if (!prefix || !name)
-			return true; /* out of memory: the stricter answer */
-		bool m = p->anchored ? fnmatch(p->glob, prefix, strstr(p->glob, "**") ? 0 : FNM_PATHNAME) == 0
-				     : fnmatch(p->glob, name, 0) == 0;
-		if (m && (dir || !p->dir_only))
+	char buf[4096]; /* an index path is shorter (gitobj_index_each) */
+	size_t len = strlen(path);
+	if (len >= sizeof buf)
+		return true; /* cannot happen: the stricter answer */
+	memcpy(buf, path, len + 1);
+	int flags = p->anchored && !strstr(p->glob, "**") ? FNM_PATHNAME : 0;
+	for (char *comp = buf;;) {
+		char *slash = strchr(comp, '/');
+		if (slash)
+			*slash = '\0'; /* buf is now the prefix up to this component, comp its name */
+		bool m = fnmatch(p->glob, p->anchored ? buf : comp, flags) == 0;
+		if (m && (slash || !p->dir_only))
 			return true;
 		if (!slash)
 			return false;
+		*slash = '/';
 		comp = slash + 1;
 	}
 }
@@ -1577,15 +1582,16 @@ static int exclude_change(gitscan *g, const effect_change *c, size_t dirlen)
 	}
 	if (c->kind == TXBOX_CHANGE_MODIFIED && read_small(g->s->ws_fd, c->path, EXCLUDE_MAX, &old, &len) < 0)
 		old = NULL;
-	char *was[EXCLUDE_PATTERNS_MAX * 16], *add[EXCLUDE_PATTERNS_MAX + 1];
-	size_t nwas = old ? exclude_lines(old, was, sizeof was / sizeof *was) : 0;
-	size_t nadd = exclude_lines(now, add, sizeof add / sizeof *add);
+	_cleanup_free_ char **was = NULL, **add = NULL;
+	size_t nwas = old ? exclude_lines(old, &was) : 0;
+	size_t nadd = exclude_lines(now, &add);
+	if ((old && !was) || !add)
+		return -ENOMEM;
+	if (nwas)
+		qsort(was, nwas, sizeof *was, strcmp_p);
 	hidden h = {0};
-	for (size_t i = 0; i < nadd && i < EXCLUDE_PATTERNS_MAX + 1; i++) {
-		bool known = false;
-		for (size_t k = 0; k < nwas && k < sizeof was / sizeof *was && !known; k++)
-			known = !strcmp(was[k], add[i]);
-		if (known)
+	for (size_t i = 0; i < nadd; i++) {
+		if (nwas && bsearch(&add[i], was, nwas, sizeof *was, strcmp_p))
 			continue;
 		if (h.n == EXCLUDE_PATTERNS_MAX) { /* more than can be checked: unknown */
 			git_hit(g, EFFECT_GIT_TRACKED_HIDDEN, c->path);
