@@ -1216,6 +1216,7 @@ typedef struct worktree {
 	int ws_io_fd;
 	gitobj_io ws_io;
 	bool stash_saved; /* the transaction made a stash entry in this repository */
+	struct timespec index_mtime; /* an entry not older was "racily clean" when written */
 	size_t lost;
 	char *first;
 	/* added regular files by size (for moves), built on first need */
@@ -1294,9 +1295,13 @@ static bool discarded(worktree *w, const effect_change *c, const gitobj_index_en
 	_cleanup_close_ int f = fs_open_beneath(s->ws_fd, c->path, O_RDONLY | O_NONBLOCK, 0);
 	if (f < 0 || fstat(f, &old) < 0 || !S_ISREG(old.st_mode))
 		return false;
-	if ((uint32_t)old.st_size == e->size && (uint32_t)old.st_mtim.tv_sec == e->mtime_s &&
+	/* git's stat data: unchanged since git recorded it, unless the entry
+	 * is as new as the index (a file changed in the same tick: "racy") */
+	bool racy = (uint64_t)e->mtime_s > (uint64_t)w->index_mtime.tv_sec ||
+		    ((uint64_t)e->mtime_s == (uint64_t)w->index_mtime.tv_sec && e->mtime_ns >= w->index_mtime.tv_nsec);
+	if (!racy && (uint32_t)old.st_size == e->size && (uint32_t)old.st_mtim.tv_sec == e->mtime_s &&
 	    (uint32_t)old.st_mtim.tv_nsec == e->mtime_ns)
-		return false; /* git's stat data: unchanged since git recorded it */
+		return false;
 	if (gitobj_blob_id(f, WORK_HASH_MAX, &was) < 0 || !memcmp(was.b, e->oid.b, 20))
 		return false; /* too large to judge, or clean */
 	struct stat st;
@@ -1414,7 +1419,10 @@ static int work_tree_check(worktree *w)
 	if (gitobj_open(&w->ws_io, dir, 40, &w->before) < 0)
 		w->before = NULL; /* no object known: only a revert to the index's blob counts */
 	int r = 0;
-	if (work_rewrites_kept(w) && read_small(g->s->ws_fd, index, WORK_INDEX_MAX, (char **)&buf, &len) == 0) {
+	struct stat st;
+	if (work_rewrites_kept(w) && stat_beneath(g->s->ws_fd, index, &st) == 0 &&
+	    read_small(g->s->ws_fd, index, WORK_INDEX_MAX, (char **)&buf, &len) == 0) {
+		w->index_mtime = st.st_mtim;
 		const effect_change *c = find_change(g->s, g->sorted, stash_log);
 		w->stash_saved = c && c->kind != TXBOX_CHANGE_DELETED && ref_after(g, stash);
 		r = gitobj_index_each(buf, len, 20, work_entry, w);
