@@ -52,7 +52,8 @@ enum effect_found {
 	 * virtualenv's bin/ scripts, site-packages *.pth and
 	 * sitecustomize/usercustomize) changed while no installer record of
 	 * that tree changed with it (npm's node_modules/.package-lock.json,
-	 * pnpm's .modules.yaml, yarn's state, a dist-info RECORD, pyvenv.cfg) */
+	 * pnpm's .modules.yaml, yarn's state, a dist-info RECORD, pyvenv.cfg; a
+	 * virtualenv is known by pyvenv.cfg, bin/activate or its name) */
 	EFFECT_FOUND_DEPENDENCY_CODE = 1u << 0,
 	/* a package.json `scripts` lifecycle hook (pre*, post*, prepare,
 	 * install, ...) added or changed: npm runs it by itself */
