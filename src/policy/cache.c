@@ -40,7 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CACHE_MAGIC "TXBXPOL4"
+#define CACHE_MAGIC "TXBXPOL5"
 #define CACHE_MAX (8u << 20)
 
 /* ---- writing ------------------------------------------------------------ */
@@ -149,6 +149,7 @@ static void put_effects(wbuf *w, const policy *p)
 		put_u64(w, e->deleted_min);
 		put(w, &e->deleted_share, sizeof e->deleted_share);
 		put_u64(w, e->git);
+		put_u64(w, e->found);
 		put_u64(w, e->policy_file);
 		put_u64(w, e->line);
 	}
@@ -487,6 +488,7 @@ static void get_effects(rbuf *r, policy *p)
 		e->deleted_min = get_u64(r);
 		get(r, &e->deleted_share, sizeof e->deleted_share);
 		e->git = (unsigned)get_u64(r);
+		e->found = (unsigned)get_u64(r);
 		e->policy_file = get_u64(r) != 0;
 		e->line = (size_t)get_u64(r);
 		if (!(e->deleted_share >= 0 && e->deleted_share <= 1))

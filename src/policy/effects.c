@@ -138,6 +138,8 @@ unsigned policy_effects_needs(const policy *p)
 			need |= EFFECT_NEED_GIT | EFFECT_NEED_CHANGES;
 		if (e->git_config.n)
 			need |= EFFECT_NEED_CONFIG | EFFECT_NEED_CHANGES;
+		if (e->found)
+			need |= EFFECT_NEED_FOUND | EFFECT_NEED_CHANGES;
 	}
 	return need;
 }
@@ -159,7 +161,23 @@ static bool change_selected(const effect_rule *e, const effect_facts *f, const e
 static const char *const git_effect_names[] = {
 	"refs deleted or moved", "reflog deleted or rewritten", "pack files deleted", "loose objects deleted",
 	".git/shallow changed", "git objects or pack files rewritten (objects never change)",
-	"stash entries lost", "a git remote redirected"};
+	"stash entries lost", "a git remote redirected", "uncommitted changes discarded in",
+	"a tracked path hidden by .git/info/exclude"};
+static const char *const found_names[] = {"dependency code changed without an install", "npm lifecycle script",
+					  "test run starts a program"};
+
+/* *detail: "WHAT: WHERE" for the first bit of hit (names[bit], where[bit]). */
+static int bit_detail(unsigned hit, const char *const *names, const char *const *where, size_t nbits, char **detail)
+{
+	size_t bit = (size_t)__builtin_ctz(hit);
+	const char *at = bit < nbits ? where[bit] : NULL;
+	free(*detail);
+	if (at ? asprintf(detail, "%s: %s", names[bit], at) < 0 : !(*detail = strdup(names[bit]))) {
+		*detail = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 /* Selected by git_config globs: some glob matches and no "!glob" does
  * (the same as paths; "*" with exclusions is an allow-list of keys). A
@@ -251,14 +269,15 @@ static int rule_matches(const effect_rule *e, const effect_facts *f, char **deta
 		unsigned hit = e->git & f->git;
 		if (!hit)
 			goto no;
-		size_t bit = (size_t)__builtin_ctz(hit);
-		const char *where = bit < EFFECT_GIT_KINDS ? f->git_path[bit] : NULL;
-		free(*detail);
-		if (where ? asprintf(detail, "%s: %s", git_effect_names[bit], where) < 0
-			  : !(*detail = strdup(git_effect_names[bit]))) {
-			*detail = NULL;
+		if (bit_detail(hit, git_effect_names, f->git_path, EFFECT_GIT_KINDS, detail) < 0)
 			return -ENOMEM;
-		}
+	}
+	if (e->found) {
+		unsigned hit = e->found & f->found;
+		if (!hit)
+			goto no;
+		if (bit_detail(hit, found_names, f->found_path, EFFECT_FOUND_KINDS, detail) < 0)
+			return -ENOMEM;
 	}
 	if (e->git_config.n) {
 		/* a config that cannot be read has no values to show: it is for
@@ -1011,4 +1030,284 @@ int gitconfig_gained(const gitconfig_entry *a, size_t na, const gitconfig_entry 
 		*nvals = 0;
 	}
 	return r;
+}
+
+/* ---- package.json scripts ----------------------------------------------------
+ * A bounded JSON reader (RFC 8259; as JSON.parse, the last of duplicate
+ * keys wins) that keeps only the top-level "scripts" object's string
+ * members, escapes decoded, so a hook named "pre\u0074est" is "pretest". */
+
+#define JSON_DEPTH_MAX 128
+
+typedef struct jreader {
+	const char *p, *end;
+	int depth;
+} jreader;
+
+static void j_ws(jreader *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+		j->p++;
+}
+
+static int hex4(const char *p, unsigned *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		int c = p[i], d = isdigit(c) ? c - '0' : isxdigit(c) ? (tolower(c) - 'a' + 10) : -1;
+		if (d < 0)
+			return -EINVAL;
+		*v = *v << 4 | (unsigned)d;
+	}
+	return 0;
+}
+
+/* A \u escape at j->p (after the backslash and 'u'), a surrogate pair
+ * joined, as UTF-8 into b. */
+static int j_unicode(jreader *j, cbuf *b)
+{
+	unsigned u, lo;
+	if (j->end - j->p < 4 || hex4(j->p, &u) < 0)
+		return -EINVAL;
+	j->p += 4;
+	if (u >= 0xd800 && u < 0xdc00 && j->end - j->p >= 6 && j->p[0] == '\\' && j->p[1] == 'u' &&
+	    hex4(j->p + 2, &lo) == 0 && lo >= 0xdc00 && lo < 0xe000) {
+		u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+		j->p += 6;
+	}
+	unsigned char out[4];
+	size_t n = u < 0x80 ? 1 : u < 0x800 ? 2 : u < 0x10000 ? 3 : 4;
+	static const unsigned char lead[] = {0, 0, 0xc0, 0xe0, 0xf0};
+	for (size_t i = n - 1; i > 0; i--, u >>= 6)
+		out[i] = (unsigned char)(0x80 | (u & 0x3f));
+	out[0] = (unsigned char)(lead[n] | u);
+	for (size_t i = 0; i < n; i++)
+		if (cbuf_put(b, (char)out[i]) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* A string at j->p (its opening quote), decoded into b when b is set. */
+static int j_string(jreader *j, cbuf *b)
+{
+	if (j->p >= j->end || *j->p != '"')
+		return -EINVAL;
+	for (j->p++; j->p < j->end; j->p++) {
+		char c = *j->p;
+		if (c == '"') {
+			j->p++;
+			return b ? cbuf_put(b, '\0') : 0;
+		}
+		if ((unsigned char)c < 0x20)
+			return -EINVAL;
+		if (c == '\\') {
+			if (++j->p >= j->end)
+				return -EINVAL;
+			static const char from[] = "\"\\/bfnrtu", to[] = "\"\\/\b\f\n\r\t";
+			const char *esc = strchr(from, *j->p);
+			if (!esc || !*j->p)
+				return -EINVAL;
+			if (*j->p == 'u') {
+				j->p++;
+				int r = b ? j_unicode(j, b) : j->end - j->p >= 4 ? 0 : -EINVAL;
+				if (r < 0)
+					return r;
+				j->p += b ? -1 : 3;
+				continue;
+			}
+			c = to[esc - from];
+		}
+		if (b && cbuf_put(b, c) < 0)
+			return -ENOMEM;
+	}
+	return -EINVAL;
+}
+
+static int j_value(jreader *j);
+
+#define SCRIPTS_MAX 10000
+
+/* Set script key to val (both taken): the last of duplicate keys wins. */
+static int script_set(gitconfig_entry **v, size_t *n, cbuf *key, cbuf *val)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*v)[i].key, key->s)) {
+			free((*v)[i].value);
+			(*v)[i].value = steal_ptr(val->s);
+			return 0;
+		}
+	if (*n >= SCRIPTS_MAX)
+		return -E2BIG;
+	gitconfig_entry *w = realloc(*v, (*n + 1) * sizeof *w);
+	if (!w)
+		return -ENOMEM;
+	*v = w;
+	w[(*n)++] = (gitconfig_entry){steal_ptr(key->s), steal_ptr(val->s)};
+	return 0;
+}
+
+/* An object at j->p; scripts: keep its string members (out, n), else
+ * (out set) look for a top-level "scripts" member. */
+static int j_object(jreader *j, gitconfig_entry **out, size_t *n, bool top, bool scripts)
+{
+	if (++j->depth > JSON_DEPTH_MAX)
+		return -E2BIG;
+	j->p++;
+	j_ws(j);
+	if (j->p < j->end && *j->p == '}') {
+		j->p++;
+		j->depth--;
+		return 0;
+	}
+	for (;;) {
+		cbuf key = {0};
+		j_ws(j);
+		int r = j_string(j, (top || scripts) ? &key : NULL);
+		j_ws(j);
+		if (r == 0 && (j->p >= j->end || *j->p++ != ':'))
+			r = -EINVAL;
+		j_ws(j);
+		if (r == 0 && top && key.s && !strcmp(key.s, "scripts")) {
+			gitconfig_free(*out, *n); /* the last "scripts" wins */
+			*out = NULL;
+			*n = 0;
+			r = j->p < j->end && *j->p == '{' ? j_object(j, out, n, false, true) : j_value(j);
+		} else if (r == 0 && scripts && j->p < j->end && *j->p == '"') {
+			cbuf val = {0};
+			r = j_string(j, &val);
+			if (r == 0)
+				r = script_set(out, n, &key, &val);
+			free(val.s);
+		} else if (r == 0)
+			r = j_value(j);
+		free(key.s);
+		if (r < 0)
+			return r;
+		j_ws(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (j->p < j->end && *j->p == '}') {
+			j->p++;
+			j->depth--;
+			return 0;
+		}
+		return -EINVAL;
+	}
+}
+
+static int j_array(jreader *j)
+{
+	if (++j->depth > JSON_DEPTH_MAX)
+		return -E2BIG;
+	j->p++;
+	j_ws(j);
+	if (j->p < j->end && *j->p == ']') {
+		j->p++;
+		j->depth--;
+		return 0;
+	}
+	for (;;) {
+		j_ws(j);
+		int r = j_value(j);
+		if (r < 0)
+			return r;
+		j_ws(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (j->p < j->end && *j->p == ']') {
+			j->p++;
+			j->depth--;
+			return 0;
+		}
+		return -EINVAL;
+	}
+}
+
+/* Skip one value (a nested "scripts" is no script). */
+static int j_value(jreader *j)
+{
+	if (j->p >= j->end)
+		return -EINVAL;
+	if (*j->p == '{') {
+		gitconfig_entry *none = NULL;
+		size_t nn = 0;
+		return j_object(j, &none, &nn, false, false);
+	}
+	if (*j->p == '[')
+		return j_array(j);
+	if (*j->p == '"')
+		return j_string(j, NULL);
+	static const char *const words[] = {"true", "false", "null"};
+	for (size_t i = 0; i < 3; i++)
+		if ((size_t)(j->end - j->p) >= strlen(words[i]) && !strncmp(j->p, words[i], strlen(words[i]))) {
+			j->p += strlen(words[i]);
+			return 0;
+		}
+	const char *start = j->p;
+	if (j->p < j->end && *j->p == '-')
+		j->p++;
+	while (j->p < j->end && (isdigit((unsigned char)*j->p) || strchr(".eE+-", *j->p)))
+		j->p++;
+	return j->p > start && isdigit((unsigned char)j->p[-1]) ? 0 : -EINVAL;
+}
+
+int pkgjson_scripts(const char *buf, size_t len, gitconfig_entry **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	jreader j = {buf, buf + len, 0};
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) /* npm strips a byte-order mark */
+		j.p += 3;
+	j_ws(&j);
+	int r = j.p < j.end && *j.p == '{' ? j_object(&j, out, n, true, false) : -EINVAL;
+	if (r == 0) {
+		j_ws(&j);
+		if (j.p != j.end)
+			r = -EINVAL;
+	}
+	if (r < 0) {
+		gitconfig_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return r;
+}
+
+/* Does npm run script `name` by itself: install, prepare, dependencies,
+ * or pre/post of a lifecycle event or of another script? */
+static bool lifecycle_hook(const char *name, const gitconfig_entry *v, size_t n)
+{
+	static const char *const events[] = {"install", "prepare", "dependencies", "uninstall", "publish", "pack",
+					     "version", "test", "start", "stop", "restart", "shrinkwrap", "publishOnly",
+					     "prepublishOnly", NULL};
+	const char *base = !strncmp(name, "pre", 3) ? name + 3 : !strncmp(name, "post", 4) ? name + 4 : NULL;
+	for (size_t i = 0; events[i]; i++)
+		if (!strcmp(name, events[i]) ? i < 3 : base && !strcmp(base, events[i]))
+			return true;
+	for (size_t i = 0; base && *base && i < n; i++)
+		if (!strcmp(v[i].key, base))
+			return true;
+	return false;
+}
+
+int pkgjson_hook_changed(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb, const char **name)
+{
+	*name = NULL;
+	for (size_t i = 0; i < nb; i++) {
+		if (!lifecycle_hook(b[i].key, b, nb))
+			continue;
+		const char *was = NULL;
+		for (size_t k = 0; k < na && !was; k++)
+			if (!strcmp(a[k].key, b[i].key))
+				was = a[k].value;
+		if (!was || strcmp(was, b[i].value)) {
+			*name = b[i].key;
+			return 1;
+		}
+	}
+	return 0;
 }

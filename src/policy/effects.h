@@ -31,8 +31,40 @@ enum effect_git {
 	/* a config change that sends an existing remote's fetches, pushes or
 	 * credentials elsewhere (gitconfig_redirect) */
 	EFFECT_GIT_REMOTE_REDIRECTED = 1u << 7,
+	/* a tracked file with edits git had not recorded (its content before
+	 * the transaction was not the index's blob) deleted, or rewritten to a
+	 * version git had recorded (the index's blob, or any object of the
+	 * repository: `git checkout -- f`, `git restore --source=HEAD`),
+	 * unless those edits were saved (a stash made now holds their blob)
+	 * or moved (a file added now holds them) */
+	EFFECT_GIT_WORK_DISCARDED = 1u << 8,
+	/* .git/info/exclude gained a pattern that covers a tracked path
+	 * (git status and `git add -A` then skip what is created there) */
+	EFFECT_GIT_TRACKED_HIDDEN = 1u << 9,
 };
-#define EFFECT_GIT_KINDS 8
+#define EFFECT_GIT_KINDS 10
+
+/* What a changed file's content does when a tool runs next (match.found of
+ * an effect rule): judged from the old and new content, bounded. */
+enum effect_found {
+	/* an existing file of an installed dependency tree that runs as a
+	 * command or at interpreter start (node_modules/.bin files, a
+	 * virtualenv's bin/ scripts, site-packages *.pth and
+	 * sitecustomize/usercustomize) changed while no installer record of
+	 * that tree changed with it (npm's node_modules/.package-lock.json,
+	 * pnpm's .modules.yaml, yarn's state, a dist-info RECORD, pyvenv.cfg; a
+	 * virtualenv is known by pyvenv.cfg, bin/activate or its name) */
+	EFFECT_FOUND_DEPENDENCY_CODE = 1u << 0,
+	/* a package.json `scripts` lifecycle hook (pre*, post*, prepare,
+	 * install, ...) added or changed: npm runs it by itself */
+	EFFECT_FOUND_LIFECYCLE_SCRIPT = 1u << 1,
+	/* a conftest.py whose code run at import or by pytest's start hooks
+	 * gained a call that runs a program or dynamic code, or a pytest
+	 * config (pytest.ini, setup.cfg, tox.ini, pyproject.toml) whose
+	 * addopts gained `-p` (a plugin loaded by name) */
+	EFFECT_FOUND_TEST_AUTORUN = 1u << 2,
+};
+#define EFFECT_FOUND_KINDS 3
 
 /* One changed entry at file granularity (a directory moved whole by the
  * commit is listed with everything beneath it). */
@@ -63,6 +95,8 @@ typedef struct effect_facts {
 	/* for each bit of git: the first file that showed it (for
 	 * remote-redirected: the key and its old and new value), or NULL */
 	const char *git_path[EFFECT_GIT_KINDS];
+	unsigned found;        /* enum effect_found seen */
+	const char *found_path[EFFECT_FOUND_KINDS]; /* the first file of each, or NULL */
 	const char *const *config_keys; /* git config keys added, changed or removed */
 	size_t nconfig_keys;
 	/* KEY=VALUE for each value a changed key gained (gitconfig_gained),
@@ -79,6 +113,7 @@ enum {
 	EFFECT_NEED_TRACKED = 1u << 1,
 	EFFECT_NEED_GIT = 1u << 2,
 	EFFECT_NEED_CONFIG = 1u << 3,
+	EFFECT_NEED_FOUND = 1u << 4,
 };
 unsigned policy_effects_needs(const policy *p);
 
@@ -144,3 +179,16 @@ int gitconfig_redirect(const gitconfig_entry *a, size_t na, const gitconfig_entr
  * malloc'd; 0 or -ENOMEM. */
 int gitconfig_gained(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb,
 		     const char *const *keys, size_t nkeys, enum gitconfig_role role, char ***vals, size_t *nvals);
+
+/* ---- package.json (a bounded JSON reader) ---- */
+
+/* The string members of the top-level "scripts" object of a package.json
+ * text (as JSON.parse: the last of duplicate keys wins; escapes decoded;
+ * a leading byte-order mark skipped), as entries (key: the script name).
+ * -EINVAL: not JSON with an object at the top; -E2BIG: nested deeper than
+ * 128 or over 10,000 scripts; -ENOMEM. */
+int pkgjson_scripts(const char *buf, size_t len, gitconfig_entry **out, size_t *n);
+/* Did a script npm runs by itself (install, prepare, dependencies, a
+ * pre/post hook of a lifecycle event or of another script) gain or change
+ * its command from scripts a to b? 1 with *name (in b), or 0. */
+int pkgjson_hook_changed(const gitconfig_entry *a, size_t na, const gitconfig_entry *b, size_t nb, const char **name);

@@ -152,6 +152,7 @@ typedef struct effect_rule {
 	uint64_t deleted_min;  /* 0: not set */
 	double deleted_share;  /* of the files in the git index; 0: not set */
 	unsigned git;          /* enum effect_git: any of them */
+	unsigned found;        /* enum effect_found: any of them */
 	strlist git_config;    /* globs on changed git config keys (section[.sub].key) */
 	bool policy_file;      /* the --policy file, when inside the workspace */
 	size_t line;

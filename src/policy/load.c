@@ -763,7 +763,8 @@ static int parse_effect_names(lctx *L, const ynode *n, const char *what, const c
 static const char *const effect_kind_names[] = {"added", "modified", "deleted", "type_changed", "metadata", NULL};
 static const char *const effect_git_names[] = {"refs-deleted",    "reflog-deleted",  "packs-deleted",
 					       "objects-deleted", "shallow-changed", "objects-rewritten", "stash-dropped",
-					       "remote-redirected", NULL};
+					       "remote-redirected", "work-discarded", "tracked-hidden", NULL};
+static const char *const effect_found_names[] = {"dependency-code", "lifecycle-script", "test-autorun", NULL};
 
 static int get_share(lctx *L, const ynode *n, double *out)
 {
@@ -775,7 +776,7 @@ static int get_share(lctx *L, const ynode *n, double *out)
 	return 0;
 }
 
-#define EFFECT_MATCH_KEYS "paths, kinds, deleted_min, deleted_share, git, git_config, policy_file"
+#define EFFECT_MATCH_KEYS "paths, kinds, deleted_min, deleted_share, git, found, git_config, policy_file"
 
 static int parse_effect_match(lctx *L, const ynode *n, effect_rule *e)
 {
@@ -796,6 +797,8 @@ static int parse_effect_match(lctx *L, const ynode *n, effect_rule *e)
 			r = get_share(L, v, &e->deleted_share);
 		else if (!strcmp(key, "git"))
 			r = parse_effect_names(L, v, "match.git", effect_git_names, &e->git);
+		else if (!strcmp(key, "found"))
+			r = parse_effect_names(L, v, "match.found", effect_found_names, &e->found);
 		else if (!strcmp(key, "git_config"))
 			r = get_list(L, v, "match.git_config", check_glob, &e->git_config);
 		else if (!strcmp(key, "policy_file"))

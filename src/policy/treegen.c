@@ -189,8 +189,8 @@ static unsigned long emit_effects(FILE *f, const policy *p)
 		fputs(", .git_config = ", f);
 		init_strlist(f, &e->git_config, ids[2 * i + 1]);
 		fprintf(f, ", .kinds = %uu, .deleted_min = %" PRIu64 "u, .deleted_share = %.17g, .git = %uu, "
-			   ".policy_file = %s, .line = %zu},\n",
-			e->kinds, e->deleted_min, e->deleted_share, e->git, e->policy_file ? "true" : "false", e->line);
+			   ".found = %uu, .policy_file = %s, .line = %zu},\n",
+			e->kinds, e->deleted_min, e->deleted_share, e->git, e->found, e->policy_file ? "true" : "false", e->line);
 	}
 	fputs("};\n", f);
 	free(ids);

@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1003,6 +1004,8 @@ static int loose_ref_change(gitscan *g, const effect_change *c, int kind, size_t
 	return 0;
 }
 
+static int exclude_change(gitscan *g, const effect_change *c, size_t dirlen);
+
 /* The history effects of one changed file. */
 static int git_change(gitscan *g, const effect_change *c)
 {
@@ -1013,6 +1016,8 @@ static int git_change(gitscan *g, const effect_change *c)
 		return 0;
 	if (!strcmp(rest, "shallow"))
 		git_hit(g, EFFECT_GIT_SHALLOW_CHANGED, c->path);
+	if (!strcmp(rest, "info/exclude"))
+		return exclude_change(g, c, dirlen);
 	bool stash = !strcmp(rest, "refs/stash") || !strcmp(rest, "logs/refs/stash");
 	/* nothing was there to lose, but a loose ref added may shadow a packed one */
 	if (kind == TXBOX_CHANGE_ADDED && (stash || !prefix_of(rest, "refs/")))
@@ -1188,6 +1193,733 @@ static int config_change(gitscan *g, const effect_change *c, keyset *k)
 	return strvec_take(&k->keys, keys, nk);
 }
 
+/* ---- uncommitted work discarded -------------------------------------------
+ * A tracked file whose content before the transaction was not the blob the
+ * index records had edits git never saw: deleting it (`git rm -f`, `find
+ * -delete`), or rewriting it to a version git has (`git checkout -- f`,
+ * `git restore --source=HEAD`), loses them for good. Rewriting it to other
+ * new content is work (the agent's tools, formatters). Only the files the
+ * transaction deleted or rewrote are looked up in the index (read once per
+ * work tree) and hashed (bounded), and a file whose size and mtime are the
+ * index's is taken as clean without reading it, as git does. */
+
+#define WORK_INDEX_MAX (256u * 1024 * 1024)
+#define WORK_HASH_MAX (256u * 1024 * 1024) /* a larger file is not judged */
+
+typedef struct worktree {
+	gitscan *g;
+	const char *root; /* the work tree: "" or "DIR/" */
+	size_t rootlen;
+	const effect_change **cand; /* deleted or rewritten beneath root, by path */
+	size_t n, at;
+	gitobj_store *before; /* the object store as it was (workspace only) */
+	int ws_io_fd;
+	gitobj_io ws_io;
+	bool stash_saved; /* the transaction made a stash entry in this repository */
+	struct timespec index_mtime; /* an entry not older was "racily clean" when written */
+	size_t lost;
+	char *first;
+	/* added regular files by size (for moves), built on first need */
+	struct added { off_t size; const char *path; } *added;
+	size_t nadded;
+	bool added_done;
+	int err;
+} worktree;
+
+/* Blob id of path beneath fd: 0, or -errno (not a regular file, too large). */
+static int blob_at(int fd, const char *path, gitobj_oid *o, struct stat *st)
+{
+	_cleanup_close_ int f = fs_open_beneath(fd, path, O_RDONLY | O_NONBLOCK, 0);
+	if (f < 0)
+		return f;
+	if (st && fstat(f, st) < 0)
+		return -errno;
+	return gitobj_blob_id(f, WORK_HASH_MAX, o);
+}
+
+static int added_cmp(const void *a, const void *b)
+{
+	off_t x = ((const struct added *)a)->size, y = ((const struct added *)b)->size;
+	return (x > y) - (x < y);
+}
+
+/* Did the transaction add a regular file holding old (of size size): the
+ * file moved (`git mv`, `mv`), its edits with it? */
+static bool moved(worktree *w, const gitobj_oid *old, off_t size)
+{
+	const scan *s = w->g->s;
+	if (!w->added_done) {
+		w->added_done = true;
+		w->added = calloc(s->n + 1, sizeof *w->added);
+		for (size_t i = 0; w->added && i < s->n; i++) {
+			struct stat st;
+			if (s->v[i].kind != TXBOX_CHANGE_ADDED || s->v[i].dir ||
+			    stat_beneath(s->upper_fd, s->v[i].path, &st) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			w->added[w->nadded++] = (struct added){st.st_size, s->v[i].path};
+		}
+		if (w->added)
+			qsort(w->added, w->nadded, sizeof *w->added, added_cmp);
+	}
+	struct added key = {size, NULL};
+	struct added *hit = w->nadded ? bsearch(&key, w->added, w->nadded, sizeof key, added_cmp) : NULL;
+	while (hit && hit > w->added && hit[-1].size == size)
+		hit--;
+	for (; hit && hit < w->added + w->nadded && hit->size == size; hit++) {
+		gitobj_oid now;
+		if (blob_at(s->upper_fd, hit->path, &now, NULL) == 0 && !memcmp(now.b, old->b, 20))
+			return true;
+	}
+	return false;
+}
+
+/* Is the old content (blob old) saved by the transaction: a stash entry
+ * made now, whose objects hold it (`git stash`)? */
+static bool saved(worktree *w, const gitobj_oid *old)
+{
+	if (!w->stash_saved)
+		return false;
+	_cleanup_free_ char *dir = NULL;
+	if (asprintf(&dir, "%s.git/", w->root) < 0)
+		return false;
+	gitobj_store *after = odb_for(w->g, dir, strlen(dir), 40);
+	return after && gitobj_exists(after, old) == 1;
+}
+
+/* Candidate c (tracked as entry e) lost edits? */
+static bool discarded(worktree *w, const effect_change *c, const gitobj_index_entry *e)
+{
+	const scan *s = w->g->s;
+	struct stat old;
+	gitobj_oid was, now;
+	_cleanup_close_ int f = fs_open_beneath(s->ws_fd, c->path, O_RDONLY | O_NONBLOCK, 0);
+	if (f < 0 || fstat(f, &old) < 0 || !S_ISREG(old.st_mode))
+		return false;
+	/* git's stat data: unchanged since git recorded it, unless the entry
+	 * is as new as the index (a file changed in the same tick: "racy") */
+	bool racy = (uint64_t)e->mtime_s > (uint64_t)w->index_mtime.tv_sec ||
+		    ((uint64_t)e->mtime_s == (uint64_t)w->index_mtime.tv_sec && e->mtime_ns >= w->index_mtime.tv_nsec);
+	if (!racy && (uint32_t)old.st_size == e->size && (uint32_t)old.st_mtim.tv_sec == e->mtime_s &&
+	    (uint32_t)old.st_mtim.tv_nsec == e->mtime_ns)
+		return false;
+	if (gitobj_blob_id(f, WORK_HASH_MAX, &was) < 0 || !memcmp(was.b, e->oid.b, 20))
+		return false; /* too large to judge, or clean */
+	struct stat st;
+	int r = c->kind == TXBOX_CHANGE_DELETED ? -ENOENT : blob_at(s->upper_fd, c->path, &now, &st);
+	if (r == 0) { /* rewritten: lost only when reverted to a version git has */
+		if (memcmp(now.b, e->oid.b, 20) != 0 && (!w->before || gitobj_exists(w->before, &now) != 1))
+			return false;
+	} else if (r == -EFBIG)
+		return false;
+	else if (moved(w, &was, old.st_size)) /* deleted, or no longer a regular file */
+		return false;
+	return !saved(w, &was);
+}
+
+static int work_entry(void *arg, const gitobj_index_entry *e)
+{
+	worktree *w = arg;
+	if (e->stage != 0 || (e->mode & 0170000) != 0100000)
+		return 0; /* a conflict, a symlink, a submodule: not a file's edits */
+	while (w->at < w->n) {
+		const effect_change *c = w->cand[w->at];
+		int cmp = strcmp(c->path + w->rootlen, e->path);
+		if (cmp > 0)
+			return 0;
+		w->at++;
+		if (cmp < 0)
+			continue;
+		if (!discarded(w, c, e))
+			return 0;
+		if (!w->lost++ && !(w->first = strdup(c->path)))
+			return -ENOMEM;
+		return 0;
+	}
+	return 1; /* every candidate seen */
+}
+
+/* A deleted or rewritten file outside a git dir, whose content may have
+ * been a tracked file's. */
+static bool work_candidate(const effect_change *c)
+{
+	if ((c->dir && !c->destroyed) || c->kind == TXBOX_CHANGE_ADDED || c->kind == TXBOX_CHANGE_METADATA)
+		return false;
+	return strncmp(c->path, ".git/", 5) && !strstr(c->path, "/.git/") && strcmp(c->path, ".git");
+}
+
+/* The length of the work tree prefix of path ("DIR/" holding a `.git`
+ * directory; 0 for the workspace's own), or -1: in none. */
+static ssize_t work_root(const scan *s, const char *path)
+{
+	for (const char *slash = strrchr(path, '/');; slash = slash > path ? memrchr(path, '/', (size_t)(slash - path)) : NULL) {
+		size_t len = slash ? (size_t)(slash - path) + 1 : 0;
+		_cleanup_free_ char *git = NULL;
+		struct stat st;
+		if (asprintf(&git, "%.*s.git", (int)len, path) < 0)
+			return -1;
+		if (stat_beneath(s->ws_fd, git, &st) == 0 && S_ISDIR(st.st_mode))
+			return (ssize_t)len;
+		if (!slash)
+			return -1;
+	}
+}
+
+/* Leave out of w->cand the files rewritten to content the repository did
+ * not have (an edit, a formatter: the common case), so that a transaction
+ * that only edits never reads the index: what is left may have been
+ * discarded (deleted, reverted). True: some are left. */
+static bool work_rewrites_kept(worktree *w)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < w->n; i++) {
+		const effect_change *c = w->cand[i];
+		gitobj_oid now;
+		int r = w->before && c->kind != TXBOX_CHANGE_DELETED ? blob_at(w->g->s->upper_fd, c->path, &now, NULL) : -1;
+		if (r == -EFBIG || (r == 0 && gitobj_exists(w->before, &now) != 1))
+			continue;
+		w->cand[keep++] = c;
+	}
+	w->n = keep;
+	return keep > 0;
+}
+
+/* A SHA-256 repository (extensions.objectformat): not judged (its ids are
+ * not SHA-1 blob ids). */
+static bool sha256_repo(const scan *s, const char *root)
+{
+	_cleanup_free_ char *path = NULL, *text = NULL;
+	gitconfig_entry *e = NULL;
+	size_t len, n = 0;
+	bool sha256 = false;
+	if (asprintf(&path, "%s.git/config", root) < 0 || read_small(s->ws_fd, path, GITCONFIG_MAX_BYTES, &text, &len) < 0 ||
+	    gitconfig_parse(text, len, &e, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		sha256 |= !strcmp(e[i].key, "extensions.objectformat") && e[i].value && !strcasecmp(e[i].value, "sha256");
+	gitconfig_free(e, n);
+	return sha256;
+}
+
+/* The candidates w->cand beneath work tree w->root, against its index as
+ * it was before the transaction (none, or one git cannot read: nothing is
+ * known tracked). */
+static int work_tree_check(worktree *w)
+{
+	gitscan *g = w->g;
+	_cleanup_free_ char *index = NULL, *dir = NULL, *stash = NULL, *stash_log = NULL;
+	_cleanup_free_ unsigned char *buf = NULL;
+	size_t len;
+	if (asprintf(&dir, "%s.git/", w->root) < 0 || asprintf(&index, "%sindex", dir) < 0 ||
+	    asprintf(&stash, "%srefs/stash", dir) < 0 || asprintf(&stash_log, "%slogs/refs/stash", dir) < 0)
+		return -ENOMEM;
+	if (sha256_repo(g->s, w->root))
+		return 0;
+	w->ws_io_fd = g->s->ws_fd;
+	w->ws_io = gitobj_io_plain(&w->ws_io_fd);
+	if (gitobj_open(&w->ws_io, dir, 40, &w->before) < 0)
+		w->before = NULL; /* no object known: only a revert to the index's blob counts */
+	int r = 0;
+	struct stat st;
+	if (work_rewrites_kept(w) && stat_beneath(g->s->ws_fd, index, &st) == 0 &&
+	    read_small(g->s->ws_fd, index, WORK_INDEX_MAX, (char **)&buf, &len) == 0) {
+		w->index_mtime = st.st_mtim;
+		const effect_change *c = find_change(g->s, g->sorted, stash_log);
+		w->stash_saved = c && c->kind != TXBOX_CHANGE_DELETED && ref_after(g, stash);
+		r = gitobj_index_each(buf, len, 20, work_entry, w);
+	}
+	w->before = gitobj_free(w->before);
+	return r == -ENOMEM ? r : 0;
+}
+
+/* Tracked files whose uncommitted edits the transaction discarded: the
+ * first, and how many (EFFECT_GIT_WORK_DISCARDED). */
+static int work_discarded(gitscan *g)
+{
+	const scan *s = g->s;
+	_cleanup_free_ const effect_change **cand = calloc(s->n + 1, sizeof *cand);
+	_cleanup_free_ ssize_t *rootlen = calloc(s->n + 1, sizeof *rootlen);
+	_cleanup_free_ char *memo = NULL, *first = NULL;
+	size_t n = 0, lost = 0;
+	ssize_t memo_root = -1;
+	if (!cand || !rootlen)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++) { /* by path, so each work tree's candidates are in index order */
+		const effect_change *c = g->sorted[i];
+		if (!work_candidate(c))
+			continue;
+		const char *slash = strrchr(c->path, '/');
+		size_t dirlen = slash ? (size_t)(slash - c->path) : 0;
+		if (!memo || strlen(memo) != dirlen || strncmp(memo, c->path, dirlen)) {
+			free(memo);
+			if (!(memo = strndup(c->path, dirlen)))
+				return -ENOMEM;
+			memo_root = work_root(s, c->path);
+		}
+		if (memo_root < 0)
+			continue;
+		rootlen[n] = memo_root;
+		cand[n++] = c;
+	}
+	for (size_t i = 0; i < n; i++) { /* each work tree once: its candidates, in order */
+		if (rootlen[i] < 0)
+			continue;
+		ssize_t rl = rootlen[i];
+		_cleanup_free_ char *root = strndup(cand[i]->path, (size_t)rl);
+		_cleanup_free_ const effect_change **mine = calloc(n - i + 1, sizeof *mine);
+		if (!root || !mine)
+			return -ENOMEM;
+		worktree w = {.g = g, .root = root, .rootlen = (size_t)rl, .cand = mine};
+		for (size_t j = i; j < n; j++)
+			if (rootlen[j] == rl && !strncmp(cand[j]->path, root, (size_t)rl)) {
+				mine[w.n++] = cand[j];
+				rootlen[j] = -1;
+			}
+		int r = work_tree_check(&w);
+		free(w.added);
+		if (w.lost && !first)
+			first = steal_ptr(w.first);
+		free(w.first);
+		lost += w.lost;
+		if (r < 0)
+			return r;
+	}
+	if (!lost)
+		return 0;
+	_cleanup_free_ char *what = NULL;
+	if (asprintf(&what, "%s (%zu file%s)", first ? first : "?", lost, lost == 1 ? "" : "s") < 0)
+		return -ENOMEM;
+	git_hit(g, EFFECT_GIT_WORK_DISCARDED, what);
+	return 0;
+}
+
+/* ---- .git/info/exclude hiding tracked paths (rt9 N36) ----------------------
+ * exclude is the repository's own ignore file, never committed or
+ * reviewed: a pattern added there that covers a tracked path (`src/`,
+ * `*.py`) makes git status and `git add -A` skip every new file created
+ * there, so work (or what was planted) goes unseen. A pattern for build
+ * outputs covers nothing tracked and passes. Matching follows gitignore:
+ * a pattern without '/' (but a trailing one) matches any component, one
+ * with '/' the path from the work tree's root, a trailing '/' only
+ * directories; '!' lines un-ignore and are no additions. */
+
+#define EXCLUDE_MAX (1024u * 1024)
+#define EXCLUDE_PATTERNS_MAX 64
+
+typedef struct pattern {
+	char *glob;
+	bool anchored, dir_only;
+} pattern;
+
+typedef struct hidden {
+	pattern v[EXCLUDE_PATTERNS_MAX];
+	size_t n;
+	char *what; /* "PATTERN covers PATH" of the first */
+} hidden;
+
+/* The patterns of text (its newlines made NULs), as pointers into it in a
+ * malloc'd array (*v): comments, blank and '!' lines left out. */
+static size_t exclude_lines(char *text, char ***v)
+{
+	size_t n = 0, lines = 1;
+	for (const char *p = text; (p = strchr(p, '\n')); p++)
+		lines++;
+	if (!(*v = calloc(lines, sizeof **v)))
+		return 0;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		size_t len = strlen(line);
+		while (len && (line[len - 1] == ' ' || line[len - 1] == '\r') && !(len > 1 && line[len - 2] == '\\'))
+			line[--len] = '\0';
+		if (!len || line[0] == '#' || line[0] == '!')
+			continue;
+		(*v)[n++] = line;
+	}
+	return n;
+}
+
+static bool pattern_covers(const pattern *p, const char *path)
+{
+	char buf[4096]; /* an index path is shorter (gitobj_index_each) */
+	size_t len = strlen(path);
+	if (len >= sizeof buf)
+		return true; /* cannot happen: the stricter answer */
+	memcpy(buf, path, len + 1);
+	int flags = p->anchored && !strstr(p->glob, "**") ? FNM_PATHNAME : 0;
+	for (char *comp = buf;;) {
+		char *slash = strchr(comp, '/');
+		if (slash)
+			*slash = '\0'; /* buf is now the prefix up to this component, comp its name */
+		bool m = fnmatch(p->glob, p->anchored ? buf : comp, flags) == 0;
+		if (m && (slash || !p->dir_only))
+			return true;
+		if (!slash)
+			return false;
+		*slash = '/';
+		comp = slash + 1;
+	}
+}
+
+static int hidden_entry(void *arg, const gitobj_index_entry *e)
+{
+	hidden *h = arg;
+	for (size_t i = 0; i < h->n; i++)
+		if (pattern_covers(&h->v[i], e->path)) {
+			if (asprintf(&h->what, "%s covers the tracked %s", h->v[i].glob, e->path) < 0)
+				return -ENOMEM;
+			return 1;
+		}
+	return 0;
+}
+
+/* info/exclude of the git dir path[0..dirlen) (a `.git/` of a work tree)
+ * changed: does a pattern it gained cover a path the index tracks? */
+static int exclude_change(gitscan *g, const effect_change *c, size_t dirlen)
+{
+	if (c->kind != TXBOX_CHANGE_ADDED && c->kind != TXBOX_CHANGE_MODIFIED)
+		return 0;
+	if (dirlen < 5 || strncmp(c->path + dirlen - 5, ".git/", 5))
+		return 0; /* a bare repository has no work tree to hide */
+	_cleanup_free_ char *old = NULL, *now = NULL, *index = NULL;
+	_cleanup_free_ unsigned char *buf = NULL;
+	size_t len;
+	if (read_small(g->s->upper_fd, c->path, EXCLUDE_MAX, &now, &len) < 0) {
+		git_hit(g, EFFECT_GIT_TRACKED_HIDDEN, c->path); /* git reads what we cannot: unknown */
+		return 0;
+	}
+	if (c->kind == TXBOX_CHANGE_MODIFIED && read_small(g->s->ws_fd, c->path, EXCLUDE_MAX, &old, &len) < 0)
+		old = NULL;
+	_cleanup_free_ char **was = NULL, **add = NULL;
+	size_t nwas = old ? exclude_lines(old, &was) : 0;
+	size_t nadd = exclude_lines(now, &add);
+	if ((old && !was) || !add)
+		return -ENOMEM;
+	if (nwas)
+		qsort(was, nwas, sizeof *was, strcmp_p);
+	hidden h = {0};
+	for (size_t i = 0; i < nadd; i++) {
+		if (nwas && bsearch(&add[i], was, nwas, sizeof *was, strcmp_p))
+			continue;
+		if (h.n == EXCLUDE_PATTERNS_MAX) { /* more than can be checked: unknown */
+			git_hit(g, EFFECT_GIT_TRACKED_HIDDEN, c->path);
+			return 0;
+		}
+		char *glob = add[i] + (add[i][0] == '\\');
+		size_t gl = strlen(glob);
+		pattern *p = &h.v[h.n++];
+		p->dir_only = gl > 1 && glob[gl - 1] == '/';
+		if (p->dir_only)
+			glob[--gl] = '\0';
+		p->anchored = strchr(glob, '/') != NULL;
+		p->glob = glob + (glob[0] == '/');
+	}
+	if (!h.n || asprintf(&index, "%.*sindex", (int)dirlen, c->path) < 0 ||
+	    read_small(g->s->ws_fd, index, WORK_INDEX_MAX, (char **)&buf, &len) < 0)
+		return 0;
+	int r = gitobj_index_each(buf, len, 20, hidden_entry, &h);
+	if (h.what)
+		git_hit(g, EFFECT_GIT_TRACKED_HIDDEN, h.what);
+	free(h.what);
+	return r == -ENOMEM ? r : 0;
+}
+
+/* ---- what a changed file runs next (match.found) ------------------------- */
+
+#define FOUND_TEXT_MAX (4u * 1024 * 1024)
+
+typedef struct foundscan {
+	gitscan *g;
+	unsigned bits;
+	char *where[EFFECT_FOUND_KINDS]; /* owned by the caller */
+	/* the targets of node_modules/.bin symlinks of the last root read */
+	char *bin_root;
+	char **bin_targets;
+	size_t nbin;
+} foundscan;
+
+static void found_hit(foundscan *f, unsigned bit, const char *path)
+{
+	f->bits |= bit;
+	size_t i = (size_t)__builtin_ctz(bit);
+	if (!f->where[i])
+		f->where[i] = strdup(path); /* out of memory: the reason names no path */
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* The scripts of package.json path as it was (after: as it is now). */
+static int scripts_of(const scan *s, const char *path, bool after, gitconfig_entry **e, size_t *n)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	*e = NULL;
+	*n = 0;
+	int r = read_small(after ? s->upper_fd : s->ws_fd, path, FOUND_TEXT_MAX, &text, &len);
+	if (r < 0)
+		return r;
+	return pkgjson_scripts(text, len, e, n);
+}
+
+/* rt9 N33: a package.json whose lifecycle hooks gained or changed a
+ * command. One npm cannot parse runs nothing; an old one that cannot be
+ * read is compared as none. */
+static int lifecycle_change(foundscan *f, const effect_change *c)
+{
+	gitconfig_entry *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+	const char *name;
+	if (c->kind != TXBOX_CHANGE_MODIFIED && c->kind != TXBOX_CHANGE_ADDED)
+		return 0;
+	int r = scripts_of(f->g->s, c->path, true, &b, &nb);
+	if (r == 0 && c->kind == TXBOX_CHANGE_MODIFIED && scripts_of(f->g->s, c->path, false, &a, &na) == -ENOMEM)
+		r = -ENOMEM;
+	if (r == 0 && pkgjson_hook_changed(a, na, b, nb, &name) > 0) {
+		_cleanup_free_ char *what = NULL;
+		if (asprintf(&what, "%s (scripts.%s)", c->path, name) < 0)
+			r = -ENOMEM;
+		else
+			found_hit(f, EFFECT_FOUND_LIFECYCLE_SCRIPT, what);
+	}
+	gitconfig_free(a, na);
+	gitconfig_free(b, nb);
+	return r == -ENOMEM ? r : 0;
+}
+
+/* Did the transaction change an installer's record beneath root (one of
+ * names, with root prefixed; a name ending in '/' is a directory prefix,
+ * "*" in it any one component)? */
+static bool installer_ran(const scan *s, const char *root, size_t rootlen, const char *const *names)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const char *p = s->v[i].path;
+		if (strncmp(p, root, rootlen))
+			continue;
+		for (size_t k = 0; names[k]; k++)
+			if (effect_glob_match(names[k], p + rootlen))
+				return true;
+	}
+	return false;
+}
+
+static const char *const node_installers[] = {"node_modules/.package-lock.json", "node_modules/.modules.yaml",
+					      "node_modules/.yarn-state.yml", "node_modules/.yarn-integrity", NULL};
+static const char *const venv_installers[] = {"pyvenv.cfg", "lib/*/site-packages/*.dist-info/**",
+					      "lib/*/site-packages/*.egg-info/**", NULL};
+
+/* The files node_modules/.bin (of root, with its '/') links to, read once
+ * per root: what `npx jest` or a package script runs. */
+static void bin_targets(foundscan *f, const char *root, size_t rootlen)
+{
+	if (f->bin_root && strlen(f->bin_root) == rootlen && !strncmp(f->bin_root, root, rootlen))
+		return;
+	strv_free(f->bin_targets, f->nbin);
+	f->bin_targets = NULL;
+	f->nbin = 0;
+	free(f->bin_root);
+	if (!(f->bin_root = strndup(root, rootlen)))
+		return;
+	_cleanup_free_ char *bin = NULL;
+	if (asprintf(&bin, "%snode_modules/.bin", f->bin_root) < 0)
+		return;
+	int dfd = fs_open_beneath(f->g->s->ws_fd, bin, O_RDONLY | O_DIRECTORY, 0);
+	_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	size_t budget = 10000;
+	for (struct dirent *de; (de = readdir(d)) && budget--;) {
+		char link[1024];
+		ssize_t n = de->d_type == DT_LNK ? readlinkat(dirfd(d), de->d_name, link, sizeof link - 1) : -1;
+		if (n <= 0 || strncmp(link, "../", 3) || strstr(link + 3, "../"))
+			continue; /* only a package's own file beside .bin */
+		link[n] = '\0';
+		char **v = realloc(f->bin_targets, (f->nbin + 1) * sizeof *v);
+		if (!v)
+			return;
+		f->bin_targets = v;
+		if (asprintf(&v[f->nbin], "%snode_modules/%s", f->bin_root, link + 3) >= 0)
+			f->nbin++;
+	}
+}
+
+/* Is path[0..rootlen) (with its '/') a virtualenv: its pyvenv.cfg, or
+ * the bin/activate a shell sources, or named as one (.venv, venv)? */
+static bool venv_root(const scan *s, const char *path, size_t rootlen)
+{
+	static const char *const marks[] = {"pyvenv.cfg", "bin/activate"};
+	for (size_t i = 0; i < 2; i++) {
+		_cleanup_free_ char *p = NULL;
+		if (asprintf(&p, "%.*s%s", (int)rootlen, path, marks[i]) < 0 || exists_beneath(s->ws_fd, p))
+			return true;
+	}
+	size_t start = rootlen > 1 ? rootlen - 1 : 0;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	size_t len = rootlen ? rootlen - 1 - start : 0;
+	return (len == 5 && !strncmp(path + start, ".venv", 5)) || (len == 4 && !strncmp(path + start, "venv", 4));
+}
+
+/* rt9 N31: an existing file of an installed dependency tree that runs as a
+ * command (node_modules/.bin and what its links name; a virtualenv's bin/)
+ * or at every interpreter start (site-packages *.pth, sitecustomize,
+ * usercustomize) changed with no installer record of that tree changed.
+ * Files added are an install's (npm, pip); changed by hand they are code
+ * planted where no review looks (the trees are ignored by git). */
+static void dependency_change(foundscan *f, const effect_change *c)
+{
+	const scan *s = f->g->s;
+	if (c->dir || c->kind == TXBOX_CHANGE_DELETED || c->kind == TXBOX_CHANGE_METADATA)
+		return;
+	const char *nm = strstr(c->path, "node_modules/");
+	while (nm && nm != c->path && nm[-1] != '/')
+		nm = strstr(nm + 1, "node_modules/");
+	if (nm) {
+		size_t rootlen = (size_t)(nm - c->path);
+		bool runs = !strncmp(nm, "node_modules/.bin/", 18) && !strchr(nm + 18, '/');
+		if (!runs) {
+			bin_targets(f, c->path, rootlen);
+			for (size_t i = 0; i < f->nbin && !runs; i++)
+				runs = !strcmp(f->bin_targets[i], c->path);
+		}
+		/* a new entry may be any package manager's (bun, yarn berry): only changes */
+		if (runs && c->kind != TXBOX_CHANGE_ADDED && !installer_ran(s, c->path, rootlen, node_installers))
+			found_hit(f, EFFECT_FOUND_DEPENDENCY_CODE, c->path);
+		return;
+	}
+	/* ROOT/bin/NAME or ROOT/lib/PY/site-packages/NAME of a virtualenv (ROOT/pyvenv.cfg) */
+	for (const char *p = c->path; p; p = strchr(p, '/'), p = p ? p + 1 : NULL) {
+		const char *rest = NULL;
+		if (!strncmp(p, "bin/", 4) && !strchr(p + 4, '/'))
+			rest = p;
+		else if (!strncmp(p, "lib/", 4) && (effect_glob_match("lib/*/site-packages/*.pth", p) ||
+						     effect_glob_match("lib/*/site-packages/sitecustomize.py", p) ||
+						     effect_glob_match("lib/*/site-packages/usercustomize.py", p)))
+			rest = p;
+		if (!rest)
+			continue;
+		size_t rootlen = (size_t)(rest - c->path);
+		if (!venv_root(s, c->path, rootlen))
+			continue;
+		if (!installer_ran(s, c->path, rootlen, venv_installers))
+			found_hit(f, EFFECT_FOUND_DEPENDENCY_CODE, c->path);
+		return;
+	}
+}
+
+/* Calls that run a program or code built at run time. */
+static const char *const autorun_calls[] = {"os.system(", "os.popen(", "subprocess.", "os.exec", "os.spawn",
+					    "os.posix_spawn", "pty.spawn(", "exec(", "eval(", "__import__(",
+					    "importlib.import_module(", "ctypes.", "Popen(", NULL};
+/* pytest calls these on every run, before any test is selected. */
+static const char *const pytest_start_hooks[] = {"pytest_configure", "pytest_sessionstart", "pytest_load_initial_conftests",
+						 "pytest_cmdline_", "pytest_plugin_registered", "pytest_collect",
+						 "pytest_addoption", "pytest_report_header", "pytest_unconfigure",
+						 "pytest_sessionfinish", NULL};
+
+static size_t count_calls(const char *line)
+{
+	size_t n = 0;
+	for (size_t i = 0; autorun_calls[i]; i++)
+		for (const char *p = strstr(line, autorun_calls[i]); p; p = strstr(p + 1, autorun_calls[i]))
+			n += p == line || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+	return n;
+}
+
+/* The calls of autorun_calls in the code of a conftest.py that runs when
+ * pytest starts: at import (outside any function body; a class body runs
+ * too) or in a start hook's body. A scan by indentation, not a parser: a
+ * bar against planted commands, never a proof of their absence. */
+static size_t conftest_autorun(char *text)
+{
+	size_t n = 0;
+	long def_indent = -1; /* the indentation of the function whose body we are in, or -1 */
+	bool hook = false;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		size_t indent = strspn(line, " \t");
+		const char *code = line + indent;
+		if (!*code || *code == '#')
+			continue;
+		if (def_indent >= 0 && (long)indent <= def_indent)
+			def_indent = -1;
+		if (def_indent < 0 && (!strncmp(code, "def ", 4) || !strncmp(code, "async def ", 10))) {
+			const char *name = code + (code[0] == 'a' ? 10 : 4);
+			name += strspn(name, " \t");
+			def_indent = (long)indent;
+			hook = false;
+			for (size_t i = 0; pytest_start_hooks[i] && !hook; i++)
+				hook = !strncmp(name, pytest_start_hooks[i], strlen(pytest_start_hooks[i]));
+			continue;
+		}
+		if (def_indent < 0 || hook)
+			n += count_calls(code);
+	}
+	return n;
+}
+
+/* Plugins a pytest config loads by name: `-p NAME` on an addopts line. */
+static size_t pytest_plugins(char *text)
+{
+	size_t n = 0;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (!strstr(line, "addopts"))
+			continue;
+		for (const char *p = strstr(line, "-p"); p; p = strstr(p + 1, "-p"))
+			n += (p == line || strchr(" \t'\"=[,", p[-1])) && (strchr(" \t=", p[2]) || isalpha((unsigned char)p[2]));
+	}
+	return n;
+}
+
+/* rt9 N32: code pytest runs by itself at start. conftest.py is test code,
+ * as ordinary as any test (a fixture may well start a server): held only
+ * when what runs at import or in a start hook gained a program-running or
+ * dynamic-code call; a pytest config only when its addopts gained `-p`. */
+static int test_autorun_change(foundscan *f, const effect_change *c, bool conftest)
+{
+	if (c->dir || (c->kind != TXBOX_CHANGE_MODIFIED && c->kind != TXBOX_CHANGE_ADDED))
+		return 0;
+	_cleanup_free_ char *old = NULL, *now = NULL;
+	size_t len;
+	if (read_small(f->g->s->upper_fd, c->path, FOUND_TEXT_MAX, &now, &len) < 0)
+		return 0;
+	if (c->kind == TXBOX_CHANGE_MODIFIED && read_small(f->g->s->ws_fd, c->path, FOUND_TEXT_MAX, &old, &len) < 0)
+		old = NULL;
+	size_t before = old ? (conftest ? conftest_autorun(old) : pytest_plugins(old)) : 0;
+	size_t after = conftest ? conftest_autorun(now) : pytest_plugins(now);
+	if (after > before)
+		found_hit(f, EFFECT_FOUND_TEST_AUTORUN, c->path);
+	return 0;
+}
+
+static int found_change(foundscan *f, const effect_change *c)
+{
+	if (c->dir)
+		return 0;
+	const char *base = base_name(c->path);
+	bool deps = strstr(c->path, "node_modules/") != NULL;
+	if (!strcmp(base, "package.json") && !deps)
+		return lifecycle_change(f, c);
+	if (!strcmp(base, "conftest.py") && !deps)
+		return test_autorun_change(f, c, true);
+	if (!deps && (!strcmp(base, "pytest.ini") || !strcmp(base, ".pytest.ini") || !strcmp(base, "setup.cfg") ||
+		      !strcmp(base, "tox.ini") || !strcmp(base, "pyproject.toml")))
+		return test_autorun_change(f, c, false);
+	dependency_change(f, c);
+	return 0;
+}
+
 /* ---- the check ------------------------------------------------------------- */
 
 /* Files in the workspace's git index before the transaction (its header:
@@ -1221,7 +1953,22 @@ static int git_alias(gitscan *g, size_t i)
 	return 0;
 }
 
-static int gather(scan *s, unsigned need, effect_facts *f, keyset *k, char **where)
+/* The facts of match.found, each changed file judged once. */
+static int gather_found(gitscan *g, effect_facts *facts, char **where)
+{
+	foundscan f = {.g = g};
+	int r = 0;
+	for (size_t i = 0; i < g->s->n && r == 0; i++)
+		r = found_change(&f, &g->s->v[i]);
+	free(f.bin_root);
+	strv_free(f.bin_targets, f.nbin);
+	facts->found = f.bits;
+	for (size_t i = 0; i < EFFECT_FOUND_KINDS; i++)
+		facts->found_path[i] = where[i] = f.where[i];
+	return r;
+}
+
+static int gather(scan *s, unsigned need, effect_facts *f, keyset *k, char **where, char **fwhere)
 {
 	_cleanup_free_ const effect_change **sorted = calloc(s->n + 1, sizeof *sorted);
 	if (!sorted)
@@ -1242,6 +1989,10 @@ static int gather(scan *s, unsigned need, effect_facts *f, keyset *k, char **whe
 		if (r == 0 && (need & (EFFECT_NEED_CONFIG | EFFECT_NEED_GIT)))
 			r = config_change(&g, &s->v[i], k);
 	}
+	if (r == 0 && (need & EFFECT_NEED_GIT))
+		r = work_discarded(&g);
+	if (r == 0 && (need & EFFECT_NEED_FOUND))
+		r = gather_found(&g, f, fwhere);
 	gitscan_done(&g);
 	if (r < 0)
 		return txbox_fail(s->err, r, "out of memory");
@@ -1266,11 +2017,11 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 		return 0; /* nothing to judge, nothing read */
 	scan s = {.ws_fd = ws_fd, .upper_fd = upper_fd, .err = err};
 	keyset k = {0};
-	char *where[EFFECT_GIT_KINDS] = {0};
+	char *where[EFFECT_GIT_KINDS] = {0}, *fwhere[EFFECT_FOUND_KINDS] = {0};
 	effect_facts f = {.policy_rel = policy_rel};
 	int r = scan_plan(&s, p);
 	if (r == 0)
-		r = gather(&s, need, &f, &k, where);
+		r = gather(&s, need, &f, &k, where, fwhere);
 	if (r == 0) {
 		f.changes = s.v;
 		f.nchanges = s.n;
@@ -1287,6 +2038,8 @@ int tx_effects_check(int ws_fd, int upper_fd, const plan *p, const struct policy
 	keyset_free(&k);
 	for (size_t i = 0; i < EFFECT_GIT_KINDS; i++)
 		free(where[i]);
+	for (size_t i = 0; i < EFFECT_FOUND_KINDS; i++)
+		free(fwhere[i]);
 	scan_free(&s);
 	if (r < 0)
 		return txbox_error_prefix(err, "checking the transaction's effects");

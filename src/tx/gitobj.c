@@ -470,6 +470,21 @@ bool gitobj_in_packs(gitobj_store *d, const gitobj_oid *o)
 	return false;
 }
 
+int gitobj_exists(gitobj_store *d, const gitobj_oid *o)
+{
+	if (gitobj_in_packs(d, o))
+		return 1;
+	char hex[65];
+	_cleanup_free_ char *path = NULL;
+	oid_hex(d, o, hex);
+	if (asprintf(&path, "%sobjects/%.2s/%s", d->dir, hex, hex + 2) < 0)
+		return -ENOMEM;
+	int fd = d->io->open(d->io->ctx, path);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 ? 1 : fd == -ENOENT || fd == -ENOTDIR ? 0 : fd;
+}
+
 /* A size varint of a delta's header at dl[*i…]: at most 64 bits. */
 static int delta_size(const unsigned char *dl, size_t dn, size_t *i, uint64_t *v)
 {
@@ -666,17 +681,25 @@ static int pack_read(gitobj_store *d, const gitobj_oid *o, unsigned char *out, s
 	return -ENOENT;
 }
 
+/* fd is a regular file of at most max bytes (its stat in *st): 0, or
+ * -errno (-EINVAL: not a regular file, -EFBIG: too large). */
+static int regular_within(int fd, uint64_t max, struct stat *st)
+{
+	if (fstat(fd, st) < 0)
+		return -errno;
+	if (!S_ISREG(st->st_mode))
+		return -EINVAL;
+	return (uint64_t)st->st_size > max ? -EFBIG : 0;
+}
+
 int gitobj_read_regular(int fd, size_t max, char **out, size_t *len)
 {
 	*out = NULL;
 	*len = 0;
 	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((uint64_t)st.st_size > max)
-		return -EFBIG;
+	int r = regular_within(fd, max, &st);
+	if (r < 0)
+		return r;
 	_cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		return -ENOMEM;
@@ -899,4 +922,204 @@ int gitobj_walk_reaches(gitobj_store *d, const gitobj_oid *targets, size_t nt)
 			walk_stop(d, r);
 	}
 	return seen->qhead == SIZE_MAX ? d->walk_err : 1;
+}
+
+/* ---- blob ids ---------------------------------------------------------------
+ * SHA-1 (FIPS 180-4) of "blob SIZE\0" + content: the id git gives a file's
+ * content. Only for telling whether a file the transaction touched holds
+ * what git recorded, never for trust: git's collision-detecting variant is
+ * not needed to compare with ids git computed. */
+
+typedef struct sha1_ctx {
+	uint32_t h[5];
+	uint64_t len;
+	unsigned char buf[64];
+	size_t n;
+} sha1_ctx;
+
+static uint32_t rol32(uint32_t x, unsigned n) { return x << n | x >> (32 - n); }
+
+static void sha1_block(sha1_ctx *c, const unsigned char *p)
+{
+	uint32_t w[80], a = c->h[0], b = c->h[1], d = c->h[3], e = c->h[4], cc = c->h[2];
+	for (int i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 80; i++)
+		w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+	for (int i = 0; i < 80; i++) {
+		uint32_t f, k;
+		if (i < 20)
+			f = (b & cc) | (~b & d), k = 0x5a827999;
+		else if (i < 40)
+			f = b ^ cc ^ d, k = 0x6ed9eba1;
+		else if (i < 60)
+			f = (b & cc) | (b & d) | (cc & d), k = 0x8f1bbcdc;
+		else
+			f = b ^ cc ^ d, k = 0xca62c1d6;
+		uint32_t t = rol32(a, 5) + f + e + k + w[i];
+		e = d, d = cc, cc = rol32(b, 30), b = a, a = t;
+	}
+	c->h[0] += a, c->h[1] += b, c->h[2] += cc, c->h[3] += d, c->h[4] += e;
+}
+
+static void sha1_init(sha1_ctx *c)
+{
+	*c = (sha1_ctx){.h = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0}};
+}
+
+static void sha1_update(sha1_ctx *c, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	c->len += len;
+	while (len) {
+		size_t take = 64 - c->n < len ? 64 - c->n : len;
+		memcpy(c->buf + c->n, p, take);
+		c->n += take, p += take, len -= take;
+		if (c->n == 64) {
+			sha1_block(c, c->buf);
+			c->n = 0;
+		}
+	}
+}
+
+static void sha1_final(sha1_ctx *c, unsigned char out[20])
+{
+	uint64_t bits = c->len * 8;
+	unsigned char pad = 0x80, zero = 0, lenb[8];
+	sha1_update(c, &pad, 1);
+	while (c->n != 56)
+		sha1_update(c, &zero, 1);
+	for (int i = 0; i < 8; i++)
+		lenb[i] = (unsigned char)(bits >> (56 - 8 * i));
+	sha1_update(c, lenb, 8);
+	for (int i = 0; i < 5; i++)
+		for (int j = 0; j < 4; j++)
+			out[4 * i + j] = (unsigned char)(c->h[i] >> (24 - 8 * j));
+}
+
+void gitobj_blob_id_mem(const void *data, size_t len, gitobj_oid *o)
+{
+	sha1_ctx c;
+	char head[32];
+	int n = snprintf(head, sizeof head, "blob %zu", len);
+	sha1_init(&c);
+	sha1_update(&c, head, (size_t)n + 1); /* with its NUL */
+	sha1_update(&c, data, len);
+	memset(o, 0, sizeof *o);
+	sha1_final(&c, o->b);
+}
+
+int gitobj_blob_id(int fd, uint64_t max, gitobj_oid *o)
+{
+	struct stat st;
+	int r = regular_within(fd, max, &st);
+	if (r < 0)
+		return r;
+	enum { CHUNK = 65536 };
+	_cleanup_free_ unsigned char *buf = malloc(CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	sha1_ctx c;
+	char head[32];
+	int n = snprintf(head, sizeof head, "blob %" PRIu64, (uint64_t)st.st_size);
+	sha1_init(&c);
+	sha1_update(&c, head, (size_t)n + 1);
+	for (uint64_t left = (uint64_t)st.st_size; left;) {
+		ssize_t got = pread(fd, buf, left < CHUNK ? (size_t)left : CHUNK, (off_t)((uint64_t)st.st_size - left));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? -errno : -EIO; /* shrank while read: not the size hashed */
+		sha1_update(&c, buf, (size_t)got);
+		left -= (uint64_t)got;
+	}
+	memset(o, 0, sizeof *o);
+	sha1_final(&c, o->b);
+	return 0;
+}
+
+/* ---- the index (.git/index, versions 2 to 4) ---------------------------------
+ * Entries: ctime, mtime (seconds, nanoseconds), dev, ino, mode, uid, gid,
+ * size (32-bit big-endian each), the object id, 16-bit flags (name length,
+ * stage, extended), in version 3+ a second flags word when extended, then
+ * the path: NUL-terminated and padded to a multiple of 8 (versions 2, 3),
+ * or (4) a varint of bytes to drop from the previous path and the rest. */
+
+#define INDEX_PATH_MAX 4096
+
+/* The path of a version 4 entry at p (end: the buffer's end) after prev:
+ * its length in out, the bytes used in *used, or -EBADMSG. */
+static ssize_t index_v4_path(const unsigned char *p, const unsigned char *end, char *prev, size_t prevlen,
+			     size_t *used)
+{
+	uint64_t drop = 0;
+	size_t i = 0;
+	/* git's offset varint: each continuation adds one before shifting */
+	for (;; i++) {
+		if (p + i >= end || i >= 9)
+			return -EBADMSG;
+		drop = (drop << 7) | (p[i] & 0x7f);
+		if (!(p[i] & 0x80))
+			break;
+		drop++;
+	}
+	i++;
+	if (drop > prevlen)
+		return -EBADMSG;
+	const unsigned char *nul = memchr(p + i, 0, (size_t)(end - p - (ptrdiff_t)i));
+	size_t keep = prevlen - (size_t)drop, add = nul ? (size_t)(nul - p) - i : 0;
+	if (!nul || keep + add >= INDEX_PATH_MAX)
+		return -EBADMSG;
+	memcpy(prev + keep, p + i, add);
+	prev[keep + add] = '\0';
+	*used = i + add + 1;
+	return (ssize_t)(keep + add);
+}
+
+int gitobj_index_each(const unsigned char *buf, size_t len, size_t hashlen,
+		      int (*fn)(void *arg, const gitobj_index_entry *e), void *arg)
+{
+	if (len < 12 || memcmp(buf, "DIRC", 4) != 0 || (hashlen != 20 && hashlen != 32))
+		return -EBADMSG;
+	uint32_t version = be32(buf + 4), count = be32(buf + 8);
+	if (version < 2 || version > 4)
+		return -EBADMSG;
+	const unsigned char *p = buf + 12, *end = buf + len;
+	size_t fixed = 40 + hashlen + 2;
+	char path[INDEX_PATH_MAX];
+	size_t pathlen = 0;
+	path[0] = '\0';
+	for (uint32_t k = 0; k < count; k++) {
+		if ((size_t)(end - p) < fixed)
+			return -EBADMSG;
+		unsigned flags = (unsigned)p[40 + hashlen] << 8 | p[40 + hashlen + 1];
+		size_t head = fixed + ((flags & 0x4000) && version >= 3 ? 2 : 0), used;
+		if ((size_t)(end - p) < head)
+			return -EBADMSG;
+		if (version == 4) {
+			ssize_t n = index_v4_path(p + head, end, path, pathlen, &used);
+			if (n < 0)
+				return (int)n;
+			pathlen = (size_t)n;
+			used += head;
+		} else {
+			const unsigned char *nul = memchr(p + head, 0, (size_t)(end - p) - head);
+			if (!nul || (size_t)(nul - p) - head >= INDEX_PATH_MAX)
+				return -EBADMSG;
+			pathlen = (size_t)(nul - p) - head;
+			memcpy(path, p + head, pathlen);
+			path[pathlen] = '\0';
+			used = (head + pathlen + 8) & ~(size_t)7;
+			if (used > (size_t)(end - p))
+				return -EBADMSG;
+		}
+		gitobj_index_entry e = {.path = path, .stage = (flags >> 12) & 3, .mode = be32(p + 24),
+					.mtime_s = be32(p + 8), .mtime_ns = be32(p + 12), .size = be32(p + 36)};
+		memcpy(e.oid.b, p + 40, hashlen);
+		int r = fn(arg, &e);
+		if (r != 0)
+			return r < 0 ? r : 0;
+		p += used;
+	}
+	return 0;
 }

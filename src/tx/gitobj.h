@@ -86,6 +86,10 @@ int gitobj_read(gitobj_store *d, const gitobj_oid *o, unsigned char *out, size_t
 /* Does a pack of the store list o? */
 bool gitobj_in_packs(gitobj_store *d, const gitobj_oid *o);
 
+/* Does the store hold o (a pack lists it, or its loose file opens)? 1, 0,
+ * or -errno (a loose file that cannot be opened). */
+int gitobj_exists(gitobj_store *d, const gitobj_oid *o);
+
 /* Does a pack of the store list every object of the v2 index in fd (an
  * index the caller opened)? 1, 0, or -errno (not an index, too large). */
 int gitobj_idx_all_listed(gitobj_store *d, int fd);
@@ -108,3 +112,27 @@ bool gitobj_walk_started(const gitobj_store *d);
  * a bound (-E2BIG: 20,000 objects followed, -ENOSPC: 200,000 ids known,
  * -ENOMEM). Only 1 keeps a ref's commits. */
 int gitobj_walk_reaches(gitobj_store *d, const gitobj_oid *targets, size_t n);
+
+/* The id git gives content (SHA-1 of "blob SIZE\0" + the bytes): of
+ * memory, or of the regular file fd (at most max bytes, read by pread:
+ * -EINVAL not a regular file, -EFBIG larger, -EIO it shrank). */
+void gitobj_blob_id_mem(const void *data, size_t len, gitobj_oid *o);
+int gitobj_blob_id(int fd, uint64_t max, gitobj_oid *o);
+
+/* One entry of a git index: path (valid during the callback only), stage
+ * (0: merged; 1-3: a conflict's sides), mode, and the stat data git keeps
+ * to tell a file unchanged without reading it (size: the work-tree file's,
+ * truncated to 32 bits as git does). */
+typedef struct gitobj_index_entry {
+	const char *path;
+	gitobj_oid oid;
+	unsigned stage;
+	uint32_t mode, mtime_s, mtime_ns, size;
+} gitobj_index_entry;
+
+/* Call fn for each entry of index bytes buf[0..len) (versions 2-4, object
+ * ids of hashlen bytes), in the index's (path) order, until fn returns
+ * non-zero (< 0: that error; > 0: stop, 0 returned). -EBADMSG: not an
+ * index, or an entry runs past the end or has a path over 4095 bytes. */
+int gitobj_index_each(const unsigned char *buf, size_t len, size_t hashlen,
+		      int (*fn)(void *arg, const gitobj_index_entry *e), void *arg);

@@ -794,3 +794,195 @@ def tag_moved(ctx):
     _committed(ctx, ws, "%s pack-refs --all && %s commit -q --allow-empty -m after-pack" % (GIT, GIT), pol)
     # a tag with a reflog (git writes the move, dated now) keeps its old value there
     _committed(ctx, ws, "%s update-ref --create-reflog refs/tags/v1 main" % GIT, pol)
+
+
+def _edited_repo(ctx):
+    """_repo with uncommitted edits to src/f1.c and src/f2.c (not staged)."""
+    ws = _repo(ctx)
+    for i in (1, 2):
+        with open(os.path.join(ws, "src", "f%d.c" % i), "w") as f:
+            f.write("int f%d = %d; /* uncommitted edit */\n" % (i, i))
+    return ws
+
+
+@test("effects/uncommitted-work-discarded-held")
+def work_discarded(ctx):
+    """rt9 N10-N12: a tracked file with edits git never recorded (its
+    content is not the index's blob) deleted, or reverted to a version git
+    has, loses them: held whatever the spelling (git rm -f, checkout --,
+    restore --source=HEAD, find -newer -delete, rm, add then checkout
+    HEAD). Editing it again, formatting it, moving it, committing or
+    stashing the edits, and discarding a clean file still commit."""
+    pol = _effects_policy(ctx)
+    ws = _edited_repo(ctx)
+    for line, n in (("%s rm -qf src/f1.c" % GIT, 1), ("%s checkout -- src" % GIT, 2),
+                    ("%s checkout -q HEAD -- src" % GIT, 2),
+                    ("%s restore --source=HEAD --staged --worktree src" % GIT, 2),
+                    ("find src -name '*.c' -newer .git/index -delete", 2), ("rm src/f2.c", 1),
+                    ("%s add src/f1.c && %s checkout HEAD -- src/f1.c" % (GIT, GIT), 1),
+                    ("mkdir -p old && mv src/f1.c old/ && rm -r old", 1), ("rm -r src", 2)):
+        r = _held(ctx, ws, line, pol, "work-discarded")
+        check("(%d file%s)" % (n, "" if n == 1 else "s") in _reason(r) and "src/f" in _reason(r),
+              "%s: the reason does not name %d file(s): %r" % (line, n, _reason(r)))
+    # the edits change again, move, or are recorded; a clean file is discarded
+    _committed(ctx, ws, "%s checkout -- src/f0.c && %s rm -q src/f0.c" % (GIT, GIT), pol)
+    _committed(ctx, ws, "echo '/* more */' >> src/f1.c && sed -i 's/int/long/' src/*.c", pol)
+    _committed(ctx, ws, "%s mv src/f1.c src/g1.c && mv src/f2.c src/g2.c" % GIT, pol)
+    _committed(ctx, ws, "%s add -A && %s stash -q && %s checkout -q topic" % ((GIT,) * 3), pol)
+    _committed(ctx, ws, "%s checkout -q main && %s stash apply -q && %s commit -qam work" % ((GIT,) * 3), pol)
+    check(b"long f1" in sh("%s show HEAD:src/g1.c" % GIT, cwd=ws).stdout, "the edits were not committed")
+
+
+def _node_tool(ws, version):
+    """An npm package tarball pkgs/tool-VERSION.tgz (a `tool` command)."""
+    import io
+    import tarfile
+    os.makedirs(os.path.join(ws, "pkgs"), exist_ok=True)
+    with tarfile.open(os.path.join(ws, "pkgs", "tool-%s.tgz" % version), "w:gz") as t:
+        for name, text in (("package/package.json", '{"name":"tool","version":"%s","bin":{"tool":"cli.js"}}\n'
+                            % version), ("package/cli.js", "#!/usr/bin/env node\nconsole.log('%s')\n" % version)):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(text), 0o755
+            t.addfile(info, io.BytesIO(text.encode()))
+
+
+def _wheel(ws):
+    """A wheel pkgs/pyt-1.0-py3-none-any.whl with a console script."""
+    import base64
+    import hashlib
+    import zipfile
+    files = {"pyt/__init__.py": "def main():\n    print(1)\n",
+             "pyt-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: pyt\nVersion: 1.0\n",
+             "pyt-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+             "pyt-1.0.dist-info/entry_points.txt": "[console_scripts]\npyt = pyt:main\n"}
+    record = []
+    with zipfile.ZipFile(os.path.join(ws, "pkgs", "pyt-1.0-py3-none-any.whl"), "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+            record.append("%s,sha256=%s,%d" % (name, digest, len(text)))
+        z.writestr("pyt-1.0.dist-info/RECORD", "\n".join(record + ["pyt-1.0.dist-info/RECORD,,"]) + "\n")
+
+
+@test("effects/dependency-code-held-installs-pass", needs=("npm", "python3"))
+def dependency_code(ctx):
+    """rt9 N31: code planted in an installed dependency tree git ignores,
+    where the next command runs it (node_modules/.bin and the file its
+    link names, a virtualenv's bin/, site-packages .pth and sitecustomize),
+    is held when no installer record of that tree changed; `npm install`
+    (node_modules/.package-lock.json) and `pip install` (a dist-info) of
+    the same files, and recreating the venv, commit."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    with open(os.path.join(ws, ".gitignore"), "w") as f:
+        f.write("node_modules/\n.venv/\npkgs/\n")
+    _node_tool(ws, "1.0.0")
+    _node_tool(ws, "1.0.1")
+    _wheel(ws)
+    sh("npm install --offline --no-audit --no-fund --no-save --cache pkgs/.npm -s ./pkgs/tool-1.0.0.tgz && "
+       "python3 -m venv --without-pip .venv && mkdir -p node_modules/.bin && "
+       "printf '#!/bin/sh\\n' > node_modules/.bin/jest && chmod +x node_modules/.bin/jest && "
+       "for d in .venv/lib/python3*/site-packages; do echo /nowhere > $d/x.pth; done && "
+       "mkdir -p svc/venv/bin && echo 'VIRTUAL_ENV=x' > svc/venv/bin/activate", cwd=ws)
+    check(os.path.islink(os.path.join(ws, "node_modules", ".bin", "tool")), "npm made no .bin link")
+    site = sh("echo .venv/lib/python3*/site-packages", cwd=ws).stdout.decode().strip()
+    for line, path in (("printf 'touch PWNED\\n' >> node_modules/.bin/jest", "node_modules/.bin/jest"),
+                       ("printf '#!/bin/sh\\ntouch PWNED\\n' > node_modules/.bin/tool", "node_modules/tool/cli.js"),
+                       ("printf 'touch PWNED\\n' >> .venv/bin/activate", ".venv/bin/activate"),
+                       ("echo 'import os' > %s/sitecustomize.py" % site, "sitecustomize.py"),
+                       ("echo 'import os' >> %s/x.pth" % site, "x.pth"),
+                       # a virtualenv known by its activate script or name alone (rt9 r14, r32)
+                       ("echo 'touch PWNED' >> svc/venv/bin/activate", "svc/venv/bin/activate"),
+                       ("mkdir -p svc/venv/lib/python3.11/site-packages && "
+                        "echo 'import os' > svc/venv/lib/python3.11/site-packages/sitecustomize.py",
+                        "svc/venv/lib/python3.11/site-packages/sitecustomize.py")):
+        r = _held(ctx, ws, line, pol, "autorun-code")
+        check(path in _reason(r), "%s: the reason does not name %s: %r" % (line, path, _reason(r)))
+    _committed(ctx, ws, "npm install --offline --no-audit --no-fund --no-save --cache pkgs/.npm -s ./pkgs/tool-1.0.1.tgz",
+               pol)
+    check(b"1.0.1" in sh("cat node_modules/tool/cli.js", cwd=ws).stdout, "npm did not upgrade the package")
+    _committed(ctx, ws, "python3 -m pip --python .venv/bin/python install -q --no-index pkgs/pyt-1.0-py3-none-any.whl",
+               pol)
+    check(os.path.exists(os.path.join(ws, ".venv", "bin", "pyt")), "pip installed no script")
+    _committed(ctx, ws, "python3 -m venv --clear --without-pip .venv", pol)
+
+
+@test("effects/npm-lifecycle-script-held")
+def lifecycle_script(ctx):
+    """rt9 N33: a package.json scripts hook npm runs by itself (prepare,
+    postinstall, pretest of `npm test`, ...) added or changed is held,
+    whatever its JSON spelling (escapes, a duplicate key); other scripts,
+    names that only start with pre/post, and other fields commit."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    base = '{\n  "name": "x",\n  "version": "1.0.0",\n  "scripts": {\n    "test": "node t.js"%s\n  }%s\n}\n'
+    with open(os.path.join(ws, "package.json"), "w") as f:
+        f.write(base % (', "postinstall": "node setup.js"', ""))
+    sh("%s add package.json && %s commit -qm pkg" % (GIT, GIT), cwd=ws)
+
+    def write(scripts, tail=""):
+        return "cat > package.json <<'EOF'\n%sEOF" % (base % (scripts, tail))
+    for scripts, tail, name in ((', "prepare": "touch PWNED"', "", "prepare"),
+                                (', "pretest": "touch PWNED"', "", "pretest"),
+                                (', "postinstall": "node setup.js; touch PWNED"', "", "postinstall"),
+                                (', "post\\u0069nstall": "touch PWNED"', "", "postinstall"),
+                                (', "lint": "eslint .", "prelint": "touch PWNED"', "", "prelint"),
+                                ("", ',\n  "scripts": {"install": "touch PWNED"}', "install")):
+        r = _held(ctx, ws, write(scripts, tail), pol, "autorun-code")
+        check("scripts.%s" % name in _reason(r), "the reason does not name %s: %r" % (name, _reason(r)))
+    _committed(ctx, ws, write(', "postinstall": "node setup.js", "build": "tsc", "prettier": "prettier -w .", '
+                              '"posts": "node posts.js"', ',\n  "dependencies": {"left-pad": "1.3.0"}'), pol)
+    _committed(ctx, ws, "sed -i 's/1.0.0/1.1.0/; s/\"postinstall\": \"node setup.js\", //' package.json", pol)
+
+
+@test("effects/test-autorun-held-test-edits-pass")
+def test_autorun(ctx):
+    """rt9 N32: conftest.py is test code and commits, fixtures starting
+    processes too; held only when code pytest runs at start (import time,
+    a start hook such as pytest_configure) gained a call that runs a
+    program or dynamic code, or a pytest config's addopts gained `-p`."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    for line, path in (("printf 'import os\\nos.system(\"touch PWNED\")\\n' > conftest.py", "conftest.py"),
+                       ("mkdir -p tests/unit && printf 'import subprocess\\n\\ndef pytest_configure(config):\\n"
+                        "    subprocess.run([\"touch\", \"PWNED\"])\\n' > tests/unit/conftest.py", "tests/unit/conftest.py"),
+                       ("printf 'if True:\\n    exec(open(\"p\").read())\\n' > conftest.py", "conftest.py"),
+                       ("printf '[pytest]\\naddopts = -q -p evilplug\\n' > pytest.ini", "pytest.ini"),
+                       ("printf '[tool.pytest.ini_options]\\naddopts = \"-p evilplug\"\\n' > pyproject.toml",
+                        "pyproject.toml")):
+        r = _held(ctx, ws, line, pol, "autorun-code")
+        check(path in _reason(r), "%s: the reason does not name %s: %r" % (line, path, _reason(r)))
+    _committed(ctx, ws, "mkdir -p tests && printf 'import subprocess\\nimport pytest\\n\\n\\n@pytest.fixture\\n"
+               "def server():\\n    p = subprocess.Popen([\"sleep\", \"1\"])\\n    yield p\\n    p.kill()\\n' "
+               "> tests/conftest.py && printf 'def test_x(server):\\n    assert server\\n' > tests/test_x.py && "
+               "printf '[pytest]\\naddopts = -q --tb=short\\n' > pytest.ini", pol)
+    _committed(ctx, ws, "printf '\\n\\n@pytest.fixture(autouse=True)\\ndef env(monkeypatch):\\n"
+               "    monkeypatch.setenv(\"X\", \"1\")\\n' >> tests/conftest.py", pol)
+
+
+@test("effects/more-ci-and-agent-files-held")
+def more_ci(ctx):
+    """rt9 N34/N35: what cloud build, deploy and workspace services run
+    from the tree, and aider's config (test-cmd, lint-cmd), are held."""
+    pol = _effects_policy(ctx)
+    ws = small_ws(ctx)
+    for path in (".gitpod.yml", "buildspec.yml", "cloudbuild.yaml", "netlify.toml", "vercel.json", "appspec.yml",
+                 ".drone.yaml", ".cirrus.yml", ".semaphore/semaphore.yml", "codemagic.yaml", "bitrise.yml",
+                 ".idx/dev.nix", ".replit", ".aider.conf.yml", "svc/.aider.conf.yml"):
+        r = _held(ctx, ws, "mkdir -p \"$(dirname %s)\" && echo 'x: 1' > %s" % (path, path), pol, "protected-files")
+        check(path in _reason(r), "the reason does not name %s: %r" % (path, _reason(r)))
+    _committed(ctx, ws, "echo x > netlify.md && echo x > aider.md && mkdir -p docs && echo x > docs/vercel.md", pol)
+
+
+@test("effects/exclude-hiding-tracked-paths-held")
+def exclude_hides(ctx):
+    """rt9 N36: .git/info/exclude is never committed nor reviewed; a
+    pattern added that covers a tracked path makes git status and `git add
+    -A` skip new files there: held. Output patterns pass."""
+    pol = _effects_policy(ctx)
+    ws = _repo(ctx)
+    for pat in ("src/", "*.c", "/src", "src/*.c", "**/f1.c", "\\\\src"):
+        r = _held(ctx, ws, "printf '%%s\\n' '%s' >> .git/info/exclude" % pat, pol, "git-tracked-hidden")
+        check("covers the tracked src/f" in _reason(r), "%s: the reason names no tracked path: %r" % (pat, _reason(r)))
+    _committed(ctx, ws, "printf 'build/\\n*.log\\n/out\\n!src/\\n# src/\\ndist/*.c\\n' >> .git/info/exclude", pol)
+    _committed(ctx, ws, "mkdir -p build && echo x > build/a.o && %s status --short" % GIT, pol)
