@@ -1079,6 +1079,14 @@ static int git_command_options(struct uw *u, size_t i)
 		{"filter-branch", NULL, "--msg-filter"}, {"filter-branch", NULL, "--commit-filter"},
 		{"filter-branch", NULL, "--env-filter"}, {"filter-branch", NULL, "--parent-filter"},
 		{"am", NULL, "--exec"},
+		/* the program run at the other end: locally for a path or file://
+		 * remote, on the host for ssh */
+		{"clone", "-u", "--upload-pack"},  {"fetch", NULL, "--upload-pack"},
+		{"pull", NULL, "--upload-pack"},   {"ls-remote", NULL, "--upload-pack"},
+		{"fetch-pack", NULL, "--upload-pack"}, {"fetch-pack", NULL, "--exec"},
+		{"push", NULL, "--receive-pack"},  {"push", NULL, "--exec"},
+		{"send-pack", NULL, "--receive-pack"}, {"send-pack", NULL, "--exec"},
+		{"archive", NULL, "--exec"},
 	};
 	const char *sub = u->v[i].text;
 	int rc = 0;
