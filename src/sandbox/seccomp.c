@@ -16,7 +16,8 @@
  * and friends use NETLINK_ROUTE; inside the sandbox's own network namespace
  * it only sees the sandbox's loopback, and the privileged netlink families
  * (audit, netfilter, …) still require capabilities the sandbox does not
- * hold. Every other family (AF_PACKET, AF_ALG, AF_VSOCK, AF_BLUETOOTH, …)
+ * hold; NETLINK_KOBJECT_UEVENT (host device events) is refused, even with
+ * allow_extra_socket_families. Every other family (AF_PACKET, AF_ALG, AF_VSOCK, AF_BLUETOOTH, …)
  * fails with EAFNOSUPPORT unless allow_extra_socket_families.
  *
  * personality(2) and socket(2) need "argument not in a set" tests, which
@@ -239,6 +240,52 @@ static int add_ioctl_rules(scmp_filter_ctx ctx, txbox_error *err)
 	return 0;
 }
 
+/* fcntl(fd, F_SETLEASE, …): a read lease needs only ownership of the file
+ * (or CAP_LEASE), not write access, so the command could lease host files
+ * it sees read-only (as root: every root-owned file) or another
+ * workspace's .txbox/lock, and every host open() for writing would then
+ * block for up to lease-break-time (45 s) — txbox's own included. No
+ * coding tool needs a lease. EACCES is the kernel's own "you may not
+ * lease this file" (not the owner, no CAP_LEASE), which lease users
+ * (Samba, NFS servers) already treat as "no lease here". F_GETLEASE stays.
+ * The kernel reads cmd as unsigned int: only the low 32 bits count. */
+#ifndef F_SETLEASE
+#define F_SETLEASE 1024
+#endif
+
+static int add_fcntl_rules(scmp_filter_ctx ctx, txbox_error *err)
+{
+	static const char *const names[] = {"fcntl", "fcntl64"};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]);
+		if (nr == __NR_SCMP_ERROR || nr < 0)
+			continue; /* fcntl64 exists on 32-bit ABIs only */
+		struct scmp_arg_cmp c = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, F_SETLEASE);
+		int r = add_rule(ctx, SCMP_ACT_ERRNO(EACCES), nr, 1, &c, names[i], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* socket(AF_NETLINK, *, NETLINK_KOBJECT_UEVENT): as root the sandbox's
+ * network namespace belongs to the initial user namespace, and the kernel
+ * broadcasts every device event (add/remove with DEVPATH, USB serial
+ * numbers, …) to such namespaces: a live view of host activity. Refused
+ * whatever the family policy (allow_extra_socket_families widens families,
+ * not this), with the kernel's answer for a protocol it lacks. Family and
+ * protocol are ints to the kernel: low 32 bits only. */
+#ifndef NETLINK_KOBJECT_UEVENT
+#define NETLINK_KOBJECT_UEVENT 15
+#endif
+
+static int add_netlink_rules(scmp_filter_ctx ctx, txbox_error *err)
+{
+	struct scmp_arg_cmp c[2] = {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, AF_NETLINK),
+				    SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu, NETLINK_KOBJECT_UEVENT)};
+	return add_rule(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2, c, "socket", err);
+}
+
 static bool socket_family_allowed(uint64_t family)
 {
 	return family == AF_UNIX || family == AF_INET || family == AF_INET6 ||
@@ -326,7 +373,8 @@ static int build_filter(scmp_filter_ctx ctx, bool allow_extra_socket_families, t
 	 * attribute at its default (set on load) so this also works alone. */
 	if ((r = add_denied_names(ctx, err)) < 0 || (r = add_clone_rules(ctx, err)) < 0 ||
 	    (r = add_ioctl_rules(ctx, err)) < 0 || (r = add_prlimit_rule(ctx, err)) < 0 ||
-	    (r = add_fallocate_rule(ctx, err)) < 0)
+	    (r = add_fallocate_rule(ctx, err)) < 0 || (r = add_fcntl_rules(ctx, err)) < 0 ||
+	    (r = add_netlink_rules(ctx, err)) < 0)
 		return r;
 	if (!allow_extra_socket_families && (r = add_socket_rules(ctx, err)) < 0)
 		return r;

@@ -99,6 +99,32 @@ static void child_fallocate_refused(int fd)
 	CHILD_CHECK(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, 4096) == 0 || errno == EINVAL);
 }
 
+/* rt8 B4/B6: no lease (it stalls every host writer of the file for up to
+ * lease-break-time), whatever junk the upper half of cmd holds; reading
+ * the lease state still works. */
+static void child_lease_refused(int fd)
+{
+	errno = 0;
+	CHILD_CHECK(fcntl(fd, F_SETLEASE, F_RDLCK) < 0 && errno == EACCES);
+	CHILD_CHECK(syscall(SYS_fcntl, fd, 0xdead00000000ULL | F_SETLEASE, F_RDLCK) < 0 && errno == EACCES);
+	CHILD_CHECK(fcntl(fd, F_GETLEASE) == F_UNLCK);
+	CHILD_CHECK(fcntl(fd, F_GETFD) == FD_CLOEXEC);
+}
+
+/* rt8 B3: host device events (NETLINK_KOBJECT_UEVENT) are refused, also
+ * with junk in the upper halves; NETLINK_ROUTE stays. */
+static void child_uevent_refused(void)
+{
+	errno = 0;
+	CHILD_CHECK(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 15) < 0 && errno == EPROTONOSUPPORT);
+	CHILD_CHECK(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, 15) < 0 && errno == EPROTONOSUPPORT);
+	CHILD_CHECK(syscall(SYS_socket, AF_NETLINK, SOCK_RAW, 0xdead00000000ULL | 15) < 0 &&
+		    errno == EPROTONOSUPPORT);
+	int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0 /* NETLINK_ROUTE */);
+	CHILD_CHECK(s >= 0);
+	close(s);
+}
+
 static void child_seccomp(void *arg)
 {
 	(void)arg;
@@ -119,11 +145,21 @@ static void child_seccomp(void *arg)
 	int ffd = open(fpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	CHILD_CHECK(ffd >= 0);
 	CHILD_CHECK(fallocate(ffd, 0, 0, 65536) == 0); /* control: the file system can */
+	/* a file to lease: read-only fd, no writer (control: the kernel grants it) */
+	char lpath[128];
+	snprintf(lpath, sizeof lpath, "%s/lease", g_ws);
+	int lfd = open(lpath, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+	CHILD_CHECK(lfd >= 0);
+	CHILD_CHECK(fcntl(lfd, F_SETLEASE, F_RDLCK) == 0 && fcntl(lfd, F_SETLEASE, F_UNLCK) == 0);
 	int abi = -1;
 	apply_or_die(userns, &abi);
 	child_fallocate_refused(ffd);
 	close(ffd);
 	unlink(fpath);
+	child_lease_refused(lfd);
+	close(lfd);
+	unlink(lpath);
+	child_uevent_refused();
 
 	errno = 0;
 	CHILD_CHECK(mount("none", g_out, "tmpfs", 0, NULL) < 0 && errno == EPERM);
@@ -476,6 +512,8 @@ static void child_extra_families(void *arg)
 	int s = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	CHILD_CHECK(s >= 0 || errno != EAFNOSUPPORT);
 	CHILD_CHECK(unshare(CLONE_NEWUSER) < 0 && errno == EPERM);
+	/* extra families widen families, not host device events */
+	child_uevent_refused();
 }
 
 static void test_extra_socket_families(void **state)
