@@ -2889,3 +2889,87 @@ def home_beside_workspace_allowed(ctx):
         res = ctx.run(ws, "echo ok > out.txt\necho DONE\n", home=home)
         check(res.outcome == "committed" and res.rc == 0,
               "a workspace beside (or under) HOME=%s was refused: %s" % (home, res.describe()))
+
+
+_UEVENT_PROBE = r"""
+import errno, socket
+try:
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 15)  # NETLINK_KOBJECT_UEVENT
+    s.bind((0, 1))  # group 1: the kernel's own events
+    print("UEVENT bound")
+except OSError as e:
+    print("UEVENT", errno.errorcode.get(e.errno, e.errno))
+r = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)  # NETLINK_ROUTE keeps working
+r.bind((0, 0))
+print("ROUTE ok")
+print("PROBE-DONE")
+"""
+
+
+@attack("netlink-uevent-listener", needs=("python3",))
+def netlink_uevent_listener(ctx):
+    """rt8 B3: as root the sandbox's network namespace belongs to the initial
+    user namespace, so a NETLINK_KOBJECT_UEVENT socket bound to group 1
+    received the host's device events. The socket is refused
+    (EPROTONOSUPPORT), with and without --net; NETLINK_ROUTE still works."""
+    for opts in ([], ["--net"]):
+        ws = ctx.workspace("uevent" + ("-net" if opts else ""), seed=False)
+        res = ctx.run(ws, argv=["python3", "-c", _UEVENT_PROBE], opts=opts)
+        check(res.lines("UEVENT"), "no result %s: %s" % (opts, res.describe()))
+        check(res.lines("UEVENT")[0] == "UEVENT EPROTONOSUPPORT",
+              "a uevent socket was created %s: %s" % (opts, res.lines("UEVENT")[0]))
+        check(res.lines("ROUTE ok"), "NETLINK_ROUTE no longer works %s: %s" % (opts, res.describe()))
+
+
+@attack("lease-on-host-file", needs=("python3",))
+def lease_on_host_file(ctx):
+    """rt8 B4/B6: a read lease needs only ownership of the file, not write
+    access, so the command leased host files it sees read-only (as root:
+    every root-owned file; another workspace's .txbox/lock) and every host
+    open for writing then blocked for up to lease-break-time (45 s).
+    F_SETLEASE is refused (EACCES); F_GETLEASE still answers. The host
+    checks, while the command holds its fd, that a non-blocking open for
+    writing is not refused by a lease (EWOULDBLOCK)."""
+    target = os.path.join(ctx.vis_root, "lease-" + ctx.pwn)
+    with open(target, "w") as f:
+        f.write("host file\n")
+    ctx.on_cleanup(lambda: os.unlink(target))
+    ready = os.path.join(ctx.vis_root, "lease-ready-" + ctx.mark)
+    script = ("import errno, fcntl, os, time\n"
+              "fd = os.open(%r, os.O_RDONLY)\n"
+              "try:\n"
+              "    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK); print('LEASE taken')\n"
+              "except OSError as e: print('LEASE', errno.errorcode.get(e.errno, e.errno))\n"
+              "print('GETLEASE', fcntl.fcntl(fd, fcntl.F_GETLEASE), flush=True)\n"
+              "for i in range(100):\n"
+              "    if os.path.exists(%r): break\n"
+              "    time.sleep(0.05)\n"
+              "print('PROBE-DONE')\n" % (target, ready))
+    seen = {}
+
+    def host_writer(_proc=None):
+        # the command's python needs a moment to open and lease
+        for _ in range(40):
+            time.sleep(0.05)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+            os.close(fd)
+            seen["open"] = "ok"
+        except OSError as e:
+            seen["open"] = e.strerror
+        with open(ready, "w"):
+            pass
+
+    t = threading.Thread(target=host_writer)
+    t.start()
+    try:
+        ws = ctx.workspace("lease", seed=False)
+        res = ctx.run(ws, argv=["python3", "-c", script], timeout=60)
+    finally:
+        t.join()
+        if os.path.exists(ready):
+            os.unlink(ready)
+    check(res.lines("LEASE"), "no result: %s" % res.describe())
+    check(res.lines("LEASE")[0] == "LEASE EACCES", "the command took a lease on a host file: %s" % res.lines("LEASE")[0])
+    check(res.lines("GETLEASE ") == ["GETLEASE 2"], "F_GETLEASE no longer answers F_UNLCK: %s" % res.describe())
+    check(seen.get("open") == "ok", "a host open for writing met the command's lease: %s" % seen.get("open"))
