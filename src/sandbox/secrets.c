@@ -182,16 +182,35 @@ static const char *const shell_rc[] = {
 	".zlogin", ".bash_aliases", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc",
 };
 
-/* Secrets of the system, hidden even from root. */
+/* Secrets of the system, hidden even from root. Rootless they cost nothing
+ * unless the caller can read one (a directory is split only then). */
 static const char *const system_secrets[] = {
 	"/etc/*shadow*" /* shadow, gshadow, their - and .bak copies */, "/etc/security/opasswd",
-	"/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/etc/pki/tls/private", "/etc/krb5.keytab",
-	"/etc/sssd", "/var/lib/sss/db", "/var/lib/sss/secrets", "/var/lib/samba/private",
-	"/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets", "/etc/ipsec.secrets",
-	"/etc/NetworkManager/system-connections", "/etc/wpa_supplicant", "/etc/mysql/debian.cnf",
-	"/etc/letsencrypt/archive", "/etc/letsencrypt/keys", "/etc/kubernetes", "/etc/rancher",
-	"/etc/postfix/sasl_passwd", "/etc/exim4/passwd.client", "/etc/ldap.secret",
-	"/etc/libnss-ldap.secret", "/etc/pam_ldap.secret", "/etc/fetchmailrc", "/var/backups",
+	"/etc/ssh/ssh_host_*_key", "/etc/ssl/private", "/etc/pki/tls/private", "/etc/pki/CA/private",
+	"/etc/krb5.keytab", "/etc/krb5kdc", "/var/lib/krb5kdc", "/etc/sssd", "/var/lib/sss/db",
+	"/var/lib/sss/secrets", "/var/lib/samba/private", "/etc/ppp/*-secrets" /* chap, pap, srp */,
+	"/etc/ipsec.secrets", "/etc/ipsec.d/private", "/etc/swanctl/private",
+	"/etc/NetworkManager/system-connections", "/etc/wpa_supplicant", "/etc/netplan/*" /* wifi, VPN keys */,
+	"/etc/wireguard", "/etc/openvpn" /* keys, often inline in the .conf */, "/etc/mysql/debian.cnf",
+	"/etc/letsencrypt/archive", "/etc/letsencrypt/keys", "/etc/letsencrypt/live", "/etc/cups/ssl",
+	"/etc/ceph/*.keyring", "/etc/kubernetes", "/etc/rancher", "/etc/postfix/sasl_passwd",
+	"/etc/exim4/passwd.client", "/etc/ldap.secret", "/etc/libnss-ldap.secret", "/etc/pam_ldap.secret",
+	"/etc/fetchmailrc", "/etc/davfs2/secrets", "/etc/rsyncd.secrets", "/etc/chrony/chrony.keys",
+	"/etc/ntp.keys", "/etc/credstore", "/etc/credstore.encrypted" /* systemd credentials */,
+	"/var/lib/systemd/credential.secret", "/var/backups",
+	/* APT repository logins; debconf's answers to password prompts. A
+	 * directory that is world-searchable on most hosts (auth.conf.d,
+	 * netplan) is named by its entries: rootless, their usual 0600 then
+	 * costs no split of /etc. */
+	"/etc/apt/auth.conf", "/etc/apt/auth.conf.d/*", "/var/cache/debconf/passwords.dat",
+	/* failed logins: often a password typed as the user name */
+	"/var/log/btmp*",
+	/* Not secrets: the host's package and account-database locks. A
+	 * command that could open them (read-only is enough for flock and
+	 * read locks) could make the host's dpkg, apt and useradd fail until
+	 * it ends. Their directories are small; apt's archive cache (its lock
+	 * beside every downloaded .deb) is not, so it stays a known limit. */
+	"/var/lib/dpkg/lock", "/var/lib/dpkg/lock-frontend", "/var/lib/apt/lists/lock", "/etc/.pwd.lock",
 };
 
 /* Variables of the caller's environment that name where a tool keeps its

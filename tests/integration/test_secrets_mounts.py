@@ -614,3 +614,45 @@ echo SCENE-DONE
     check("secrets: reading /etc/passwd: Is a directory" in out,
           "the run did not report the helper's reason:\n" + out[-1500:])
     check("Broken pipe" not in out and "is gone" not in out, "the helper's reason was lost:\n" + out[-1500:])
+
+
+# rt8 B7: system credential stores (and the host's package and account
+# locks) that system_secrets[] did not list, relative to /etc or /var.
+_SYS_ETC = """apt/auth.conf apt/auth.conf.d/repo.conf wireguard/wg0.conf openvpn/client/vpn.key
+netplan/01-wifi.yaml ceph/ceph.client.admin.keyring letsencrypt/live/example.org/privkey.pem
+ppp/srp-secrets cups/ssl/server.key davfs2/secrets rsyncd.secrets chrony/chrony.keys
+credstore/db.password ipsec.d/private/host.pem swanctl/private/host.pem pki/CA/private/ca.key
+krb5kdc/kadm5.keytab .pwd.lock""".split()
+_SYS_VAR_FILES = "cache/debconf/passwords.dat log/btmp lib/dpkg/lock lib/dpkg/lock-frontend lib/apt/lists/lock".split()
+
+
+@test("secrets/system-credential-stores", root_only=True)
+def system_credential_stores(ctx):
+    """rt8 B7: debconf's password database, APT's repository logins, VPN,
+    wifi and Ceph keys, systemd credentials, failed logins (btmp) and the
+    like are hidden, as root and rootless (world-readable canaries, so
+    only the mask stands in the way); so are the dpkg/apt/account-database
+    lock files a command could otherwise lock on the host. Their
+    neighbours stay readable. /etc is a copy bound over the real one and
+    each /var file a canary bound over it, in the scene's private mount
+    namespace: the host's are never touched."""
+    out = _scene(ctx, r'''
+mkdir "$BASE/etc"; cp -a /etc/. "$BASE/etc/"; mount --bind "$BASE/etc" /etc
+for f in ''' + " ".join(_SYS_ETC) + r'''; do mkdir -p "/etc/$(dirname $f)"; echo "$CANARY-etc-$f" > "/etc/$f"; chmod 644 "/etc/$f"; done
+chmod -R a+rX /etc/apt /etc/wireguard /etc/openvpn /etc/netplan /etc/ceph /etc/letsencrypt /etc/ppp /etc/cups /etc/credstore /etc/ipsec.d /etc/swanctl /etc/pki /etc/krb5kdc 2>/dev/null
+for f in ''' + " ".join(_SYS_VAR_FILES) + r'''; do
+  [ -e "/var/$f" ] || continue
+  c="$BASE/canary-$(echo $f | tr / _)"; echo "$CANARY-var-$f" > "$c"; chmod 644 "$c"; mount --bind "$c" "/var/$f"
+done
+for m in root rootless; do
+  H=$(mktemp -d "$BASE/home-$m-XXXX"); [ $m = rootless ] && chown $TU: "$H"; chmod 755 "$H"
+  txrun $m "$H" "for f in ''' + " ".join(_SYS_ETC) + r'''; do cat /etc/\$f 2>/dev/null; done
+    for f in ''' + " ".join(_SYS_VAR_FILES) + r'''; do cat /var/\$f 2>/dev/null; done
+    ls /etc/apt/sources.list.d >/dev/null && head -c1 /var/lib/dpkg/status >/dev/null &&
+      head -c1 /var/cache/debconf/config.dat >/dev/null && echo NEIGHBOURS-READABLE-$m; true" | sed "s/^/[$m] /"
+done
+echo SCENE-DONE
+''')
+    check(not _leaks(out), "system credential stores were read: %s\n%s" % (_leaks(out), out[-2000:]))
+    for m in ("root", "rootless"):
+        check("NEIGHBOURS-READABLE-" + m in out, "[%s] a neighbour of a store was hidden:\n%s" % (m, out[-1500:]))
