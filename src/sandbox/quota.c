@@ -20,8 +20,6 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#define MAX_DEPTH 4096
-
 uint64_t quota_inode_limit(uint64_t disk_bytes)
 {
 	if (!disk_bytes)
@@ -35,18 +33,47 @@ static bool over(const quota_use *u, uint64_t max_bytes, uint64_t max_inodes)
 	return (max_bytes && u->bytes > max_bytes) || (max_inodes && u->inodes > max_inodes);
 }
 
-static bool walk(int dfd, quota_use *u, uint64_t max_bytes, uint64_t max_inodes, unsigned depth)
+/* A fault at name in the directory being walked; the callers above put
+ * their own names in front as the walk unwinds. */
+static bool fail_at(quota_fault *f, const char *name, int err)
 {
-	if (depth > MAX_DEPTH)
+	*f = (quota_fault){.err = err};
+	snprintf(f->path, sizeof f->path, "%s", name);
+	f->elided = strlen(name) >= sizeof f->path;
+	return false;
+}
+
+/* Put dir/ in front of the fault's path; past the buffer only the tail
+ * (the part nearest the fault) is kept. */
+static void fault_prepend(quota_fault *f, const char *dir)
+{
+	size_t n = strlen(dir), have = strlen(f->path);
+	if (f->elided || n + 1 + have >= sizeof f->path) {
+		f->elided = true;
+		return;
+	}
+	memmove(f->path + n + 1, f->path, have + 1);
+	memcpy(f->path, dir, n);
+	f->path[n] = have ? '/' : '\0';
+}
+
+static bool walk(int dfd, quota_use *u, uint64_t max_bytes, uint64_t max_inodes, unsigned depth,
+		 quota_fault *f)
+{
+	if (depth > QUOTA_MAX_DEPTH) {
+		fail_at(f, "", 0);
+		f->too_deep = true;
 		return false;
+	}
 	/* own open file description: never share a readdir position */
 	int dupfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dupfd < 0)
-		return false;
+		return fail_at(f, "", errno);
 	DIR *d = fdopendir(dupfd);
 	if (!d) {
+		int e = errno;
 		close(dupfd);
-		return false;
+		return fail_at(f, "", e);
 	}
 	bool ok = true;
 	struct dirent *de;
@@ -55,7 +82,7 @@ static bool walk(int dfd, quota_use *u, uint64_t max_bytes, uint64_t max_inodes,
 			continue;
 		struct stat st;
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			ok = errno == ENOENT; /* removed meanwhile */
+			ok = errno == ENOENT || fail_at(f, de->d_name, errno); /* ENOENT: removed meanwhile */
 			continue;
 		}
 		u->bytes += (uint64_t)st.st_blocks * 512;
@@ -63,7 +90,10 @@ static bool walk(int dfd, quota_use *u, uint64_t max_bytes, uint64_t max_inodes,
 		if (!S_ISDIR(st.st_mode) || over(u, max_bytes, max_inodes))
 			continue;
 		int c = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		ok = c >= 0 && walk(c, u, max_bytes, max_inodes, depth + 1);
+		if (c < 0)
+			ok = fail_at(f, de->d_name, errno);
+		else if (!(ok = walk(c, u, max_bytes, max_inodes, depth + 1, f)))
+			fault_prepend(f, de->d_name);
 		if (c >= 0)
 			close(c);
 	}
@@ -71,21 +101,38 @@ static bool walk(int dfd, quota_use *u, uint64_t max_bytes, uint64_t max_inodes,
 	return ok;
 }
 
-bool quota_measure(int dirfd, uint64_t max_bytes, uint64_t max_inodes, quota_use *out)
+bool quota_measure(int dirfd, uint64_t max_bytes, uint64_t max_inodes, quota_use *out, quota_fault *fault)
 {
+	quota_fault ignored;
+	quota_fault *f = fault ? fault : &ignored;
+	*f = (quota_fault){0};
 	*out = (quota_use){0, 0};
-	return walk(dirfd, out, max_bytes, max_inodes, 0);
+	return walk(dirfd, out, max_bytes, max_inodes, 0, f);
 }
 
-bool quota_over(int dirfd, uint64_t disk_bytes, const char **what)
+bool quota_over(int dirfd, uint64_t disk_bytes, const char **what, quota_fault *fault)
 {
 	uint64_t max_inodes = quota_inode_limit(disk_bytes);
 	quota_use u;
-	bool ok = quota_measure(dirfd, disk_bytes, max_inodes, &u);
+	bool ok = quota_measure(dirfd, disk_bytes, max_inodes, &u, fault);
 	bool inodes = ok && max_inodes && u.inodes > max_inodes;
 	if (what)
 		*what = inodes ? "inodes" : "bytes";
 	return !ok || over(&u, disk_bytes, max_inodes);
+}
+
+void quota_fault_describe(const quota_fault *f, char *buf, size_t len)
+{
+	const char *where = f->path[0] ? f->path : ".";
+	const char *tail = f->elided ? "\xe2\x80\xa6/" : ""; /* "…/": only the end of the path */
+	if (f->too_deep)
+		snprintf(buf, len, "the layer is more than %d directories deep at '%s%s'", QUOTA_MAX_DEPTH, tail,
+			 where);
+	else if (f->err)
+		snprintf(buf, len, "walking the layer at '%s%s': %s%s", tail, where, strerror(f->err),
+			 f->err == EACCES ? " (a directory its owner cannot read)" : "");
+	else if (len)
+		buf[0] = '\0';
 }
 
 /* Used bytes and inodes of the file system holding fd; *counts_inodes:
@@ -161,7 +208,7 @@ bool quota_watch_over(quota_watch *w, uint64_t now_ns)
 		return false;
 	uint64_t t0 = clock_now_ns();
 	quota_use u;
-	if (!quota_measure(w->fd, w->disk_bytes, w->inodes, &u))
+	if (!quota_measure(w->fd, w->disk_bytes, w->inodes, &u, &w->fault))
 		return true;
 	uint64_t hidden = w->init_pid > 0 ? quota_unlinked_open_bytes(w->init_pid) : 0;
 	if (over(&(quota_use){.bytes = u.bytes + hidden, .inodes = u.inodes}, w->disk_bytes, w->inodes))

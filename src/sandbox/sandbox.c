@@ -930,6 +930,18 @@ void sandbox_abort(sandbox *sb)
 	sandbox_free(sb);
 }
 
+/* The layer could not be walked (a directory the command left unreadable,
+ * a tree deeper than the walk goes): still the disk limit (fail closed),
+ * but the detail says why, so it does not read as "too much written". */
+static void disk_unmeasured(sandbox_outcome *o, const quota_fault *f)
+{
+	if (!f->err && !f->too_deep)
+		return;
+	int n = snprintf(o->limit_detail, sizeof o->limit_detail, "could not be measured: ");
+	if (n > 0 && (size_t)n < sizeof o->limit_detail)
+		quota_fault_describe(f, o->limit_detail + n, sizeof o->limit_detail - (size_t)n);
+}
+
 int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *o, txbox_error *err)
 {
 	const sandbox_spec *s = &sb->local;
@@ -1080,6 +1092,7 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 			last_measure = clock_now_ns();
 			if (quota_watch_over(&qw, last_measure)) {
 				o->limit = "disk";
+				disk_unmeasured(o, &qw.fault);
 				kill(pid, SIGKILL);
 			}
 		}
@@ -1139,9 +1152,12 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 
 	if (!o->limit && cg)
 		o->limit = limits_cgroup_exceeded(cg);
+	quota_fault qf;
 	if (!o->limit && s->limits.disk_bytes && layer->upper_fd >= 0 &&
-	    quota_over(layer->upper_fd, s->limits.disk_bytes, NULL))
+	    quota_over(layer->upper_fd, s->limits.disk_bytes, NULL, &qf)) {
 		o->limit = "disk";
+		disk_unmeasured(o, &qf);
+	}
 	if (child_done)
 		sandbox_reap(o);
 	trace_mark("sup: cgroup checked");

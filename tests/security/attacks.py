@@ -2973,3 +2973,23 @@ def lease_on_host_file(ctx):
     check(res.lines("LEASE")[0] == "LEASE EACCES", "the command took a lease on a host file: %s" % res.lines("LEASE")[0])
     check(res.lines("GETLEASE ") == ["GETLEASE 2"], "F_GETLEASE no longer answers F_UNLCK: %s" % res.describe())
     check(seen.get("open") == "ok", "a host open for writing met the command's lease: %s" % seen.get("open"))
+
+
+@attack("disk-walk-fault-named", needs=("python3",))
+def disk_walk_fault_named(ctx):
+    """rt8 ODD (ideas 2, 7, 8): a layer the disk-limit walk cannot measure —
+    a tree deeper than its bound; rootless, a directory the command left
+    mode 000 — still rolls back (fail closed), but the result names the
+    cause and the place instead of reading as "too much written"."""
+    cases = [("deep", "import os\nfor i in range(4100):\n    os.mkdir('dd'); os.chdir('dd')\n",
+              "more than 4096 directories deep at '\u2026/dd/dd")]
+    if not ctx.is_root:
+        cases.append(("locked", "import os\nos.makedirs('a/locked/x')\nos.chmod('a/locked', 0)\n",
+                      "walking the layer at 'a/locked': Permission denied"))
+    for name, script, want in cases:
+        ws = ctx.workspace("walkfault-" + name, seed=False)
+        ctx.allow_error = True
+        res = ctx.run(ws, argv=["python3", "-c", script + "print('PROBE-DONE')\n"], timeout=120)
+        check(res.outcome == "rolled_back", "[%s] an unmeasurable layer was not rolled back: %s" % (name, res.describe()))
+        check(want in (res.get("error") or ""),
+              "[%s] the rollback does not name the walk's fault (%r): %s" % (name, want, res.describe()))

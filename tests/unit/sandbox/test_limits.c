@@ -462,15 +462,15 @@ static void test_quota_counts_inodes(void **state)
 	assert_int_equal(quota_inode_limit(disk), 64);
 	make_files(dfd, "e", 64, 0);
 	const char *what = NULL;
-	assert_false(quota_over(dfd, disk, &what));
+	assert_false(quota_over(dfd, disk, &what, NULL));
 	make_files(dfd, "x", 1, 0);
-	assert_true(quota_over(dfd, disk, &what));
+	assert_true(quota_over(dfd, disk, &what, NULL));
 	assert_string_equal(what, "inodes");
 	/* hard links are names: counted like files */
 	assert_int_equal(unlinkat(dfd, "x0", 0), 0);
-	assert_false(quota_over(dfd, disk, NULL));
+	assert_false(quota_over(dfd, disk, NULL, NULL));
 	assert_int_equal(linkat(dfd, "e0", dfd, "link", 0), 0);
-	assert_true(quota_over(dfd, disk, NULL));
+	assert_true(quota_over(dfd, disk, NULL, NULL));
 	close(dfd);
 	remove_tree(path);
 }
@@ -484,12 +484,94 @@ static void test_quota_counts_bytes(void **state)
 	int sub = openat(dfd, "sub", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	make_files(sub, "f", 3, 1 << 20);
 	const char *what = NULL;
-	assert_true(quota_over(dfd, 2 << 20, &what));
+	assert_true(quota_over(dfd, 2 << 20, &what, NULL));
 	assert_string_equal(what, "bytes");
-	assert_false(quota_over(dfd, 16 << 20, NULL));
+	assert_false(quota_over(dfd, 16 << 20, NULL, NULL));
 	close(sub);
 	close(dfd);
 	remove_tree(path);
+}
+
+/* A chain of n directories named "deep" under dfd. */
+static void make_chain(int dfd, int n)
+{
+	int fd = dup(dfd);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(mkdirat(fd, "deep", 0755), 0);
+		int c = openat(fd, "deep", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		assert_true(c >= 0);
+		close(fd);
+		fd = c;
+	}
+	close(fd);
+}
+
+/* rt8 ODD: a tree the walk cannot measure still fails closed, but the
+ * fault says why and where (it read as "over the disk limit"). Deeper than
+ * the walk's bound: too_deep, and the path is the tail nearest the fault. */
+static void test_quota_fault_too_deep(void **state)
+{
+	(void)state;
+	char path[64];
+	int dfd = temp_dir(path, sizeof path);
+	make_chain(dfd, QUOTA_MAX_DEPTH);
+	quota_fault f;
+	assert_false(quota_over(dfd, 1ull << 40, NULL, &f)); /* at the bound: measured */
+	assert_false(f.too_deep || f.err);
+	int last = openat(dfd, "deep", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int i = 1; i < QUOTA_MAX_DEPTH; i++) {
+		int c = openat(last, "deep", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(last);
+		last = c;
+	}
+	assert_true(last >= 0);
+	make_chain(last, 1);
+	close(last);
+	assert_true(quota_over(dfd, 1ull << 40, NULL, &f));
+	assert_true(f.too_deep && f.elided);
+	assert_int_equal(f.err, 0);
+	size_t n = strlen(f.path);
+	assert_true(n > 150 && n < sizeof f.path);
+	assert_string_equal(f.path + n - 10, "/deep/deep");
+	assert_int_equal(strncmp(f.path, "deep/", 5), 0); /* the tail starts at a name */
+	char msg[256];
+	quota_fault_describe(&f, msg, sizeof msg);
+	assert_non_null(strstr(msg, "more than 4096 directories deep at '\xe2\x80\xa6/deep/deep/"));
+	close(dfd);
+	remove_tree(path);
+}
+
+static void child_quota_fault_unreadable(void *arg)
+{
+	(void)arg;
+	if (geteuid() == 0) /* root reads a 000 directory: be nobody */
+		CHILD_CHECK(setgroups(0, NULL) == 0 && setgid(65534) == 0 && setuid(65534) == 0);
+	char path[64] = "/var/tmp/txbox-quota-XXXXXX";
+	CHILD_CHECK(mkdtemp(path) != NULL);
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHILD_CHECK(dfd >= 0 && mkdirat(dfd, "a", 0755) == 0 && mkdirat(dfd, "a/b", 0755) == 0 &&
+		    mkdirat(dfd, "a/b/locked", 0755) == 0);
+	CHILD_CHECK(fchmodat(dfd, "a/b/locked", 0, 0) == 0);
+	quota_fault f;
+	bool over = quota_over(dfd, 1ull << 40, NULL, &f);
+	CHILD_CHECK(fchmodat(dfd, "a/b/locked", 0755, 0) == 0);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+	CHILD_CHECK(system(cmd) == 0);
+	CHILD_CHECK(over); /* fails closed */
+	CHILD_CHECK(f.err == EACCES && !f.too_deep && !f.elided);
+	CHILD_CHECK(strcmp(f.path, "a/b/locked") == 0);
+	char msg[256];
+	quota_fault_describe(&f, msg, sizeof msg);
+	CHILD_CHECK(strstr(msg, "walking the layer at 'a/b/locked': Permission denied") != NULL);
+}
+
+/* A directory its owner cannot read (rootless: the command's chmod 000):
+ * the fault names it and the errno. */
+static void test_quota_fault_unreadable(void **state)
+{
+	(void)state;
+	run_child(child_quota_fault_unreadable, NULL);
 }
 
 /* While the command runs: no walk while the file system's growth proves
@@ -693,6 +775,8 @@ int main(void)
 		cmocka_unit_test(test_self_join),
 		cmocka_unit_test(test_quota_counts_inodes),
 		cmocka_unit_test(test_quota_counts_bytes),
+		cmocka_unit_test(test_quota_fault_too_deep),
+		cmocka_unit_test(test_quota_fault_unreadable),
 		cmocka_unit_test(test_quota_watch_walks_only_when_needed),
 		cmocka_unit_test(test_default_policy_disk_limit),
 		cmocka_unit_test(test_memwatch_counts_shared_memory),
