@@ -58,6 +58,12 @@ int snapshot_open_parent(int root_fd, const char *rel, const char **name, txbox_
 	if (fd == -EXDEV)
 		return txbox_fail(err, fd, "%s crosses a mount point: a commit never changes another filesystem",
 				  parent);
+	/* A path past PATH_MAX is no race: say so, and keep the message
+	 * readable (its head and tail) rather than 5 KB of path. */
+	if (fd == -ENAMETOOLONG && strlen(parent) > 240)
+		return txbox_fail(err, fd, "%.80s\xe2\x80\xa6%s: the path is longer than PATH_MAX (%d bytes), "
+				  "which a commit cannot open; keep changes that deep out of a transaction",
+				  parent, parent + strlen(parent) - 120, PATH_MAX);
 	if (fd < 0)
 		return txbox_fail_errno(err, fd, "opening %s beneath the workspace (a symlink or `..` on the way?)",
 					parent);

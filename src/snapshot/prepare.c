@@ -96,6 +96,9 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 	_cleanup_free_ char *list = NULL;
 	size_t n = 0;
 	int lr = fs_xattr_list(p, &list, &n);
+	if (lr == -E2BIG) /* the kernel lists at most XATTR_LIST_MAX bytes of names */
+		return txbox_fail(err, lr, "%s: its extended attribute names take more than 64 KiB, more "
+				  "than the kernel can list, so txbox cannot commit it", relpath);
 	if (lr < 0)
 		return txbox_fail_errno(err, lr, "listing xattrs of %s", relpath);
 	for (size_t off = 0; off < n; off += strlen(list + off) + 1) {

@@ -149,6 +149,7 @@ def load_tests():
     import test_policy_cache  # noqa: F401
     import test_limits_init  # noqa: F401
     import test_secrets_races  # noqa: F401
+    import test_commit_limits  # noqa: F401
 
     def key(t):
         name = t[0]

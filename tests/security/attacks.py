@@ -2993,3 +2993,58 @@ def disk_walk_fault_named(ctx):
         check(res.outcome == "rolled_back", "[%s] an unmeasurable layer was not rolled back: %s" % (name, res.describe()))
         check(want in (res.get("error") or ""),
               "[%s] the rollback does not name the walk's fault (%r): %s" % (name, want, res.describe()))
+
+
+def _remove_chain(top, name):
+    """Remove a chain top/name/name/... of any depth (shutil.rmtree recurses
+    once per level and gives up near 1000)."""
+    fds = [os.open(top, os.O_RDONLY | os.O_DIRECTORY)]
+    try:
+        while True:
+            try:
+                fds.append(os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+            except FileNotFoundError:
+                break
+        for e in os.listdir(fds[-1]):  # the leaf files; the rest is the suite's cleanup's
+            os.unlink(e, dir_fd=fds[-1])
+        while len(fds) > 1:
+            os.close(fds.pop())
+            os.rmdir(name, dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@attack("deep-path-commit-error-named", needs=("python3",))
+def deep_path_commit_error_named(ctx):
+    """rt8 ODD (idea 25): a change 1000 directories deep (its path is past
+    PATH_MAX) cannot be committed: the run fails closed (error, workspace
+    unchanged), and the error now says the path is too long, with its
+    head and tail, instead of 5 KB of path and a hint at a symlink race."""
+    ws = ctx.workspace("deeppath", seed=False)
+    ctx.on_cleanup(lambda: _remove_chain(ws, "dddd"))
+    make = "import os\nfor i in range(1000):\n    os.mkdir('dddd'); os.chdir('dddd')\nopen('leaf', 'w').write('one')\n"
+    res = ctx.run(ws, argv=["python3", "-c", make + "print('PROBE-DONE')\n"], timeout=120)
+    if res.outcome != "committed":
+        raise Skip("the 1000-deep tree was not committed: %s" % res.describe())
+    ctx.allow_error = True
+    edit = "import os\nfor i in range(1000):\n    os.chdir('dddd')\nopen('leaf', 'w').write('two')\n"
+    res = ctx.run(ws, argv=["python3", "-c", edit + "print('PROBE-DONE')\n"], timeout=120)
+    err = res.get("error") or ""
+    check(res.outcome in ("error", "rolled_back"), "a change past PATH_MAX was committed?: %s" % res.describe())
+    check("longer than PATH_MAX" in err and len(err) < 1000,
+          "the error does not say the path is too long (%d bytes): %s" % (len(err), short(err.encode(), 300)))
+    leaf = "/".join(["dddd"] * 1000 + ["leaf"])
+    fd = os.open(ws, os.O_RDONLY)
+    try:
+        d = fd
+        for _ in range(1000):
+            nd = os.open("dddd", os.O_RDONLY, dir_fd=d)
+            if d != fd:
+                os.close(d)
+            d = nd
+        with open(os.open("leaf", os.O_RDONLY, dir_fd=d)) as f:
+            check(f.read() == "one", "the leaf at %d bytes of path changed" % len(leaf))
+        os.close(d)
+    finally:
+        os.close(fd)
