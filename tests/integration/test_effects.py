@@ -7,6 +7,7 @@ rule is exercised through the real binary; and what real agent work does
 outputs) must still commit."""
 
 import os
+import sys
 import subprocess
 
 import manifest as mf
@@ -879,11 +880,14 @@ def dependency_code(ctx):
     _node_tool(ws, "1.0.0")
     _node_tool(ws, "1.0.1")
     _wheel(ws)
+    # the interpreter running the tests, never a version manager's shim
+    # (pyenv's rehashes after pip install and fails on its read-only dir)
+    py = sys.executable
     sh("npm install --offline --no-audit --no-fund --no-save --cache pkgs/.npm -s ./pkgs/tool-1.0.0.tgz && "
-       "python3 -m venv --without-pip .venv && mkdir -p node_modules/.bin && "
+       "%s -m venv --without-pip .venv && mkdir -p node_modules/.bin && "
        "printf '#!/bin/sh\\n' > node_modules/.bin/jest && chmod +x node_modules/.bin/jest && "
        "for d in .venv/lib/python3*/site-packages; do echo /nowhere > $d/x.pth; done && "
-       "mkdir -p svc/venv/bin && echo 'VIRTUAL_ENV=x' > svc/venv/bin/activate", cwd=ws)
+       "mkdir -p svc/venv/bin && echo 'VIRTUAL_ENV=x' > svc/venv/bin/activate" % py, cwd=ws)
     check(os.path.islink(os.path.join(ws, "node_modules", ".bin", "tool")), "npm made no .bin link")
     site = sh("echo .venv/lib/python3*/site-packages", cwd=ws).stdout.decode().strip()
     for line, path in (("printf 'touch PWNED\\n' >> node_modules/.bin/jest", "node_modules/.bin/jest"),
@@ -901,10 +905,10 @@ def dependency_code(ctx):
     _committed(ctx, ws, "npm install --offline --no-audit --no-fund --no-save --cache pkgs/.npm -s ./pkgs/tool-1.0.1.tgz",
                pol)
     check(b"1.0.1" in sh("cat node_modules/tool/cli.js", cwd=ws).stdout, "npm did not upgrade the package")
-    _committed(ctx, ws, "python3 -m pip --python .venv/bin/python install -q --no-index pkgs/pyt-1.0-py3-none-any.whl",
-               pol)
+    _committed(ctx, ws, "%s -m pip --python .venv/bin/python install -q --no-index pkgs/pyt-1.0-py3-none-any.whl"
+               % py, pol)
     check(os.path.exists(os.path.join(ws, ".venv", "bin", "pyt")), "pip installed no script")
-    _committed(ctx, ws, "python3 -m venv --clear --without-pip .venv", pol)
+    _committed(ctx, ws, "%s -m venv --clear --without-pip .venv" % py, pol)
 
 
 @test("effects/npm-lifecycle-script-held")
