@@ -616,14 +616,14 @@ echo SCENE-DONE
     check("Broken pipe" not in out and "is gone" not in out, "the helper's reason was lost:\n" + out[-1500:])
 
 
-# rt8 B7: system credential stores (and the host's package and account
-# locks) that system_secrets[] did not list, relative to /etc or /var.
+# rt8 B7: system credential stores (and the account databases' lock)
+# that system_secrets[] did not list, relative to /etc or /var.
 _SYS_ETC = """apt/auth.conf apt/auth.conf.d/repo.conf wireguard/wg0.conf openvpn/client/vpn.key
 netplan/01-wifi.yaml ceph/ceph.client.admin.keyring letsencrypt/live/example.org/privkey.pem
 ppp/srp-secrets cups/ssl/server.key davfs2/secrets rsyncd.secrets chrony/chrony.keys
 credstore/db.password ipsec.d/private/host.pem swanctl/private/host.pem pki/CA/private/ca.key
 krb5kdc/kadm5.keytab .pwd.lock""".split()
-_SYS_VAR_FILES = "cache/debconf/passwords.dat log/btmp lib/dpkg/lock lib/dpkg/lock-frontend lib/apt/lists/lock".split()
+_SYS_VAR_FILES = "cache/debconf/passwords.dat log/btmp".split()
 
 
 @test("secrets/system-credential-stores", root_only=True)
@@ -631,8 +631,8 @@ def system_credential_stores(ctx):
     """rt8 B7: debconf's password database, APT's repository logins, VPN,
     wifi and Ceph keys, systemd credentials, failed logins (btmp) and the
     like are hidden, as root and rootless (world-readable canaries, so
-    only the mask stands in the way); so are the dpkg/apt/account-database
-    lock files a command could otherwise lock on the host. Their
+    only the mask stands in the way); so is the account databases' lock
+    file a command could otherwise lock on the host. Their
     neighbours stay readable. /etc is a copy bound over the real one and
     each /var file a canary bound over it, in the scene's private mount
     namespace: the host's are never touched."""
