@@ -1146,6 +1146,23 @@ static int script_set(gitconfig_entry **v, size_t *n, cbuf *key, cbuf *val)
 	return 0;
 }
 
+/* After an item of an object or array: 1 at a ',' (another item follows),
+ * 0 at the closing character (the container is done), else -EINVAL. */
+static int j_next_item(jreader *j, char close)
+{
+	j_ws(j);
+	if (j->p < j->end && *j->p == ',') {
+		j->p++;
+		return 1;
+	}
+	if (j->p < j->end && *j->p == close) {
+		j->p++;
+		j->depth--;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 /* An object at j->p; scripts: keep its string members (out, n), else
  * (out set) look for a top-level "scripts" member. */
 static int j_object(jreader *j, gitconfig_entry **out, size_t *n, bool top, bool scripts)
@@ -1181,19 +1198,8 @@ static int j_object(jreader *j, gitconfig_entry **out, size_t *n, bool top, bool
 		} else if (r == 0)
 			r = j_value(j);
 		free(key.s);
-		if (r < 0)
+		if (r < 0 || (r = j_next_item(j, '}')) <= 0)
 			return r;
-		j_ws(j);
-		if (j->p < j->end && *j->p == ',') {
-			j->p++;
-			continue;
-		}
-		if (j->p < j->end && *j->p == '}') {
-			j->p++;
-			j->depth--;
-			return 0;
-		}
-		return -EINVAL;
 	}
 }
 
@@ -1211,19 +1217,8 @@ static int j_array(jreader *j)
 	for (;;) {
 		j_ws(j);
 		int r = j_value(j);
-		if (r < 0)
+		if (r < 0 || (r = j_next_item(j, ']')) <= 0)
 			return r;
-		j_ws(j);
-		if (j->p < j->end && *j->p == ',') {
-			j->p++;
-			continue;
-		}
-		if (j->p < j->end && *j->p == ']') {
-			j->p++;
-			j->depth--;
-			return 0;
-		}
-		return -EINVAL;
 	}
 }
 
