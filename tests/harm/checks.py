@@ -5,7 +5,6 @@ left behind and the namespace's own kernel state."""
 
 import hashlib
 import os
-import re
 import secrets
 import signal
 import socket
@@ -104,28 +103,6 @@ def special_files(path):
         if kind in (stat.S_IFCHR, stat.S_IFBLK, stat.S_IFSOCK) or (kind != stat.S_IFLNK and mode & 0o6000):
             out.append(rel)
     return sorted(out)
-
-
-# txbox's own locks (tx/lockdir.h): the lock dir of root's or a user's
-# state dirs, holding empty files named DEV.INO.lock. txbox (outside the
-# sandbox) makes them; nothing else there is txbox's.
-LOCK_DIR_RE = re.compile(r"^/(run/txbox|tmp/txbox-[0-9]+)(/[0-9]+\.[0-9]+\.lock)?$")
-
-
-def txbox_lock(upper, change):
-    """Is change (what, "/path") of the upper layer one of txbox's lock
-    files (an empty regular file) or its lock dir (mode 0700)?"""
-    what, path = change
-    m = LOCK_DIR_RE.match(path)
-    if not m or what == "deleted":
-        return what == "deleted" and bool(m and m.group(2))  # pruned or removed with its dir
-    try:
-        st = os.lstat(os.path.join(upper, path.lstrip("/")))
-    except OSError:
-        return False
-    if m.group(2):
-        return stat.S_ISREG(st.st_mode) and st.st_size == 0
-    return stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700
 
 
 def upper_diff(before, after):
