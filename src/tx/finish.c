@@ -17,7 +17,6 @@
  * next txbox run): the workspace returns to the whole before-state. After
  * 6, the after-state stands. */
 #include "tx/tx.h"
-#include "tx/lockdir.h"
 
 #include "util/cleanup.h"
 #include "util/clock.h"
@@ -38,14 +37,15 @@
  * by what its command wrote, so a holder that long is stuck). */
 #define LOCK_WAIT_MAX_NS (600ull * 1000000000ull)
 
-/* The workspace lock is the state dir's in the lock dir (tx/lockdir.h). */
 static int lock_workspace(tx_state_dir *s, uint64_t deadline_ns, txbox_error *err)
 {
+	_cleanup_close_ int fd = openat(s->state_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return txbox_fail_errno(err, -errno, "opening the workspace lock");
 	uint64_t until = deadline_ns ? deadline_ns : clock_now_ns() + LOCK_WAIT_MAX_NS;
-	int fd;
-	while ((fd = lockdir_take(s->lock_fd, s->state_fd, err)) < 0) {
-		if (fd != -EWOULDBLOCK)
-			return txbox_error_prefix(err, "locking the workspace");
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return txbox_fail_errno(err, -errno, "locking the workspace");
 		if (clock_now_ns() >= until)
 			return txbox_fail(err, -ETIMEDOUT,
 					  "timed out waiting for the workspace lock (another transaction is "
@@ -53,7 +53,7 @@ static int lock_workspace(tx_state_dir *s, uint64_t deadline_ns, txbox_error *er
 		struct timespec nap = {0, 5 * 1000 * 1000};
 		nanosleep(&nap, NULL);
 	}
-	return fd;
+	return steal_fd(fd);
 }
 
 /* Small plans sync exactly what they touch; large ones sync the filesystem. */

@@ -5,7 +5,6 @@
  * through open_trusted: the caller's own, writable by nobody else, never a
  * symlink, a FIFO or a hard link. */
 #include "tx/tx.h"
-#include "tx/lockdir.h"
 
 #include "util/cleanup.h"
 #include "util/clock.h"
@@ -368,7 +367,7 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 		   txbox_error *err)
 {
 	memset(out, 0, sizeof *out);
-	out->ws_fd = out->state_fd = out->txs_fd = out->lock_fd = -1;
+	out->ws_fd = out->state_fd = out->txs_fd = -1;
 	struct stat wst, sst;
 	if (fstat(ws_fd, &wst) < 0)
 		return txbox_fail_errno(err, -errno, "stat of the workspace");
@@ -397,10 +396,13 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	}
 	if (mkdirat(sfd, "tx", 0700) < 0 && errno != EEXIST)
 		return txbox_fail_errno(err, -errno, "creating the transactions dir %s/tx", spath);
-	/* Locks live where no sandbox can hold them (tx/lockdir.h). */
-	_cleanup_close_ int lockfd = lockdir_open(sst.st_uid, err);
-	if (lockfd < 0)
-		return lockfd;
+	/* the lock: finish.c opens it by name, in this directory only we write */
+	_cleanup_close_ int lfd = openat(sfd, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd < 0 && errno != EEXIST)
+		return txbox_fail_errno(err, -errno, "creating %s/lock", spath);
+	struct stat lst;
+	if (lfd < 0 && (r = stat_trusted(sfd, "lock", spath, S_IFREG, &lst, err)) < 0)
+		return r == -ENOENT ? txbox_fail(err, -ENOENT, "%s/lock vanished", spath) : r;
 	_cleanup_close_ int tfd = open_trusted(sfd, "tx", spath, S_IFDIR, 0, err);
 	if (tfd < 0)
 		return tfd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/tx vanished", spath) : tfd;
@@ -413,7 +415,6 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	out->state_path = steal_ptr(spath);
 	out->state_fd = steal_fd(sfd);
 	out->txs_fd = steal_fd(tfd);
-	out->lock_fd = steal_fd(lockfd);
 	out->state_inside = !state_dir;
 	if (state_dir && ((r = bind_state_dir(out, flags, err)) < 0 ||
 			  ((flags & STATE_CREATE) && (r = mark_workspace(out, &wst, err)) < 0))) {
@@ -431,12 +432,10 @@ void state_dir_close(tx_state_dir *s)
 		close(s->state_fd);
 	if (s->txs_fd >= 0)
 		close(s->txs_fd);
-	if (s->lock_fd >= 0)
-		close(s->lock_fd);
 	free(s->ws_path);
 	free(s->state_path);
 	memset(s, 0, sizeof *s);
-	s->ws_fd = s->state_fd = s->txs_fd = s->lock_fd = -1;
+	s->ws_fd = s->state_fd = s->txs_fd = -1;
 }
 
 static bool valid_id(const char *id)
@@ -561,9 +560,7 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	txbox_error_clear(&e);
 	if (fd < 0)
 		return false;
-	int lock = lockdir_take(s->lock_fd, fd, &e);
-	txbox_error_clear(&e);
-	if (lock < 0) { /* another txbox is taking it */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) { /* another txbox is taking it */
 		close(fd);
 		return false;
 	}
@@ -572,7 +569,6 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	if (fstat(fd, &a) < 0 || fstatat(s->txs_fd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_ino != b.st_ino ||
 	    a.st_dev != b.st_dev) {
 		close(fd);
-		close(lock);
 		return false;
 	}
 	/* Before it gets a name recovery reads: its old journal and state and
@@ -582,12 +578,10 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	    fs_empty_dir_at(fd, "displaced", NULL, NULL, &e) < 0 || publish(s, name, out, &e) < 0) {
 		txbox_error_clear(&e);
 		close(fd);
-		close(lock);
 		out->fd = -1;
 		return false; /* left as a spare or removed by recovery */
 	}
 	out->fd = fd;
-	out->lock_fd = lock;
 	out->has_stale = faccessat(fd, TX_STALE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	return true;
 }
@@ -615,7 +609,7 @@ static bool take_spare(tx_state_dir *s, tx *out)
 int tx_create(tx_state_dir *s, tx *out, txbox_error *err)
 {
 	memset(out, 0, sizeof *out);
-	out->fd = out->lock_fd = -1;
+	out->fd = -1;
 	out->top.upper_fd = out->top.work_fd = -1;
 	if (!take_spare(s, out)) {
 		char tmp[TX_ID_MAX + 8];
@@ -630,9 +624,8 @@ int tx_create(tx_state_dir *s, tx *out, txbox_error *err)
 		out->fd = openat(s->txs_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (out->fd < 0)
 			return txbox_fail_errno(err, -errno, "opening a new transaction directory");
-		out->lock_fd = lockdir_take(s->lock_fd, out->fd, err);
-		if (out->lock_fd < 0 || mkdirat(out->fd, "displaced", 0700) < 0) {
-			int e = out->lock_fd < 0 ? out->lock_fd : -errno;
+		if (flock(out->fd, LOCK_EX | LOCK_NB) < 0 || mkdirat(out->fd, "displaced", 0700) < 0) {
+			int e = -errno;
 			fs_remove_tree_at(s->txs_fd, tmp, NULL);
 			return txbox_fail_errno(err, e, "preparing a new transaction directory");
 		}
@@ -672,7 +665,7 @@ static int check_tx_entries(tx_state_dir *s, tx *t, txbox_error *err)
 int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err)
 {
 	memset(out, 0, sizeof *out);
-	out->fd = out->lock_fd = -1;
+	out->fd = -1;
 	out->top.upper_fd = out->top.work_fd = -1;
 	if (!valid_id(id)) {
 		char esc[512];
@@ -688,11 +681,8 @@ int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err)
 	if (fd < 0)
 		return fd;
 	out->fd = fd;
-	out->lock_fd = lockdir_take(s->lock_fd, fd, err);
-	if (out->lock_fd == -EWOULDBLOCK)
+	if (flock(out->fd, LOCK_EX | LOCK_NB) < 0)
 		return txbox_fail(err, -EBUSY, "transaction %s is in use by another txbox process", id);
-	if (out->lock_fd < 0)
-		return out->lock_fd;
 	int r = check_tx_entries(s, out, err);
 	if (r < 0 || (r = check_tx_identity(s, out, err)) < 0)
 		return r;
@@ -706,9 +696,7 @@ void tx_close(tx *t)
 	layer_close(&t->top);
 	if (t->fd >= 0)
 		close(t->fd);
-	if (t->lock_fd >= 0)
-		close(t->lock_fd);
-	t->fd = t->lock_fd = -1;
+	t->fd = -1;
 }
 
 int tx_set_state(tx *t, tx_status st, txbox_error *err)
@@ -786,16 +774,12 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
 	char trash[TX_ID_MAX + 16];
 	snprintf(trash, sizeof trash, ".trash-%s", t->id);
 	int r;
-	struct stat st;
-	bool known = t->fd >= 0 && fstat(t->fd, &st) == 0;
 	layer_close(&t->top);
 	trace_mark("remove: layer closed");
 	if (renameat(s->txs_fd, t->id, s->txs_fd, trash) == 0)
 		r = fs_remove_tree_at(s->txs_fd, trash, err);
 	else
 		r = fs_remove_tree_at(s->txs_fd, t->id, err);
-	if (r == 0 && known)
-		lockdir_forget(s->lock_fd, st.st_dev, st.st_ino);
 	trace_mark("remove: removed");
 	return r;
 }
@@ -898,11 +882,9 @@ static void remove_abandoned(tx_state_dir *s, const char *name, bool young_kept)
 	txbox_error e = TXBOX_ERROR_INIT;
 	_cleanup_close_ int fd = open_trusted(s->txs_fd, name, s->state_path, S_IFDIR, 0, &e);
 	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) == 0 && (!young_kept || time(NULL) - st.st_mtime > 60)) {
-		_cleanup_close_ int lock = lockdir_take(s->lock_fd, fd, &e);
-		if (lock >= 0 && fs_remove_tree_at(s->txs_fd, name, &e) == 0)
-			lockdir_forget(s->lock_fd, st.st_dev, st.st_ino);
-	}
+	if (fd >= 0 && fstat(fd, &st) == 0 && (!young_kept || time(NULL) - st.st_mtime > 60) &&
+	    flock(fd, LOCK_EX | LOCK_NB) == 0)
+		fs_remove_tree_at(s->txs_fd, name, &e);
 	txbox_error_clear(&e);
 }
 

@@ -46,7 +46,6 @@ typedef struct tx_state_dir {
 	char *ws_path; /* canonical absolute path */
 	char *state_path; /* for messages: WS/.txbox or the --state-dir given */
 	bool state_inside; /* the state dir is WS/.txbox (hidden from the sandbox) */
-	int lock_fd;       /* the lock dir (tx/lockdir.h): every lock of this state dir */
 	/* spares seen by tx_recover_stale (saves tx_create a second readdir) */
 	bool spares_known;
 	unsigned nspares;
@@ -55,8 +54,7 @@ typedef struct tx_state_dir {
 
 typedef struct tx {
 	char id[TX_ID_MAX];
-	int fd;        /* .txbox/tx/<id> */
-	int lock_fd;   /* its lock file in the lock dir, flocked while we own it */
+	int fd;        /* .txbox/tx/<id>, flocked */
 	layer top;
 	bool has_stale; /* it holds that transaction's emptied layer (stale/) */
 } tx;

@@ -256,90 +256,12 @@ def big_layer_deadline(ctx):
         check(not os.path.exists(os.path.join(ws, "many")), "rolled back, yet files were published")
 
 
-def _lock_dir(uid):
-    return "/run/txbox" if uid == 0 else "/tmp/txbox-%d" % uid
-
-
-def _lock_path(ws):
-    """The workspace lock: a file named by the state dir's device and inode
-    in the lock dir of the state dir's owner (tx/lockdir.h)."""
-    st = os.stat(os.path.join(ws, ".txbox"))
-    return os.path.join(_lock_dir(st.st_uid), "%d.%d.lock" % (st.st_dev, st.st_ino))
-
-
-# Run in workspace A: take a shared flock on everything of workspace B's
-# state dir it can open (its files and directories, read-only here), say so,
-# and hold them.
-HOLD_OTHER_LOCKS = r'''
-import fcntl, os, sys, time
-held = []
-for root, dirs, files in os.walk(sys.argv[1]):
-    for n in dirs + files:
-        try:
-            fd = os.open(os.path.join(root, n), os.O_RDONLY | os.O_NONBLOCK)
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            held.append(fd)
-        except OSError:
-            pass
-print("holding", len(held), flush=True)
-time.sleep(float(sys.argv[2]))
-'''
-
-
-@test("locks/another-sandbox-cannot-hold-a-workspace-lock")
-def other_sandbox_locks(ctx):
-    """rt8 B5: a command in workspace A sees B's .txbox read-only and flock
-    needs no write access: holding B's lock made every txbox run in B wait
-    (rolled back at its --timeout). The locks now live in a lock dir no
-    sandbox sees."""
-    import subprocess
-    a, b = small_ws(ctx, "wsa"), small_ws(ctx, "wsb")
-    ctx.run_json(b, "true").expect(outcome="committed", exit_status=0)
-    ctx.run_json(b, "echo 1 > f").expect(outcome="committed", exit_status=0)
-    cmd = [ctx.txbox, "run", "-w", a, "--json", "--", "python3", "-c", HOLD_OTHER_LOCKS, os.path.join(b, ".txbox"), "6"]
-    if ctx.policy_file:
-        cmd[2:2] = ["--policy", ctx.policy_file]
-    holder = subprocess.Popen(cmd, cwd=a, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        time.sleep(2)
-        t0 = time.monotonic()
-        res = ctx.run_json(b, "echo 2 > f", extra=["--timeout", "3"], timeout=60)
-        took = time.monotonic() - t0
-    finally:
-        out, _ = holder.communicate(timeout=60)
-    ctx.note("holder: %s" % out.decode(errors="replace")[:200].replace("\n", " "))
-    check(b"holding" in out, "the holder did not run: %r" % out[-600:])
-    res.expect(outcome="committed", exit_status=0)
-    check(took < 3, "B's run took %.1f s while A held what it could" % took)
-    with open(os.path.join(b, "f")) as f:
-        check(f.read() == "2\n", "B's commit is missing")
-
-
-@test("locks/untrusted-lock-dir-refused")
-def untrusted_lock_dir(ctx):
-    """The lock dir must be the owner's and closed to others: one anybody
-    can write would let anyone hold (or swap) every lock in it."""
-    ws = small_ws(ctx)
-    ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
-    d = _lock_dir(os.geteuid())
-    mode = stat.S_IMODE(os.stat(d).st_mode)
-    os.chmod(d, 0o777)
-    try:
-        r = ctx.run_txbox(["run", "--", "true"], cwd=ws)
-    finally:
-        os.chmod(d, mode)
-    check(r.rc != 0, "txbox ran with a lock dir open to everyone")
-    err = r.err.decode(errors="replace")
-    check(d in err and "mode 777" in err, "the refusal does not name the lock dir: %r" % err[-300:])
-    ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
-
-
 @test("timeout/waiting-for-the-workspace-lock-is-bounded")
 def lock_wait(ctx):
     import fcntl
     ws = small_ws(ctx)
     ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
-    fd = os.open(_lock_path(ws), os.O_RDWR)
+    fd = os.open(os.path.join(ws, ".txbox", "lock"), os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # another transaction "committing" forever
         t0 = time.monotonic()

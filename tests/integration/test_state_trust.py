@@ -233,13 +233,18 @@ def state_symlinks(ctx):
         _refused(_run(ctx, ws), name, "symlink")
         os.unlink(p)
         check(os.path.exists(victim), "%s: a file behind the symlink was removed" % name)
+    # the lock -> a file elsewhere
+    os.unlink(os.path.join(sd, "lock"))
+    os.symlink(victim, os.path.join(sd, "lock"))
+    _refused(_run(ctx, ws), "lock", "symlink")
+    os.unlink(os.path.join(sd, "lock"))
     # .txbox itself -> the planted state
     rmtree_force(sd)
     os.symlink(fake, sd)
     _refused(_run(ctx, ws), ".txbox", "symlink")
     _no_setuid(prog)
     with open(victim) as f:
-        check(f.read() == "keep\n", "the file behind a symlink changed")
+        check(f.read() == "keep\n", "the file behind the lock symlink changed")
     check(os.path.exists(os.path.join(fake, "tx", TXID, "journal")), "the planted state was touched")
 
 
@@ -254,6 +259,9 @@ def state_fifos(ctx):
         r = _run(ctx, ws, timeout=30)
         _refused(r, TXID + "/" + rel, "not a regular file")
         shutil.rmtree(d)
+    os.unlink(os.path.join(sd, "lock"))
+    os.mkfifo(os.path.join(sd, "lock"))
+    _refused(_run(ctx, ws, timeout=30), "lock", "not a regular file")
 
 
 @test("state/huge-and-malformed-state-files")
@@ -304,6 +312,10 @@ def state_hardlinks(ctx):
         _refused(_run(ctx, ws), TXID + "/" + rel, "hard links")
         same()
         shutil.rmtree(d)
+    os.unlink(os.path.join(sd, "lock"))
+    os.link(outside, os.path.join(sd, "lock"))
+    _refused(_run(ctx, ws), "lock", "hard links")
+    same()
 
 
 @test("state/odd-entries-and-mode-0")
