@@ -18,6 +18,7 @@
  * 6, the after-state stands. */
 #include "tx/tx.h"
 
+#include "tx/lock.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
@@ -27,7 +28,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,21 +39,25 @@
 
 static int lock_workspace(tx_state_dir *s, uint64_t deadline_ns, txbox_error *err)
 {
-	_cleanup_close_ int fd = openat(s->state_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return txbox_fail_errno(err, -errno, "opening the workspace lock");
 	uint64_t until = deadline_ns ? deadline_ns : clock_now_ns() + LOCK_WAIT_MAX_NS;
-	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return txbox_fail_errno(err, -errno, "locking the workspace");
+	for (;;) {
+		txbox_error e = TXBOX_ERROR_INIT;
+		int fd = txlock_try(s->state_fd, "lock", true, &e);
+		if (fd >= 0)
+			return fd;
+		if (fd != -EBUSY && fd != -EAGAIN) {
+			txbox_error_move(err, &e);
+			return txbox_error_prefix(err, "locking the workspace");
+		}
+		txbox_error_clear(&e);
 		if (clock_now_ns() >= until)
 			return txbox_fail(err, -ETIMEDOUT,
-					  "timed out waiting for the workspace lock (another transaction is "
-					  "committing or recovering)");
+					  "timed out waiting for the workspace lock %s/lock (another transaction is "
+					  "committing or recovering)",
+					  s->state_path);
 		struct timespec nap = {0, 5 * 1000 * 1000};
 		nanosleep(&nap, NULL);
 	}
-	return steal_fd(fd);
 }
 
 /* Small plans sync exactly what they touch; large ones sync the filesystem. */
@@ -247,7 +251,7 @@ int tx_rollback(tx_state_dir *s, tx *t, txbox_error *err)
 int tx_reverse_journal(tx_state_dir *s, tx *t, txbox_error *err)
 {
 	/* No journal: nothing was applied (it is written before the first
-	 * rename, under the transaction's flock, which we hold) — no need to
+	 * rename, under the transaction's lock, which we hold) — no need to
 	 * wait for the workspace lock, which another commit may hold. */
 	struct stat jst;
 	if (fstatat(t->fd, "journal", &jst, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)

@@ -180,7 +180,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	_cleanup_close_ int ws_fd = -1;
 	policy *pol = NULL;
 	tx_state_dir sd = {.ws_fd = -1, .state_fd = -1, .txs_fd = -1};
-	tx t = {.fd = -1, .top = {.upper_fd = -1, .work_fd = -1}};
+	tx t = {.fd = -1, .lock_fd = -1, .top = {.upper_fd = -1, .work_fd = -1}};
 	_cleanup_free_ const char **masked = NULL;
 	_cleanup_free_ char *cwd_in = NULL;
 	_cleanup_free_ char *state_abs = NULL;

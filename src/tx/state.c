@@ -6,6 +6,7 @@
  * symlink, a FIFO or a hard link. */
 #include "tx/tx.h"
 
+#include "tx/lock.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -479,14 +479,14 @@ static int publish(tx_state_dir *s, const char *from, tx *out, txbox_error *err)
 }
 
 typedef struct keep_names {
-	const char *a, *b;
+	const char *a, *b, *c;
 	const char *whiteout; /* also keep this name when it is a 0/0 whiteout */
 } keep_names;
 
 static bool keep_listed(int dirfd, const char *name, void *arg)
 {
 	const keep_names *k = arg;
-	if ((k->a && !strcmp(name, k->a)) || (k->b && !strcmp(name, k->b)))
+	if ((k->a && !strcmp(name, k->a)) || (k->b && !strcmp(name, k->b)) || (k->c && !strcmp(name, k->c)))
 		return true;
 	if (k->whiteout && !strcmp(name, k->whiteout)) {
 		struct stat st;
@@ -499,7 +499,7 @@ static bool keep_listed(int dirfd, const char *name, void *arg)
  * stale/, which the transaction deletes while its command runs: unlinking
  * a file here waits for its inode's eviction (~0.3 ms each on ext4) on
  * the way to the command. What cannot be moved is removed. */
-static const keep_names spare_skeleton = {"displaced", TX_STALE_NAME, NULL};
+static const keep_names spare_skeleton = {"displaced", TX_STALE_NAME, TX_LOCK_NAME, NULL};
 
 static int set_aside(int fd, txbox_error *err)
 {
@@ -560,7 +560,9 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	txbox_error_clear(&e);
 	if (fd < 0)
 		return false;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) { /* another txbox is taking it */
+	int lock = txlock_try(fd, TX_LOCK_NAME, true, &e);
+	txbox_error_clear(&e);
+	if (lock < 0) { /* another txbox is taking it */
 		close(fd);
 		return false;
 	}
@@ -568,6 +570,7 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	struct stat a, b;
 	if (fstat(fd, &a) < 0 || fstatat(s->txs_fd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_ino != b.st_ino ||
 	    a.st_dev != b.st_dev) {
+		close(lock);
 		close(fd);
 		return false;
 	}
@@ -577,11 +580,13 @@ static bool take_one(tx_state_dir *s, const char *name, void *arg)
 	if (set_aside(fd, &e) < 0 ||
 	    fs_empty_dir_at(fd, "displaced", NULL, NULL, &e) < 0 || publish(s, name, out, &e) < 0) {
 		txbox_error_clear(&e);
+		close(lock);
 		close(fd);
 		out->fd = -1;
 		return false; /* left as a spare or removed by recovery */
 	}
 	out->fd = fd;
+	out->lock_fd = lock;
 	out->has_stale = faccessat(fd, TX_STALE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	return true;
 }
@@ -609,7 +614,7 @@ static bool take_spare(tx_state_dir *s, tx *out)
 int tx_create(tx_state_dir *s, tx *out, txbox_error *err)
 {
 	memset(out, 0, sizeof *out);
-	out->fd = -1;
+	out->fd = out->lock_fd = -1;
 	out->top.upper_fd = out->top.work_fd = -1;
 	if (!take_spare(s, out)) {
 		char tmp[TX_ID_MAX + 8];
@@ -624,9 +629,12 @@ int tx_create(tx_state_dir *s, tx *out, txbox_error *err)
 		out->fd = openat(s->txs_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (out->fd < 0)
 			return txbox_fail_errno(err, -errno, "opening a new transaction directory");
-		if (flock(out->fd, LOCK_EX | LOCK_NB) < 0 || mkdirat(out->fd, "displaced", 0700) < 0) {
-			int e = -errno;
+		out->lock_fd = txlock_try(out->fd, TX_LOCK_NAME, true, err);
+		if (out->lock_fd < 0 || mkdirat(out->fd, "displaced", 0700) < 0) {
+			int e = out->lock_fd < 0 ? out->lock_fd : -errno;
 			fs_remove_tree_at(s->txs_fd, tmp, NULL);
+			if (out->lock_fd < 0)
+				return txbox_error_prefix(err, "preparing a new transaction directory");
 			return txbox_fail_errno(err, e, "preparing a new transaction directory");
 		}
 		if (publish(s, tmp, out, err) < 0) {
@@ -665,7 +673,7 @@ static int check_tx_entries(tx_state_dir *s, tx *t, txbox_error *err)
 int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err)
 {
 	memset(out, 0, sizeof *out);
-	out->fd = -1;
+	out->fd = out->lock_fd = -1;
 	out->top.upper_fd = out->top.work_fd = -1;
 	if (!valid_id(id)) {
 		char esc[512];
@@ -681,8 +689,16 @@ int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err)
 	if (fd < 0)
 		return fd;
 	out->fd = fd;
-	if (flock(out->fd, LOCK_EX | LOCK_NB) < 0)
+	txbox_error e = TXBOX_ERROR_INIT;
+	out->lock_fd = txlock_try(fd, TX_LOCK_NAME, true, &e);
+	if (out->lock_fd == -EBUSY) {
+		txbox_error_clear(&e);
 		return txbox_fail(err, -EBUSY, "transaction %s is in use by another txbox process", id);
+	}
+	if (out->lock_fd < 0) {
+		txbox_error_move(err, &e);
+		return txbox_error_prefix(err, "opening transaction %s", id);
+	}
 	int r = check_tx_entries(s, out, err);
 	if (r < 0 || (r = check_tx_identity(s, out, err)) < 0)
 		return r;
@@ -696,7 +712,9 @@ void tx_close(tx *t)
 	layer_close(&t->top);
 	if (t->fd >= 0)
 		close(t->fd);
-	t->fd = -1;
+	if (t->lock_fd >= 0)
+		close(t->lock_fd);
+	t->fd = t->lock_fd = -1;
 }
 
 int tx_set_state(tx *t, tx_status st, txbox_error *err)
@@ -776,10 +794,12 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
 	int r;
 	layer_close(&t->top);
 	trace_mark("remove: layer closed");
-	if (renameat(s->txs_fd, t->id, s->txs_fd, trash) == 0)
-		r = fs_remove_tree_at(s->txs_fd, trash, err);
-	else
-		r = fs_remove_tree_at(s->txs_fd, t->id, err);
+	const char *name = renameat(s->txs_fd, t->id, s->txs_fd, trash) == 0 ? trash : t->id;
+	static const keep_names lock_only = {TX_LOCK_NAME, NULL, NULL, NULL};
+	/* the lock file goes last, so recovery never deletes it meanwhile */
+	r = t->fd >= 0 ? fs_empty_dir(t->fd, keep_listed, (void *)&lock_only, err) : 0;
+	if (r == 0)
+		r = fs_remove_tree_at(s->txs_fd, name, err);
 	trace_mark("remove: removed");
 	return r;
 }
@@ -797,7 +817,7 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
  * spare's name is never read by recovery. */
 static int recycle(tx_state_dir *s, tx *t, txbox_error *err)
 {
-	const keep_names upper = {NULL, NULL, s->state_inside ? TX_STATE_DIR_NAME : NULL};
+	const keep_names upper = {NULL, NULL, NULL, s->state_inside ? TX_STATE_DIR_NAME : NULL};
 	int r;
 	if (t->top.upper_fd < 0 || t->top.work_fd < 0)
 		return txbox_fail(err, -EBADF, "the layer is not open");
@@ -874,16 +894,23 @@ static entry_kind entry_kind_of(const char *name)
 	return ENTRY_BAD;
 }
 
-/* A .new- (a txbox died creating it — unless it is locked, or so young its
- * creator may not have locked it yet) or .trash- (its owner may still be
- * deleting it: it keeps the lock) directory nobody holds is deleted. */
-static void remove_abandoned(tx_state_dir *s, const char *name, bool young_kept)
+/* A .new- (a txbox died creating it) or .trash- (a txbox died deleting
+ * it) directory nobody holds is deleted. Its owner holds its lock file
+ * from before the directory has that name until it is the last entry
+ * left; a directory without one is left alone while young (its creator
+ * may not have made the lock yet, or its deleter is about to remove the
+ * directory itself). */
+static void remove_abandoned(tx_state_dir *s, const char *name)
 {
 	txbox_error e = TXBOX_ERROR_INIT;
 	_cleanup_close_ int fd = open_trusted(s->txs_fd, name, s->state_path, S_IFDIR, 0, &e);
 	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) == 0 && (!young_kept || time(NULL) - st.st_mtime > 60) &&
-	    flock(fd, LOCK_EX | LOCK_NB) == 0)
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		txbox_error_clear(&e);
+		return;
+	}
+	_cleanup_close_ int lock = txlock_try(fd, TX_LOCK_NAME, false, &e);
+	if (lock >= 0 || (lock == -ENOENT && time(NULL) - st.st_mtime > 60))
 		fs_remove_tree_at(s->txs_fd, name, &e);
 	txbox_error_clear(&e);
 }
@@ -955,7 +982,7 @@ int tx_recover_stale(tx_state_dir *s, txbox_error *err)
 			break;
 		case ENTRY_NEW:
 		case ENTRY_TRASH:
-			remove_abandoned(s, de->d_name, k == ENTRY_NEW);
+			remove_abandoned(s, de->d_name);
 			break;
 		default:
 			if ((r = recover_tx(s, de->d_name, err)) < 0)

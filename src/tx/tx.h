@@ -2,12 +2,14 @@
  * workspace's state dir (.txbox/):
  *
  *   .txbox/.gitignore          "*"
- *   .txbox/lock                flock: serialises commits on the workspace
+ *   .txbox/lock                write-locked (tx/lock.h): serialises commits
+ *                              on the workspace
  *   .txbox/state-dir           (state elsewhere: the marker's only record)
  *                              where the state lives
  *   STATE/workspace            (a --state-dir) the one workspace it serves
- *   .txbox/tx/<id>/            one transaction; flock on the dir while a
- *                              txbox process owns it
+ *   .txbox/tx/<id>/            one transaction
+ *       lock                   write-locked (tx/lock.h) while a txbox
+ *                              process owns it
  *   .txbox/tx/.new-<id>/       one being created (locked, then renamed)
  *   .txbox/tx/.spare-<id>/     an emptied one kept for reuse (tx_recycle): displaced/ and
  *                              stale/ (its emptied layer, deleted by the next user)
@@ -38,6 +40,7 @@
 #define TX_ID_MAX 64
 #define TX_SPARES_MAX 2 /* emptied transaction directories kept for reuse */
 #define TX_STALE_NAME "stale" /* a spare's previous, emptied layer, deleted by the next user */
+#define TX_LOCK_NAME "lock"   /* a transaction's lock file (tx/lock.h) */
 
 typedef struct tx_state_dir {
 	int ws_fd;     /* the workspace (O_RDONLY|O_DIRECTORY) */
@@ -54,7 +57,8 @@ typedef struct tx_state_dir {
 
 typedef struct tx {
 	char id[TX_ID_MAX];
-	int fd;        /* .txbox/tx/<id>, flocked */
+	int fd;        /* .txbox/tx/<id> */
+	int lock_fd;   /* its lock file, write-locked (tx/lock.h) */
 	layer top;
 	bool has_stale; /* it holds that transaction's emptied layer (stale/) */
 } tx;

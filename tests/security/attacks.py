@@ -10,6 +10,7 @@ so the generic marker scan finds it wherever it lands."""
 import os
 import resource
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -2973,6 +2974,99 @@ def lease_on_host_file(ctx):
     check(res.lines("LEASE")[0] == "LEASE EACCES", "the command took a lease on a host file: %s" % res.lines("LEASE")[0])
     check(res.lines("GETLEASE ") == ["GETLEASE 2"], "F_GETLEASE no longer answers F_UNLCK: %s" % res.describe())
     check(seen.get("open") == "ok", "a host open for writing met the command's lease: %s" % seen.get("open"))
+
+
+def _inode_read_locked(path):
+    """Does /proc/locks show a read lock (OFD or POSIX) on path's inode?"""
+    st = os.stat(path)
+    want = "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    with open("/proc/locks") as f:
+        return any(" READ " in line and want in line for line in f)
+
+
+def _crashed_transaction(ctx, ws):
+    """A transaction of ws whose txbox was SIGKILLed while its command ran."""
+    cmd = [ctx.txbox, "run", "-w", ws] + (["--policy", ctx.policy] if ctx.policy else []) + \
+        ["--", "sleep", "60"]
+    p = subprocess.Popen(cmd, cwd=ws, env=ctx.base_env(), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, preexec_fn=os.setsid)
+    txs = os.path.join(ws, ".txbox", "tx")
+    for _ in range(200):
+        live = [n for n in os.listdir(txs) if not n.startswith(".")] if os.path.isdir(txs) else []
+        if live and os.path.exists(os.path.join(txs, live[0], "state")):
+            break
+        time.sleep(0.025)
+    time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    check(len(live) == 1, "no transaction to crash in %s: %s" % (txs, os.listdir(txs)))
+    return os.path.join(txs, live[0])
+
+
+@attack("state-locks-held-by-another-sandbox", needs=("python3",))
+def state_locks_held_by_another_sandbox(ctx):
+    """rt8 B5: a command sees another workspace's state dir read-only, and
+    flock() or a read lock needs no write access. Holding B's .txbox/lock
+    made B's next run wait for as long as it was held; holding the
+    directory of B's crashed transaction made B's recovery take it for a
+    live one and skip it. txbox now holds only write locks (a reader cannot
+    take one) and swaps away a lock file a reader holds. The command in A
+    holds B's workspace lock and the crashed transaction's dir and lock file
+    with flock and read locks; B's next run must commit at once and recover
+    the crashed transaction meanwhile."""
+    wsb = ctx.workspace("locks-b", where="vis", seed=False)
+    ctx.run(wsb, argv=["true"])
+    crashed = _crashed_transaction(ctx, wsb)
+    targets = [os.path.join(wsb, ".txbox", "lock"), crashed]
+    if os.path.exists(os.path.join(crashed, "lock")):
+        targets.append(os.path.join(crashed, "lock"))
+    done = os.path.join(ctx.vis_root, "locks-done-" + ctx.mark)
+    script = ("import fcntl, os, struct, time\n"
+              "for p in %r:\n"
+              "    fd = os.open(p, os.O_RDONLY)\n"
+              "    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+              "    if not os.path.isdir(p):\n"
+              "        fcntl.fcntl(fd, 37, struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0))\n"
+              "    print('HELD', p, flush=True)\n"
+              "for i in range(800):\n"
+              "    if os.path.exists(%r): break\n"
+              "    time.sleep(0.05)\n" % (targets, done))
+    seen = {}
+
+    def host_side(_proc=None):
+        try:
+            for _ in range(400):
+                if _inode_read_locked(targets[0]):
+                    break
+                time.sleep(0.025)
+            seen["locked"] = _inode_read_locked(targets[0])
+            t0 = time.monotonic()
+            cmd = [ctx.txbox, "run", "-w", wsb, "--json", "--timeout", "30"] + \
+                (["--policy", ctx.policy] if ctx.policy else []) + ["--", "sh", "-c", "echo b > b.txt"]
+            p = subprocess.run(cmd, cwd=wsb, env=ctx.base_env(), capture_output=True, text=True, timeout=90)
+            seen["elapsed"] = time.monotonic() - t0
+            seen["rc"], seen["err"] = p.returncode, p.stderr.strip()[-300:]
+        finally:
+            with open(done, "w"):
+                pass
+
+    t = threading.Thread(target=host_side)
+    t.start()
+    try:
+        ws = ctx.workspace("locks-a", seed=False)
+        res = ctx.run(ws, argv=["python3", "-c", script], timeout=90)
+    finally:
+        t.join()
+        if os.path.exists(done):
+            os.unlink(done)
+    check(len(res.lines("HELD ")) == len(targets), "the command could not hold B's locks: %s" % res.describe())
+    check(seen.get("locked"), "no read lock of the command's on %s" % targets[0])
+    check(seen.get("rc") == 0, "B's run failed while A's command held its locks: rc=%s %s"
+          % (seen.get("rc"), seen.get("err")))
+    check(seen["elapsed"] < 5, "B's run waited %.1f s for locks a reader held" % seen["elapsed"])
+    check(read_text(os.path.join(wsb, "b.txt")) == "b\n", "B's run did not commit")
+    check(not os.path.exists(crashed), "B's recovery skipped its crashed transaction %s because a "
+          "reader held it" % os.path.basename(crashed))
 
 
 @attack("disk-walk-fault-named", needs=("python3",))
