@@ -66,7 +66,7 @@ def tx_leftovers(ws):
                        for n in ls("stale/0/upper"))
         idx = os.path.join(p, "stale/0/work/index")
         index_ok = not os.path.lexists(idx) or ls("stale/0/work/index") == []
-        if (not {"displaced", "stale"} <= set(ls("")) <= {"displaced", "stale", "journal", "state"}
+        if (not {"displaced", "stale"} <= set(ls("")) <= {"displaced", "stale", "journal", "state", "lock"}
                 or ls("displaced") or ls("stale") not in (["0"], ["0", "workspace"])
                 or not set(ls("stale/0")) <= {"upper", "work", "root"} or not upper_ok
                 or not set(ls("stale/0/work")) <= {"work", "index"} or not index_ok):

@@ -259,11 +259,14 @@ def big_layer_deadline(ctx):
 @test("timeout/waiting-for-the-workspace-lock-is-bounded")
 def lock_wait(ctx):
     import fcntl
+    import struct
     ws = small_ws(ctx)
     ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
     fd = os.open(os.path.join(ws, ".txbox", "lock"), os.O_RDWR)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # another transaction "committing" forever
+        # another transaction "committing" forever: txbox's own kind of lock
+        # (an OFD write lock, tx/lock.c), which a flock or read lock is not
+        fcntl.fcntl(fd, 38, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0))  # F_OFD_SETLKW
         t0 = time.monotonic()
         res = ctx.run_json(ws, "echo x > new", extra=["--timeout", "3"], timeout=60)
         took = time.monotonic() - t0

@@ -27,10 +27,10 @@ def _skeleton_problems(sp):
             r = os.path.normpath(os.path.join(rel, n))
             # stale/: the emptied layer and the old workspace record, deleted
             # by the spare's next user; journal and state go when the spare is
-            # taken (into stale/)
+            # taken (into stale/); lock: the transaction's lock file (tx/lock.c)
             if r in ("displaced", "stale", "stale/0", "stale/0/upper", "stale/0/work",
                      "stale/0/work/work", "stale/0/work/index", "stale/0/root", "stale/workspace",
-                     "journal", "state"):
+                     "journal", "state", "lock"):
                 continue
             if r.startswith("stale/0/work/work/"):
                 continue  # the kernel's scratch dir
