@@ -506,12 +506,14 @@ static pid_t fork_command(const sandbox_spec *s, const init_ctx *ic, const char 
 	if (own_userns) {
 		close(gp[0]);
 		char path[64];
-		static const char map[] = "0 0 4294967295\n";
+		/* Every id but SANDBOX_UNMAPPED_GID (sandbox.h), the last one. */
+		static const char *const maps[2] = {"0 0 4294967295\n", "0 0 " SANDBOX_UNMAPPED_GID_STR "\n"};
 		bool ok = true;
 		for (int i = 0; i < 2 && ok; i++) {
 			snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, i ? "gid_map" : "uid_map");
 			int fd = open(path, O_WRONLY | O_CLOEXEC);
-			ok = fd >= 0 && write(fd, map, sizeof map - 1) == (ssize_t)(sizeof map - 1);
+			size_t ml = strlen(maps[i]);
+			ok = fd >= 0 && write(fd, maps[i], ml) == (ssize_t)ml;
 			if (fd >= 0)
 				close(fd);
 		}

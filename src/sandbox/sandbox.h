@@ -18,6 +18,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The one gid a root-mode command's user namespace leaves unmapped (every
+ * other uid and gid maps to itself): its capabilities do not reach an
+ * inode of that group. txbox's lock files use it (tx/lock.h). */
+#define SANDBOX_UNMAPPED_GID 4294967294u
+#define SANDBOX_UNMAPPED_GID_STR "4294967294"
+
 typedef struct sandbox_spec {
 	const char *workspace;    /* absolute canonical path of the workspace */
 	const char *cwd;          /* absolute path inside the view to start in */

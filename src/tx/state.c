@@ -396,13 +396,10 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	}
 	if (mkdirat(sfd, "tx", 0700) < 0 && errno != EEXIST)
 		return txbox_fail_errno(err, -errno, "creating the transactions dir %s/tx", spath);
-	/* the lock: finish.c opens it by name, in this directory only we write */
-	_cleanup_close_ int lfd = openat(sfd, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (lfd < 0 && errno != EEXIST)
-		return txbox_fail_errno(err, -errno, "creating %s/lock", spath);
+	/* the lock: made (sealed, tx/lock.h) by the first txbox that takes it */
 	struct stat lst;
-	if (lfd < 0 && (r = stat_trusted(sfd, "lock", spath, S_IFREG, &lst, err)) < 0)
-		return r == -ENOENT ? txbox_fail(err, -ENOENT, "%s/lock vanished", spath) : r;
+	if ((r = stat_trusted(sfd, "lock", spath, S_IFREG, &lst, err)) < 0 && r != -ENOENT)
+		return r;
 	_cleanup_close_ int tfd = open_trusted(sfd, "tx", spath, S_IFDIR, 0, err);
 	if (tfd < 0)
 		return tfd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/tx vanished", spath) : tfd;
@@ -692,13 +689,19 @@ int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err)
 	txbox_error e = TXBOX_ERROR_INIT;
 	out->lock_fd = txlock_try(fd, TX_LOCK_NAME, true, &e);
 	if (out->lock_fd == -EBUSY) {
-		txbox_error_clear(&e);
-		return txbox_fail(err, -EBUSY, "transaction %s is in use by another txbox process", id);
+		txbox_error_move(err, &e);
+		return txbox_error_prefix(err, "transaction %s is in use", id);
 	}
 	if (out->lock_fd < 0) {
 		txbox_error_move(err, &e);
 		return txbox_error_prefix(err, "opening transaction %s", id);
 	}
+	/* Its owner may have renamed it (to a spare) between our open and our
+	 * lock; a spare is not this transaction. */
+	struct stat a, b;
+	if (fstat(fd, &a) < 0 || fstatat(s->txs_fd, id, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino)
+		return txbox_fail(err, -ENOENT, "no open transaction %s in %s (it was just finished)", id, s->ws_path);
 	int r = check_tx_entries(s, out, err);
 	if (r < 0 || (r = check_tx_identity(s, out, err)) < 0)
 		return r;
@@ -895,11 +898,9 @@ static entry_kind entry_kind_of(const char *name)
 }
 
 /* A .new- (a txbox died creating it) or .trash- (a txbox died deleting
- * it) directory nobody holds is deleted. Its owner holds its lock file
- * from before the directory has that name until it is the last entry
- * left; a directory without one is left alone while young (its creator
- * may not have made the lock yet, or its deleter is about to remove the
- * directory itself). */
+ * it) directory nobody holds is deleted once it is a minute old. Young
+ * ones are left alone whatever their lock says: a creator makes its lock
+ * file before it locks it, and a deleter removes the lock file last. */
 static void remove_abandoned(tx_state_dir *s, const char *name)
 {
 	txbox_error e = TXBOX_ERROR_INIT;
@@ -909,8 +910,10 @@ static void remove_abandoned(tx_state_dir *s, const char *name)
 		txbox_error_clear(&e);
 		return;
 	}
+	if (time(NULL) - st.st_mtime <= 60)
+		return;
 	_cleanup_close_ int lock = txlock_try(fd, TX_LOCK_NAME, false, &e);
-	if (lock >= 0 || (lock == -ENOENT && time(NULL) - st.st_mtime > 60))
+	if (lock >= 0 || lock == -ENOENT)
 		fs_remove_tree_at(s->txs_fd, name, &e);
 	txbox_error_clear(&e);
 }

@@ -150,6 +150,7 @@ def load_tests():
     import test_limits_init  # noqa: F401
     import test_secrets_races  # noqa: F401
     import test_commit_limits  # noqa: F401
+    import test_locks  # noqa: F401
 
     def key(t):
         name = t[0]

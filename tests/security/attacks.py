@@ -2976,12 +2976,12 @@ def lease_on_host_file(ctx):
     check(seen.get("open") == "ok", "a host open for writing met the command's lease: %s" % seen.get("open"))
 
 
-def _inode_read_locked(path):
-    """Does /proc/locks show a read lock (OFD or POSIX) on path's inode?"""
+def _inode_locked(path, kind):
+    """Does /proc/locks show a lock of kind (" READ ", "FLOCK", ...) on path's inode?"""
     st = os.stat(path)
     want = "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
     with open("/proc/locks") as f:
-        return any(" READ " in line and want in line for line in f)
+        return any(kind in line and want in line for line in f)
 
 
 def _crashed_transaction(ctx, ws):
@@ -3005,41 +3005,51 @@ def _crashed_transaction(ctx, ws):
 
 @attack("state-locks-held-by-another-sandbox", needs=("python3",))
 def state_locks_held_by_another_sandbox(ctx):
-    """rt8 B5: a command sees another workspace's state dir read-only, and
-    flock() or a read lock needs no write access. Holding B's .txbox/lock
-    made B's next run wait for as long as it was held; holding the
-    directory of B's crashed transaction made B's recovery take it for a
-    live one and skip it. txbox now holds only write locks (a reader cannot
-    take one) and swaps away a lock file a reader holds. The command in A
-    holds B's workspace lock and the crashed transaction's dir and lock file
-    with flock and read locks; B's next run must commit at once and recover
-    the crashed transaction meanwhile."""
+    """rt8 B5, rt11: a command sees another workspace's state dir read-only,
+    and flock() or a read lock needs no write access. Holding B's
+    .txbox/lock made B's next run wait for as long as it was held; holding
+    the directory of B's crashed transaction made B's recovery take it for
+    a live one and skip it; swapping away a lock file a reader held (the
+    next design) let two txbox processes hold one lock. Lock files are now
+    write-only and, as root, of a group the command's user namespace does
+    not map: the command in A cannot open B's workspace lock or the crashed
+    transaction's lock file at all (read or write), a flock on the
+    transaction's directory means nothing, B's next run commits at once and
+    its recovery removes the crashed transaction meanwhile."""
     wsb = ctx.workspace("locks-b", where="vis", seed=False)
     ctx.run(wsb, argv=["true"])
     crashed = _crashed_transaction(ctx, wsb)
-    targets = [os.path.join(wsb, ".txbox", "lock"), crashed]
-    if os.path.exists(os.path.join(crashed, "lock")):
-        targets.append(os.path.join(crashed, "lock"))
+    locks = [os.path.join(wsb, ".txbox", "lock"), os.path.join(crashed, "lock")]
+    for p in locks:
+        check(os.path.exists(p), "no lock file %s to attack" % p)
     done = os.path.join(ctx.vis_root, "locks-done-" + ctx.mark)
     script = ("import fcntl, os, struct, time\n"
+              "fd = os.open(%r, os.O_RDONLY)\n"
+              "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+              "print('HELD-DIR', flush=True)\n"
               "for p in %r:\n"
-              "    fd = os.open(p, os.O_RDONLY)\n"
-              "    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
-              "    if not os.path.isdir(p):\n"
-              "        fcntl.fcntl(fd, 37, struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0))\n"
-              "    print('HELD', p, flush=True)\n"
+              "    for mode in (os.O_RDONLY, os.O_WRONLY, os.O_RDWR):\n"
+              "        try:\n"
+              "            lf = os.open(p, mode)\n"
+              "        except OSError as e:\n"
+              "            print('REFUSED', mode, e.errno, p, flush=True)\n"
+              "            continue\n"
+              "        fcntl.flock(lf, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+              "        fcntl.fcntl(lf, 37, struct.pack('hhqqi', fcntl.F_RDLCK, 0, 0, 0, 0))\n"
+              "        print('HELD', mode, p, flush=True)\n"
               "for i in range(800):\n"
               "    if os.path.exists(%r): break\n"
-              "    time.sleep(0.05)\n" % (targets, done))
+              "    time.sleep(0.05)\n" % (crashed, locks, done))
     seen = {}
 
     def host_side(_proc=None):
         try:
             for _ in range(400):
-                if _inode_read_locked(targets[0]):
+                if _inode_locked(crashed, "FLOCK"):
                     break
                 time.sleep(0.025)
-            seen["locked"] = _inode_read_locked(targets[0])
+            time.sleep(0.3)  # the command's attempts on the lock files come right after
+            seen["held-dir"] = _inode_locked(crashed, "FLOCK")
             t0 = time.monotonic()
             cmd = [ctx.txbox, "run", "-w", wsb, "--json", "--timeout", "30"] + \
                 (["--policy", ctx.policy] if ctx.policy else []) + ["--", "sh", "-c", "echo b > b.txt"]
@@ -3059,14 +3069,17 @@ def state_locks_held_by_another_sandbox(ctx):
         t.join()
         if os.path.exists(done):
             os.unlink(done)
-    check(len(res.lines("HELD ")) == len(targets), "the command could not hold B's locks: %s" % res.describe())
-    check(seen.get("locked"), "no read lock of the command's on %s" % targets[0])
-    check(seen.get("rc") == 0, "B's run failed while A's command held its locks: rc=%s %s"
+    check(res.lines("HELD-DIR"), "the command could not even flock B's transaction dir: %s" % res.describe())
+    check(not res.lines("HELD "), "the command opened and locked B's lock files: %s" % res.lines("HELD "))
+    check(len(res.lines("REFUSED ")) == 3 * len(locks),
+          "not every open of B's lock files was refused: %s" % res.describe())
+    check(seen.get("held-dir"), "no flock of the command's on %s" % crashed)
+    check(seen.get("rc") == 0, "B's run failed while A's command held what it could: rc=%s %s"
           % (seen.get("rc"), seen.get("err")))
-    check(seen["elapsed"] < 5, "B's run waited %.1f s for locks a reader held" % seen["elapsed"])
+    check(seen["elapsed"] < 5, "B's run waited %.1f s while A's command held B's transaction dir" % seen["elapsed"])
     check(read_text(os.path.join(wsb, "b.txt")) == "b\n", "B's run did not commit")
     check(not os.path.exists(crashed), "B's recovery skipped its crashed transaction %s because a "
-          "reader held it" % os.path.basename(crashed))
+          "command flocked it" % os.path.basename(crashed))
 
 
 @attack("disk-walk-fault-named", needs=("python3",))

@@ -1,0 +1,122 @@
+"""The locks of a state dir (docs/ARCHITECTURE.md, "Locks"): write-only
+files that only txbox opens, plain write locks, and recovery that never
+removes what a live txbox is still creating. The sandbox side (a command
+cannot open another workspace's lock files) is the security attack
+state-locks-held-by-another-sandbox."""
+
+import fcntl
+import os
+import stat
+import struct
+import subprocess
+import time
+
+from harness import check, small_ws, test
+
+LOCK_GID = 4294967294  # SANDBOX_UNMAPPED_GID: the group of root's lock files
+TXID = "20260101-000000-0badc0de"
+
+
+def _lock_files(ws):
+    sd = os.path.join(ws, ".txbox")
+    out = [os.path.join(sd, "lock")]
+    for e in os.listdir(os.path.join(sd, "tx")):
+        p = os.path.join(sd, "tx", e, "lock")
+        if os.path.exists(p):
+            out.append(p)
+    return out
+
+
+def _sealed_problems(paths):
+    out = []
+    for p in paths:
+        st = os.lstat(p)
+        if stat.S_IMODE(st.st_mode) != 0o200:
+            out.append("%s has mode %04o" % (p, stat.S_IMODE(st.st_mode)))
+        if os.geteuid() == 0 and st.st_gid != LOCK_GID:
+            out.append("%s has group %d" % (p, st.st_gid))
+    return out
+
+
+@test("locks/lock-files-are-write-only")
+def lock_files_write_only(ctx):
+    """Every lock file txbox makes is mode 0200 (as root: group 4294967294),
+    and one an older txbox left readable is sealed by the next run."""
+    ws = small_ws(ctx)
+    ctx.run_json(ws, "echo a > a").expect(outcome="committed", exit_status=0)
+    locks = _lock_files(ws)
+    check(len(locks) >= 2, "expected the workspace lock and a spare's lock, found %r" % locks)
+    probs = _sealed_problems(locks)
+    check(not probs, "lock files not sealed: %s" % probs)
+    for p in locks:
+        os.chmod(p, 0o600)
+        if os.geteuid() == 0:
+            os.chown(p, 0, 0)
+    ctx.run_json(ws, "echo b > b").expect(outcome="committed", exit_status=0)
+    probs = _sealed_problems(_lock_files(ws))
+    check(not probs, "old-style lock files not sealed by the next run: %s" % probs)
+
+
+def _plant_new_dir(ws, name):
+    d = os.path.join(ws, ".txbox", "tx", name)
+    os.makedirs(os.path.join(d, "displaced"))
+    with open(os.path.join(d, "lock"), "w"):
+        pass
+    os.chmod(os.path.join(d, "lock"), 0o200)
+    return d
+
+
+def _recover(ctx, ws):
+    r = ctx.run_txbox(["recover", "-w", ws], cwd=ws, timeout=60)
+    check(r.rc == 0, "txbox recover failed: %s" % r.err.decode("utf-8", "replace")[-400:])
+
+
+@test("locks/recovery-leaves-a-young-new-dir-to-its-creator")
+def young_new_dir(ctx):
+    """rt11 B1: a creator makes its transaction dir's lock file before it
+    locks it, so an unlocked lock file in a young .new- dir says nothing:
+    recovery deleted such a dir under a live txbox (2 of 320 concurrent runs
+    failed without any attacker). Recovery now leaves every .new-/.trash-
+    dir alone for a minute; an older one goes unless a txbox holds it."""
+    ws = small_ws(ctx)
+    ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
+    young = _plant_new_dir(ws, ".new-" + TXID)
+    _recover(ctx, ws)
+    check(os.path.isdir(young), "recovery deleted a young .new- dir whose lock was not yet taken")
+    old = time.time() - 120
+    os.utime(young, (old, old))
+    _recover(ctx, ws)
+    check(not os.path.exists(young), "recovery left an abandoned .new- dir two minutes old")
+    held = _plant_new_dir(ws, ".trash-" + TXID)
+    fd = os.open(os.path.join(held, "lock"), os.O_WRONLY)
+    try:
+        fcntl.fcntl(fd, 37, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0))  # F_OFD_SETLK
+        os.utime(held, (old, old))
+        _recover(ctx, ws)
+        check(os.path.isdir(held), "recovery deleted an old .trash- dir a live process holds")
+    finally:
+        os.close(fd)
+    _recover(ctx, ws)
+    check(not os.path.exists(held), "recovery left an abandoned .trash- dir once its holder let go")
+
+
+@test("locks/concurrent-runs-in-one-workspace-all-succeed")
+def concurrent_runs(ctx):
+    """rt11 B1 end to end: concurrent runs in one workspace create, recycle
+    and recover transaction dirs under each other's feet; every run must
+    commit (none may lose its transaction dir to another's recovery), and
+    the workspace ends with every file."""
+    ws = small_ws(ctx)
+    procs = []
+    for k in range(6):
+        script = "for i in $(seq 8); do %s run -w %s -- sh -c \"echo $i > f%d-$i\" || echo FAILED $i; done" % (
+            ctx.txbox, ws, k)
+        if ctx.policy_file:
+            script = script.replace(" run -w ", " run --policy %s -w " % ctx.policy_file)
+        procs.append(subprocess.Popen(["sh", "-c", script], cwd=ws, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE))
+    outs = [p.communicate(timeout=300) for p in procs]
+    failed = [o[0].decode() + o[1].decode()[-300:] for o in outs if b"FAILED" in o[0]]
+    check(not failed, "concurrent runs failed: %s" % failed[:2])
+    missing = [(k, i) for k in range(6) for i in range(1, 9) if not os.path.exists(os.path.join(ws, "f%d-%d" % (k, i)))]
+    check(not missing, "files of committed runs are missing: %s" % missing[:5])
