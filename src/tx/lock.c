@@ -46,6 +46,15 @@ static bool still_named(int fd, int dirfd, const char *name)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* Root inside a user namespace that does not map TXLOCK_GID (a container
+ * with 65536 ids) cannot give it; there a root-mode command's namespace
+ * cannot be made either (sandbox.c maps every id but that one), so the
+ * file keeps root's group. */
+static int give_lock_group(int fd)
+{
+	return fchown(fd, (uid_t)-1, TXLOCK_GID) == 0 || errno == EINVAL ? 0 : -1;
+}
+
 /* Mode 0200 and, as root, group TXLOCK_GID (lock.h says why). */
 static int seal(int fd, const char *name, txbox_error *err)
 {
@@ -54,7 +63,7 @@ static int seal(int fd, const char *name, txbox_error *err)
 		return txbox_fail_errno(err, -errno, "the lock file %s", name);
 	if ((st.st_mode & 07777) != 0200 && fchmod(fd, 0200) < 0)
 		return txbox_fail_errno(err, -errno, "making the lock file %s write-only", name);
-	if (geteuid() == 0 && st.st_gid != TXLOCK_GID && fchown(fd, (uid_t)-1, TXLOCK_GID) < 0)
+	if (geteuid() == 0 && st.st_gid != TXLOCK_GID && give_lock_group(fd) < 0)
 		return txbox_fail_errno(err, -errno, "giving the lock file %s txbox's lock group", name);
 	return 0;
 }
@@ -70,7 +79,7 @@ static int create_lock_file(int dirfd, const char *name, txbox_error *err)
 	if (geteuid() == 0) {
 		_cleanup_close_ int t = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0200);
 		if (t >= 0) {
-			if (fchown(t, (uid_t)-1, TXLOCK_GID) < 0)
+			if (give_lock_group(t) < 0)
 				return txbox_fail_errno(err, -errno, "giving the lock file %s txbox's lock group", name);
 			/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH in the initial
 			 * user namespace; through /proc it needs nothing */
