@@ -506,8 +506,8 @@ static pid_t fork_command(const sandbox_spec *s, const init_ctx *ic, const char 
 	if (own_userns) {
 		close(gp[0]);
 		char path[64];
-		/* Every id but SANDBOX_UNMAPPED_GID (sandbox.h), the last one. */
-		static const char *const maps[2] = {"0 0 4294967295\n", "0 0 " SANDBOX_UNMAPPED_GID_STR "\n"};
+		/* Every id but SANDBOX_UNMAPPED_GID (sandbox.h). */
+		static const char *const maps[2] = {"0 0 4294967295\n", SANDBOX_GID_MAP};
 		bool ok = true;
 		for (int i = 0; i < 2 && ok; i++) {
 			snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, i ? "gid_map" : "uid_map");

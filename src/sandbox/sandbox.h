@@ -20,9 +20,13 @@
 
 /* The one gid a root-mode command's user namespace leaves unmapped (every
  * other uid and gid maps to itself): its capabilities do not reach an
- * inode of that group. txbox's lock files use it (tx/lock.h). */
-#define SANDBOX_UNMAPPED_GID 4294967294u
-#define SANDBOX_UNMAPPED_GID_STR "4294967294"
+ * inode of that group. txbox's lock files use it (tx/lock.h). 0xefffffff:
+ * above every subordinate-id range useradd hands out, below systemd's
+ * and NFS's special ids (nobody 65534, nfsnobody 4294967294) and outside
+ * systemd's foreign-image range (0x7fff0000-0x7fffffff). */
+#define SANDBOX_UNMAPPED_GID 4026531839u
+/* gid_map lines: every id below it and above it (up to 4294967294). */
+#define SANDBOX_GID_MAP "0 0 4026531839\n4026531840 4026531840 268435455\n"
 
 typedef struct sandbox_spec {
 	const char *workspace;    /* absolute canonical path of the workspace */

@@ -11,9 +11,9 @@ import struct
 import subprocess
 import time
 
-from harness import check, small_ws, test
+from harness import Skip, check, small_ws, test
 
-LOCK_GID = 4294967294  # SANDBOX_UNMAPPED_GID: the group of root's lock files
+LOCK_GID = 4026531839  # SANDBOX_UNMAPPED_GID: the group of root's lock files
 TXID = "20260101-000000-0badc0de"
 
 
@@ -40,7 +40,7 @@ def _sealed_problems(paths):
 
 @test("locks/lock-files-are-write-only")
 def lock_files_write_only(ctx):
-    """Every lock file txbox makes is mode 0200 (as root: group 4294967294),
+    """Every lock file txbox makes is mode 0200 (as root: group 4026531839),
     and one an older txbox left readable is sealed by the next run."""
     ws = small_ws(ctx)
     ctx.run_json(ws, "echo a > a").expect(outcome="committed", exit_status=0)
@@ -120,3 +120,34 @@ def concurrent_runs(ctx):
     check(not failed, "concurrent runs failed: %s" % failed[:2])
     missing = [(k, i) for k in range(6) for i in range(1, 9) if not os.path.exists(os.path.join(ws, "f%d-%d" % (k, i)))]
     check(not missing, "files of committed runs are missing: %s" % missing[:5])
+
+
+@test("locks/root-commands-keep-every-group-but-the-lock-group")
+def root_groups(ctx):
+    """rt12 I6: the root-mode command's user namespace leaves one gid
+    unmapped, and its capabilities do not reach files of that group. It was
+    4294967294, the historic nfsnobody that NFS exports and tar archives
+    carry: root could no longer read, list or delete such files. The gid is
+    now one no system hands out; files of group 4294967294 behave as before."""
+    if os.geteuid() != 0:
+        raise Skip("root mode only")
+    ws = small_ws(ctx)
+    nfsnobody = 4294967294
+    f = os.path.join(ws, "f")
+    with open(f, "w") as fh:
+        fh.write("secret-ish\n")
+    os.chown(f, 1001, nfsnobody)
+    os.chmod(f, 0o640)
+    d = os.path.join(ws, "d")
+    os.mkdir(d)
+    with open(os.path.join(d, "x"), "w"):
+        pass
+    os.chown(d, 1001, nfsnobody)
+    os.chmod(d, 0o750)
+    res = ctx.run_json(ws, "cat f && ls d && rm d/x && touch g && chgrp %d g && stat -c %%g g" % nfsnobody)
+    res.expect(outcome="committed", exit_status=0)
+    out = res.stdout_bytes().decode("utf-8", "replace")
+    check("secret-ish" in out and str(nfsnobody) in out, "root could not act on files of group %d: %r"
+          % (nfsnobody, out[-400:]))
+    check(not os.path.exists(os.path.join(d, "x")), "the delete in a group-%d directory was not committed" % nfsnobody)
+    check(os.stat(os.path.join(ws, "g")).st_gid == nfsnobody, "chgrp to %d was not committed" % nfsnobody)
