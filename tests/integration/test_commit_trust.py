@@ -262,7 +262,7 @@ def lock_wait(ctx):
     import struct
     ws = small_ws(ctx)
     ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
-    fd = os.open(os.path.join(ws, ".txbox", "lock"), os.O_RDWR)
+    fd = os.open(os.path.join(ws, ".txbox", "lock"), os.O_WRONLY)  # lock files are write-only (tx/lock.h)
     try:
         # another transaction "committing" forever: txbox's own kind of lock
         # (an OFD write lock, tx/lock.c), which a flock or read lock is not
