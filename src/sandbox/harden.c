@@ -31,9 +31,10 @@ int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err)
 		return txbox_fail_errno(err, -errno, "harden: PR_SET_NO_NEW_PRIVS");
 
 	trace_mark("cmd: caps dropped");
-	if ((r = harden_landlock_read_apply(o, err)) < 0)
-		return r;
-	trace_mark("cmd: read layer applied");
+	/* The read layer last: its rules come from the helper, which may still
+	 * be granting them; everything that does not need it is done while it
+	 * works (Landlock layers and the seccomp filter do not depend on each
+	 * other's order, and the filter lets landlock_restrict_self through). */
 	int abi = landlock_probe_abi();
 	if (abi > 0) {
 		if ((r = harden_landlock_apply(abi, o->workspace, o->writable, o->network, err)) < 0)
@@ -42,10 +43,15 @@ int harden_child_apply(const harden_opts *o, int *abi_out, txbox_error *err)
 	if (abi_out)
 		*abi_out = abi;
 	trace_mark("cmd: write layer applied");
-
-	if (o->seccomp_bpf)
-		return harden_seccomp_load_bpf(o->seccomp_bpf, o->seccomp_bpf_len, err);
-	return harden_seccomp_apply(o->allow_extra_socket_families, err);
+	r = o->seccomp_bpf ? harden_seccomp_load_bpf(o->seccomp_bpf, o->seccomp_bpf_len, err)
+			   : harden_seccomp_apply(o->allow_extra_socket_families, err);
+	if (r < 0)
+		return r;
+	trace_mark("cmd: seccomp loaded");
+	if ((r = harden_landlock_read_apply(o, err)) < 0)
+		return r;
+	trace_mark("cmd: read layer applied");
+	return 0;
 }
 
 int harden_seccomp_precompile(const harden_opts *o, void **bpf, size_t *len, txbox_error *err)
