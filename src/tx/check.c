@@ -56,8 +56,11 @@ int txbox_recover(const char *workspace, const char *state_dir, txbox_error *err
 	int r = workspace_open(workspace, WS_ALLOW_FOREIGN, &ws, &ws_fd, err);
 	if (r < 0)
 		return r;
+	_cleanup_free_ char *sdir = NULL;
+	if ((r = state_dir_resolve(ws, ws_fd, state_dir, &sdir, err)) < 0)
+		return r;
 	tx_state_dir sd;
-	r = state_dir_open(ws, ws_fd, state_dir, 0, &sd, err);
+	r = state_dir_open(ws, ws_fd, sdir, 0, &sd, err);
 	if (r == -ENOENT) {
 		txbox_error_clear(err);
 		return 0; /* no state dir: nothing to recover */

@@ -49,12 +49,13 @@ static int lock_workspace(tx_state_dir *s, uint64_t deadline_ns, txbox_error *er
 			txbox_error_move(err, &e);
 			return txbox_error_prefix(err, "locking the workspace");
 		}
+		if (clock_now_ns() >= until) {
+			txbox_error_move(err, &e); /* who holds it, as txlock_try saw */
+			err->code = -ETIMEDOUT;
+			return txbox_error_prefix(err, "timed out waiting for the workspace lock %s/lock",
+						  s->state_path);
+		}
 		txbox_error_clear(&e);
-		if (clock_now_ns() >= until)
-			return txbox_fail(err, -ETIMEDOUT,
-					  "timed out waiting for the workspace lock %s/lock (another transaction is "
-					  "committing or recovering)",
-					  s->state_path);
 		struct timespec nap = {0, 5 * 1000 * 1000};
 		nanosleep(&nap, NULL);
 	}

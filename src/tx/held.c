@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static bool has_journal(tx *t)
@@ -38,6 +39,8 @@ static int commit_held(tx_state_dir *sd, tx *t, txbox_result *res, txbox_error *
 	return r;
 }
 
+#define HELD_BUSY_WAIT_NS (2ull * 1000000000ull)
+
 int txbox_finish_held(const char *workspace, const char *state_dir, const char *txid, bool commit,
 		      txbox_result **out, txbox_error *err)
 {
@@ -51,12 +54,23 @@ int txbox_finish_held(const char *workspace, const char *state_dir, const char *
 	int r = workspace_open(workspace, WS_ALLOW_FOREIGN, &ws, &ws_fd, err);
 	if (r < 0)
 		return r;
+	_cleanup_free_ char *sdir = NULL;
+	if ((r = state_dir_resolve(ws, ws_fd, state_dir, &sdir, err)) < 0)
+		return r;
 	tx_state_dir sd;
-	r = state_dir_open(ws, ws_fd, state_dir, 0, &sd, err);
+	r = state_dir_open(ws, ws_fd, sdir, 0, &sd, err);
 	if (r < 0)
 		return r;
 	tx t;
-	r = tx_open(&sd, txid, &t, err);
+	/* Busy: most likely a recovery looking at it (for microseconds); a
+	 * concurrent commit or rollback of it leaves it gone (ENOENT). */
+	uint64_t until = clock_now_ns() + HELD_BUSY_WAIT_NS;
+	while ((r = tx_open(&sd, txid, &t, err)) == -EBUSY && clock_now_ns() < until) {
+		txbox_error_clear(err);
+		tx_close(&t);
+		struct timespec nap = {0, 5 * 1000 * 1000};
+		nanosleep(&nap, NULL);
+	}
 	if (r < 0)
 		goto out;
 	tx_status st;

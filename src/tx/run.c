@@ -184,6 +184,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	_cleanup_free_ const char **masked = NULL;
 	_cleanup_free_ char *cwd_in = NULL;
 	_cleanup_free_ char *state_abs = NULL;
+	_cleanup_free_ char *state_dir = NULL; /* --state-dir, or the one the workspace records */
 	_cleanup_free_ char *policy_rel = NULL;
 	_cleanup_free_ const char **argv = NULL;
 	char **literal = NULL, **vliteral = NULL;
@@ -196,6 +197,8 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	if (workspace_open(opts->workspace, opts->allow_foreign_workspace ? WS_ALLOW_FOREIGN : 0, &ws, &ws_fd, &e) < 0)
 		goto fail;
 
+	if (state_dir_resolve(ws, ws_fd, opts->state_dir, &state_dir, &e) < 0)
+		goto fail;
 	trace_mark("run: workspace opened");
 	/* The policy (its sandbox settings are needed to start the sandbox). */
 	uint64_t tp = clock_now_ns();
@@ -219,12 +222,12 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 	/* A state dir outside the workspace exists before the sandbox starts
 	 * (the sandbox opens it); the workspace's own .txbox is made only for a
 	 * command that is not denied. */
-	if (opts->state_dir) {
-		if (state_dir_open(ws, ws_fd, opts->state_dir, STATE_CREATE, &sd, &e) < 0)
+	if (state_dir) {
+		if (state_dir_open(ws, ws_fd, state_dir, STATE_CREATE, &sd, &e) < 0)
 			goto fail;
-		state_abs = realpath(opts->state_dir, NULL);
+		state_abs = realpath(state_dir, NULL);
 		if (!state_abs) {
-			txbox_fail_errno(&e, -errno, "resolving the state dir %s", opts->state_dir);
+			txbox_fail_errno(&e, -errno, "resolving the state dir %s", state_dir);
 			goto fail;
 		}
 	}
@@ -344,7 +347,7 @@ int txbox_run(const txbox_run_opts *opts, txbox_result **out, txbox_error *err)
 
 	/* 3: snapshot. */
 	uint64_t ts = clock_now_ns();
-	if (!opts->state_dir && state_dir_open(ws, ws_fd, NULL, STATE_CREATE, &sd, &e) < 0) {
+	if (!state_dir && state_dir_open(ws, ws_fd, NULL, STATE_CREATE, &sd, &e) < 0) {
 		sandbox_abort(sb);
 		goto fail;
 	}

@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <libgen.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -179,17 +180,22 @@ static int open_state_root(const char *ws_path, int ws_fd, const char *state_dir
 	return 0;
 }
 
-/* Whether the directory dirfd is ws or beneath it (walking up by "..",
- * which a rename cannot fool: it is the directory's real parent). */
-static bool beneath(int dirfd, const struct stat *ws)
+/* Walk up from the directory dirfd by "..", which a rename cannot fool
+ * (it is the directory's real parent), asking visit at each directory:
+ * WALK_ON goes on; the walk answers true at WALK_YES, false at WALK_NO or
+ * at /, and unsure when a directory cannot be looked at. */
+typedef enum walk_step { WALK_ON, WALK_YES, WALK_NO } walk_step;
+static bool walk_up(int dirfd, walk_step (*visit)(int fd, const struct stat *st, void *arg), void *arg,
+		    bool unsure)
 {
 	_cleanup_close_ int fd = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	for (int depth = 0; fd >= 0 && depth < 4096; depth++) {
 		struct stat st, up;
 		if (fstat(fd, &st) < 0)
-			return true; /* cannot tell: assume the worst */
-		if (st.st_dev == ws->st_dev && st.st_ino == ws->st_ino)
-			return true;
+			return unsure;
+		walk_step w = visit(fd, &st, arg);
+		if (w != WALK_ON)
+			return w == WALK_YES;
 		int parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (parent < 0 || fstat(parent, &up) < 0 || (up.st_dev == st.st_dev && up.st_ino == st.st_ino)) {
 			if (parent >= 0)
@@ -199,7 +205,20 @@ static bool beneath(int dirfd, const struct stat *ws)
 		close(fd);
 		fd = parent;
 	}
-	return true;
+	return unsure;
+}
+
+static walk_step is_ws(int fd, const struct stat *st, void *arg)
+{
+	const struct stat *ws = arg;
+	(void)fd;
+	return st->st_dev == ws->st_dev && st->st_ino == ws->st_ino ? WALK_YES : WALK_ON;
+}
+
+/* Whether the directory dirfd is ws or beneath it. */
+static bool beneath(int dirfd, const struct stat *ws)
+{
+	return walk_up(dirfd, is_ws, (void *)ws, true); /* cannot tell: assume the worst */
 }
 
 /* In another user's workspace the state dir must be outside it: its owner
@@ -241,19 +260,31 @@ static int format_identity(const tx_state_dir *s, char buf[static IDENTITY_MAX])
 			(unsigned long long)st.st_ino, s->ws_path);
 }
 
+/* Up to size - 1 bytes of the trusted regular file name beneath dirfd,
+ * NUL-terminated: their count, -ENOENT when missing, or an error. */
+static ssize_t read_small_trusted(int dirfd, const char *name, const char *where, char *buf, size_t size,
+				  txbox_error *err)
+{
+	_cleanup_close_ int fd = open_trusted(dirfd, name, where, S_IFREG, 0, err);
+	if (fd < 0)
+		return fd;
+	ssize_t n;
+	while ((n = read(fd, buf, size - 1)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return txbox_fail_errno(err, -errno, "reading %s/%s", where, name);
+	buf[n] = '\0';
+	return n;
+}
+
 /* Read a recorded identity: -ENOENT when missing or empty (a crash before
  * it reached the disk), an error when it is not one. */
 static int read_identity(int dirfd, const char *where, ws_identity *id, txbox_error *err)
 {
-	_cleanup_close_ int fd = open_trusted(dirfd, IDENTITY_NAME, where, S_IFREG, 0, err);
-	if (fd < 0)
-		return fd;
 	char buf[IDENTITY_MAX + 1];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof buf - 1)) < 0 && errno == EINTR)
-		;
+	ssize_t n = read_small_trusted(dirfd, IDENTITY_NAME, where, buf, sizeof buf, err);
 	if (n < 0)
-		return txbox_fail_errno(err, -errno, "reading %s/%s", where, IDENTITY_NAME);
+		return (int)n;
 	if (n == 0)
 		return -ENOENT;
 	buf[n] = '\0';
@@ -363,6 +394,99 @@ static int mark_workspace(const tx_state_dir *s, const struct stat *wst, txbox_e
 	return r < 0 ? r : fs_write_file_atomic(fd, "state-dir", line, (size_t)n, 0600, err);
 }
 
+typedef struct other_ws {
+	const struct stat *ws;
+	char *where;
+} other_ws;
+
+static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
+{
+	other_ws *o = arg;
+	if (is_ws(fd, st, (void *)o->ws) == WALK_YES)
+		return WALK_NO; /* inside its own workspace: hidden from its commands */
+	if (faccessat(fd, TX_STATE_DIR_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		return WALK_ON;
+	char p[32];
+	fs_fd_path(fd, p);
+	ssize_t n = readlink(p, o->where, PATH_MAX - 1);
+	o->where[n > 0 ? n : 0] = '\0';
+	return WALK_YES;
+}
+
+/* Whether the directory that holds the state dir (path state_dir) lies in
+ * a txbox workspace other than ws (it or an ancestor, below ws or up to /,
+ * holding a .txbox): that workspace's commands see it writable through
+ * their overlay and commit what they do to it (red team rt12). Its path
+ * goes to where (for messages). */
+static bool inside_other_workspace(const char *state_dir, const struct stat *ws, char where[static PATH_MAX])
+{
+	_cleanup_free_ char *copy = strdup(state_dir);
+	if (!copy)
+		return true; /* cannot tell: assume the worst */
+	_cleanup_close_ int fd = open(dirname(copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	other_ws o = {.ws = ws, .where = where};
+	where[0] = '\0';
+	return fd >= 0 && walk_up(fd, holds_other_ws, &o, false);
+}
+
+/* The path recorded in W/.txbox/state-dir (mark_workspace): 0 and *out
+ * (NULL when there is none), or an error refusing the marker. */
+static int read_state_marker(int ws_fd, const char *ws_path, char **out, bool *has_tx, txbox_error *err)
+{
+	*out = NULL;
+	*has_tx = false;
+	_cleanup_close_ int fd = open_trusted(ws_fd, TX_STATE_DIR_NAME, ws_path, S_IFDIR, 0, err);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	*has_tx = faccessat(fd, "tx", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	char where[PATH_MAX + 16];
+	snprintf(where, sizeof where, "%s/%s", ws_path, TX_STATE_DIR_NAME);
+	char buf[PATH_MAX + 2];
+	ssize_t n = read_small_trusted(fd, "state-dir", where, buf, sizeof buf, err);
+	if (n == -ENOENT)
+		return 0;
+	if (n < 0)
+		return (int)n;
+	if (n < 3 || buf[0] != '/' || buf[n - 1] != '\n' || memchr(buf, '\0', (size_t)n) ||
+	    memchr(buf, '\n', (size_t)n - 1))
+		return refuse(err, where, "state-dir", "it is not one absolute path and a newline");
+	buf[n - 1] = '\0';
+	*out = strdup(buf);
+	return *out ? 0 : txbox_fail(err, -ENOMEM, "out of memory");
+}
+
+int state_dir_resolve(const char *ws_path, int ws_fd, const char *given, char **effective, txbox_error *err)
+{
+	*effective = NULL;
+	struct stat wst;
+	if (fstat(ws_fd, &wst) < 0)
+		return txbox_fail_errno(err, -errno, "stat of the workspace");
+	_cleanup_free_ char *marked = NULL;
+	bool has_tx = false;
+	int r = wst.st_uid == geteuid() ? read_state_marker(ws_fd, ws_path, &marked, &has_tx, err) : 0;
+	if (r < 0)
+		return r;
+	if (marked && given) {
+		_cleanup_free_ char *real = realpath(given, NULL);
+		if (!real || strcmp(real, marked) != 0)
+			return txbox_fail(err, -EEXIST,
+					  "the workspace %s keeps its state in %s (recorded in %s/%s/state-dir), not "
+					  "in %s: give that --state-dir, or none",
+					  ws_path, marked, ws_path, TX_STATE_DIR_NAME, given);
+	}
+	if (!marked && given && has_tx)
+		return txbox_fail(err, -EEXIST,
+				  "the workspace %s keeps its state in %s/%s: a --state-dir would be a second one, "
+				  "with a lock of its own; run without it, or move the workspace's state first",
+				  ws_path, ws_path, TX_STATE_DIR_NAME);
+	const char *use = given ? given : marked;
+	if (use && !(*effective = strdup(use)))
+		return txbox_fail(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
 int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, tx_state_dir *out,
 		   txbox_error *err)
 {
@@ -374,6 +498,12 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	int r = state_dir ? 0 : foreign_state_where(ws_path, &wst, -1, err);
 	if (r < 0)
 		return r;
+	char other[PATH_MAX];
+	if (state_dir && inside_other_workspace(state_dir, &wst, other))
+		return txbox_fail(err, -EPERM,
+				  "refusing the state dir %s: it is inside the txbox workspace %s, whose commands "
+				  "could change it; choose a state dir outside every workspace",
+				  state_dir, other);
 	_cleanup_close_ int sfd = -1;
 	r = open_state_root(ws_path, ws_fd, state_dir, flags, &sfd, err);
 	if (r < 0 || (r = foreign_state_where(ws_path, &wst, sfd, err)) < 0)
@@ -687,7 +817,16 @@ int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err)
 		return fd;
 	out->fd = fd;
 	txbox_error e = TXBOX_ERROR_INIT;
-	out->lock_fd = txlock_try(fd, TX_LOCK_NAME, true, &e);
+	struct stat a, b;
+	out->lock_fd = txlock_try(fd, TX_LOCK_NAME, false, &e);
+	/* No lock file: a transaction being removed (renamed to .trash- first,
+	 * its lock file unlinked last: making one there would stop the removal)
+	 * or one an older txbox made without, still under its name. */
+	if (out->lock_fd == -ENOENT && fstat(fd, &a) == 0 &&
+	    fstatat(s->txs_fd, id, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		out->lock_fd = txlock_try(fd, TX_LOCK_NAME, true, &e);
+	if (out->lock_fd == -ENOENT)
+		return txbox_fail(err, -ENOENT, "no open transaction %s in %s (it was just finished)", id, s->ws_path);
 	if (out->lock_fd == -EBUSY) {
 		txbox_error_move(err, &e);
 		return txbox_error_prefix(err, "transaction %s is in use", id);
@@ -698,7 +837,6 @@ int tx_open(tx_state_dir *s, const char *id, tx *out, txbox_error *err)
 	}
 	/* Its owner may have renamed it (to a spare) between our open and our
 	 * lock; a spare is not this transaction. */
-	struct stat a, b;
 	if (fstat(fd, &a) < 0 || fstatat(s->txs_fd, id, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev ||
 	    a.st_ino != b.st_ino)
 		return txbox_fail(err, -ENOENT, "no open transaction %s in %s (it was just finished)", id, s->ws_path);
@@ -801,8 +939,15 @@ int tx_remove(tx_state_dir *s, tx *t, txbox_error *err)
 	static const keep_names lock_only = {TX_LOCK_NAME, NULL, NULL, NULL};
 	/* the lock file goes last, so recovery never deletes it meanwhile */
 	r = t->fd >= 0 ? fs_empty_dir(t->fd, keep_listed, (void *)&lock_only, err) : 0;
-	if (r == 0)
+	/* A recovery that opened the directory before its rename may still
+	 * make a lock file in it (tx_open): the tree is emptied again then. */
+	for (int attempt = 0; r == 0; attempt++) {
 		r = fs_remove_tree_at(s->txs_fd, name, err);
+		if (r != -ENOTEMPTY || attempt == 3)
+			break;
+		txbox_error_clear(err);
+		r = 0;
+	}
 	trace_mark("remove: removed");
 	return r;
 }

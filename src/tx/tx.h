@@ -100,6 +100,12 @@ void tx_owner_name(uid_t uid, char buf[static 96]);
  * workspace the state dir must be outside it. STATE_CREATE: make the
  * state dir when it is missing (else -ENOENT). */
 enum { STATE_CREATE = 1 << 0 };
+/* The state dir to use for the workspace: given (--state-dir, or NULL),
+ * or the one its W/.txbox/state-dir records when none is given; NULL in
+ * *effective: W/.txbox itself. Refused: a given one other than the
+ * recorded one, or one given for a workspace whose state is in W/.txbox
+ * (two state dirs would mean two locks for one workspace). */
+int state_dir_resolve(const char *ws_path, int ws_fd, const char *given, char **effective, txbox_error *err);
 int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, tx_state_dir *out,
 		   txbox_error *err);
 void state_dir_close(tx_state_dir *s);

@@ -151,3 +151,78 @@ def root_groups(ctx):
           % (nfsnobody, out[-400:]))
     check(not os.path.exists(os.path.join(d, "x")), "the delete in a group-%d directory was not committed" % nfsnobody)
     check(os.stat(os.path.join(ws, "g")).st_gid == nfsnobody, "chgrp to %d was not committed" % nfsnobody)
+
+
+def _run_rc(ctx, ws, extra=(), cmd=("true",), cwd=None):
+    return ctx.run_txbox(["run", "-w", ws] + list(extra) + ["--"] + list(cmd), cwd=cwd or ws, timeout=60)
+
+
+@test("locks/one-state-dir-per-workspace")
+def one_state_dir(ctx):
+    """rt12 I29: a workspace whose state lives in a --state-dir got a second
+    one in W/.txbox from every run (and commit, recover) without the flag:
+    two locks, two commits of one workspace at once, a crashed transaction
+    never recovered. Without the flag txbox now follows W/.txbox/state-dir;
+    another --state-dir, or one for a workspace whose state is in W/.txbox,
+    is refused."""
+    base = ctx.mkdtemp("onestate")
+    ws, st = os.path.join(base, "ws"), os.path.join(base, "st")
+    os.mkdir(ws)
+    r = _run_rc(ctx, ws, extra=["--state-dir", st], cmd=["sh", "-c", "echo 1 > a"])
+    check(r.rc == 0, "the first run failed: %s" % r.err[-300:])
+    r = _run_rc(ctx, ws, cmd=["sh", "-c", "echo 2 > b"])
+    check(r.rc == 0, "a run without the flag failed: %s" % r.err[-300:])
+    sd = os.path.join(ws, ".txbox")
+    check(sorted(os.listdir(sd)) == [".gitignore", "state-dir"],
+          "a run without the flag made a second state dir: %s" % os.listdir(sd))
+    check(len([e for e in os.listdir(os.path.join(st, "tx")) if e.startswith(".spare-")]) >= 1,
+          "the run without the flag did not use %s" % st)
+    r = _run_rc(ctx, ws, extra=["--state-dir", os.path.join(base, "other")])
+    check(r.rc == 125 and b"keeps its state in" in r.err, "another --state-dir was not refused: %s" % r.err[-300:])
+    ws2 = os.path.join(base, "ws2")
+    os.mkdir(ws2)
+    check(_run_rc(ctx, ws2).rc == 0, "a plain run failed")
+    r = _run_rc(ctx, ws2, extra=["--state-dir", os.path.join(base, "st2")])
+    check(r.rc == 125 and b"would be a second one" in r.err,
+          "a --state-dir for a workspace with its state inside was not refused: %s" % r.err[-300:])
+
+
+@test("locks/state-dir-inside-another-workspace-is-refused")
+def state_dir_in_other_ws(ctx):
+    """rt12 I28: a --state-dir inside another workspace A is writable by A's
+    commands through A's overlay and commit: they removed B's held
+    transaction and replaced B's lock while B committed. Such a state dir is
+    refused, also when A becomes a workspace after B's state dir exists."""
+    base = ctx.mkdtemp("inother")
+    a, b, c = (os.path.join(base, n) for n in ("A", "B", "C"))
+    for d in (a, b, c):
+        os.mkdir(d)
+    check(_run_rc(ctx, a).rc == 0, "a plain run in A failed")
+    os.mkdir(os.path.join(a, "sub"))
+    r = _run_rc(ctx, b, extra=["--state-dir", os.path.join(a, "sub", "st")])
+    check(r.rc == 125 and b"inside the txbox workspace" in r.err,
+          "a state dir inside workspace A was not refused: %s" % r.err[-300:])
+    check(not os.path.exists(os.path.join(a, "sub", "st")), "the refused state dir was made anyway")
+    st = os.path.join(c, "st")
+    check(_run_rc(ctx, b, extra=["--state-dir", st]).rc == 0, "a run with its state dir in C (not yet a workspace) failed")
+    check(_run_rc(ctx, c).rc == 0, "a plain run in C failed")
+    r = _run_rc(ctx, b)
+    check(r.rc == 125 and b"inside the txbox workspace" in r.err,
+          "B's state dir inside what became workspace C was not refused: %s" % r.err[-300:])
+
+
+@test("locks/timeout-names-who-holds-the-lock")
+def timeout_names_holder(ctx):
+    """rt12 I14: a run that times out waiting for the workspace lock says
+    who holds it: another txbox, or a reader that is not txbox."""
+    ws = small_ws(ctx)
+    ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
+    fd = os.open(os.path.join(ws, ".txbox", "lock"), os.O_WRONLY)
+    try:
+        fcntl.fcntl(fd, 38, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0))  # F_OFD_SETLKW
+        res = ctx.run_json(ws, "echo x > new", extra=["--timeout", "2"], timeout=60)
+    finally:
+        os.close(fd)
+    res.expect(outcome="rolled_back", exit_status=124, rollback_reason="timeout")
+    msg = res.jget("error", "") or ""
+    check("held by another txbox process" in msg, "the timeout does not say who holds the lock: %r" % msg)

@@ -174,3 +174,29 @@ def committed_symlink(ctx):
               "%s: the run changed the symlink's target outside the workspace" % label)
     check(not os.path.exists(os.path.join(v, ".txbox")), "a refused run made the symlink target a workspace")
     check(os.path.isdir(os.path.join(w, ".txbox")), "a workspace with its state elsewhere has no .txbox marker")
+
+
+@test("tx-binding/held-commit-waits-out-a-passing-lock")
+def held_commit_waits(ctx):
+    """rt12 I10: recovery (started by any run in the workspace) takes each
+    held transaction's lock for an instant to read its state; a `txbox
+    commit` of that transaction in that instant failed with "in use". It
+    now waits a moment for the lock."""
+    import fcntl
+    import struct
+    import threading
+    import time
+    ws = ctx.mkdtemp("heldwait")
+    txid = _held(ctx, ws, "echo x > f")
+    lock = os.path.join(ws, ".txbox", "tx", txid, "lock")
+    fd = os.open(lock, os.O_WRONLY)
+    fcntl.fcntl(fd, 38, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0))  # F_OFD_SETLKW
+    t = threading.Timer(0.4, os.close, (fd,))
+    t.start()
+    try:
+        r = _txbox(ctx, ["commit", "-w", ws, txid], cwd=ws)
+    finally:
+        t.join()
+    check(r.rc == 0, "commit of a held transaction whose lock was busy for 0.4 s failed: %s"
+          % r.err.decode("utf-8", "replace")[-300:])
+    check(_read(ws, "f") == "x", "the held transaction was not committed")
