@@ -419,6 +419,13 @@ static int walk_group_member(walk *w, int ufd, int wfd, const char *name, char *
 			    same ? TXBOX_CHANGE_METADATA : TXBOX_CHANGE_MODIFIED, ust, wst);
 }
 
+static bool is_state_dir(int wfd, const char *name, const char *mark)
+{
+	char p[NAME_MAX + 64];
+	return mark && snprintf(p, sizeof p, "%s/%s", name, mark) < (int)sizeof p &&
+	       faccessat(wfd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *rel, unsigned depth)
 {
 	int r = past_deadline(w->o->deadline_ns, w->err, rel);
@@ -435,6 +442,11 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 				  "%s: the command created or changed an entry named %s, the name of txbox's "
 				  "state directory; such entries are never committed",
 				  rel, w->o->reserved_name);
+	if (have_w && S_ISDIR(wst.st_mode) && is_state_dir(wfd, name, w->o->state_mark))
+		return txbox_fail(w->err, -EPERM,
+				  "%s: the command changed the state directory of another txbox workspace "
+				  "(it holds %s); such changes are never committed",
+				  rel, w->o->state_mark);
 	_cleanup_free_ char *path = strdup(rel);
 	if (!path)
 		return txbox_fail(w->err, -ENOMEM, "out of memory");

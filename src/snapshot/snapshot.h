@@ -88,6 +88,10 @@ typedef struct plan_opts {
 	 * dir name): a committed `sub/.txbox` would be read back as a state dir
 	 * by a later txbox run from `sub`, or from a --state-dir workspace. */
 	const char *reserved_name;
+	/* The file every state dir outside a workspace holds (TX_STATE_MARK):
+	 * a directory holding it is another workspace's state dir, which a
+	 * commit never changes (its workspace's commands see it writable). */
+	const char *state_mark;
 	bool strip_setuid;          /* drop setuid/setgid bits and security.capability */
 	/* The upper root's owner and mode when the layer was made (layer.c's
 	 * layers/<n>/root); a value still equal to it is no change. NULL: none. */

@@ -187,6 +187,7 @@ int tx_commit_checked(tx_state_dir *s, tx *t, bool strip_setuid, uint64_t deadli
 		.root_initial = &lr.initial,
 		.skip_root_name = s->state_inside ? TX_STATE_DIR_NAME : NULL,
 		.reserved_name = TX_STATE_DIR_NAME,
+		.state_mark = TX_STATE_MARK,
 		.strip_setuid = strip_setuid,
 		.userxattr = lr.userxattr,
 		.deadline_ns = deadline_ns,

@@ -368,6 +368,18 @@ static int check_tx_identity(const tx_state_dir *s, tx *t, txbox_error *err)
 			      "a transaction acts only on the workspace it was opened on (name that one with -w)", err);
 }
 
+static int mark_state_dir(int sfd, const char *spath, txbox_error *err)
+{
+	int fd = openat(sfd, TX_STATE_MARK, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != EEXIST)
+		return txbox_fail_errno(err, -errno, "marking the state dir %s", spath);
+	return check_trusted(sfd, TX_STATE_MARK, spath, S_IFREG, err);
+}
+
 /* A workspace whose state lives elsewhere keeps a W/.txbox all the same,
  * recording where: what makes a directory recognisable as a workspace
  * (a symlink inside one is never followed to name a workspace; the current
@@ -404,7 +416,9 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 	other_ws *o = arg;
 	if (is_ws(fd, st, (void *)o->ws) == WALK_YES)
 		return WALK_NO; /* inside its own workspace: hidden from its commands */
-	if (faccessat(fd, TX_STATE_DIR_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+	/* one of the caller's workspaces (anyone may make a .txbox in /tmp) */
+	struct stat t;
+	if (fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(t.st_mode) || t.st_uid != geteuid())
 		return WALK_ON;
 	char p[32];
 	fs_fd_path(fd, p);
@@ -526,6 +540,16 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	}
 	if (mkdirat(sfd, "tx", 0700) < 0 && errno != EEXIST)
 		return txbox_fail_errno(err, -errno, "creating the transactions dir %s/tx", spath);
+	/* Outside the workspace the state dir says what it is: a workspace
+	 * made around it later never commits a change to it (plan.c). In it,
+	 * its name says so. */
+	if (state_dir && (r = mark_state_dir(sfd, spath, err)) < 0)
+		return r;
+	/* A first run without --state-dir and one with it at once: each makes
+	 * its own, then looks for the other's; one of them sees it. */
+	if (!state_dir && faccessat(sfd, "state-dir", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return txbox_fail(err, -EEXIST, "the workspace %s has just been given a --state-dir by another run",
+				  ws_path);
 	/* the lock: made (sealed, tx/lock.h) by the first txbox that takes it */
 	struct stat lst;
 	if ((r = stat_trusted(sfd, "lock", spath, S_IFREG, &lst, err)) < 0 && r != -ENOENT)
@@ -547,6 +571,13 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 			  ((flags & STATE_CREATE) && (r = mark_workspace(out, &wst, err)) < 0))) {
 		state_dir_close(out);
 		return r;
+	}
+	struct stat tst;
+	if (state_dir && (flags & STATE_CREATE) && wst.st_uid == geteuid() &&
+	    fstatat(ws_fd, TX_STATE_DIR_NAME "/tx", &tst, AT_SYMLINK_NOFOLLOW) == 0) {
+		state_dir_close(out);
+		return txbox_fail(err, -EEXIST, "the workspace %s has just been given a state dir in %s/%s by another run",
+				  ws_path, ws_path, TX_STATE_DIR_NAME);
 	}
 	return 0;
 }

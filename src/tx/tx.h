@@ -40,6 +40,7 @@
 #define TX_ID_MAX 64
 #define TX_SPARES_MAX 2 /* emptied transaction directories kept for reuse */
 #define TX_STALE_NAME "stale" /* a spare's previous, emptied layer, deleted by the next user */
+#define TX_STATE_MARK ".txbox-state" /* in every --state-dir: commits leave such a dir alone */
 #define TX_LOCK_NAME "lock"   /* a transaction's lock file (tx/lock.h) */
 
 typedef struct tx_state_dir {

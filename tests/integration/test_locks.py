@@ -226,3 +226,30 @@ def timeout_names_holder(ctx):
     res.expect(outcome="rolled_back", exit_status=124, rollback_reason="timeout")
     msg = res.jget("error", "") or ""
     check("held by another txbox process" in msg, "the timeout does not say who holds the lock: %r" % msg)
+
+
+@test("locks/no-commit-changes-another-workspaces-state-dir")
+def commit_spares_state_dirs(ctx):
+    """rt12 I35/I28c/I34: a state dir can end up inside a workspace that
+    was made around it later, inside another user's workspace, or under a
+    bind-mounted alias of one; that workspace's commands see it writable,
+    and their commit wrote what they did to it (a held transaction
+    removed, a lock replaced). Every --state-dir holds .txbox-state, and a
+    commit that would change a directory holding it is rolled back."""
+    base = ctx.mkdtemp("markedstate")
+    b, p = os.path.join(base, "B"), os.path.join(base, "P")
+    os.mkdir(b)
+    os.mkdir(p)
+    st = os.path.join(p, "bstate")
+    r = ctx.run_txbox(["run", "-w", b, "--state-dir", st, "--json", "--", "sh", "-c", "echo x > f; $TXBOX_IT_UNSET"],
+                      cwd=b, timeout=60)
+    txs = [e for e in os.listdir(os.path.join(st, "tx")) if not e.startswith(".")]
+    check(len(txs) == 1, "B has no held transaction to protect: %s" % r.err[-300:])
+    check(os.path.exists(os.path.join(st, ".txbox-state")), "the state dir holds no .txbox-state")
+    res = ctx.run_json(p, "rm -rf bstate/tx/* bstate/tx/.[a-z]*; touch bstate/planted")
+    check(res.jget("outcome") == "rolled_back", "P's commit changed B's state dir: %s" % res.jget("outcome"))
+    check("state directory of another txbox workspace" in (res.jget("error", "") or ""),
+          "the rollback does not say why: %r" % res.jget("error", ""))
+    check(not os.path.exists(os.path.join(st, "planted")), "a file was planted in B's state dir")
+    left = [e for e in os.listdir(os.path.join(st, "tx")) if not e.startswith(".")]
+    check(left == txs, "B's transactions changed: %r -> %r" % (txs, left))
