@@ -62,7 +62,7 @@ int layer_create(int txfd, unsigned index, int ws_fd, const char *hide_name, boo
 	_cleanup_close_ int lfd = fs_mkdir_p_at(txfd, rel, 0700, err);
 	if (lfd < 0)
 		return txbox_error_prefix(err, "creating layer %u", index);
-	if (mkdirat(lfd, "upper", 0700) < 0 || mkdirat(lfd, "work", 0700) < 0)
+	if (fs_mkdir_private(lfd, "upper") < 0 || fs_mkdir_private(lfd, "work") < 0)
 		return txbox_fail_errno(err, -errno, "creating layer %u directories", index);
 	_cleanup_close_ int up = openat(lfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_close_ int wk = openat(lfd, "work", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

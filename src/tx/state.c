@@ -169,7 +169,7 @@ static int open_state_root(const char *ws_path, int ws_fd, const char *state_dir
 	int dirfd = state_dir ? AT_FDCWD : ws_fd;
 	const char *name = state_dir ? state_dir : TX_STATE_DIR_NAME;
 	const char *where = state_dir ? "" : ws_path;
-	if ((flags & STATE_CREATE) && mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
+	if ((flags & STATE_CREATE) && fs_mkdir_private(dirfd, name) < 0 && errno != EEXIST)
 		return txbox_fail_errno(err, -errno, "creating the state dir %s%s%s", where, where[0] ? "/" : "", name);
 	int fd = open_trusted(dirfd, name, where, S_IFDIR, 0, err);
 	if (fd == -ENOENT)
@@ -389,7 +389,7 @@ static int mark_workspace(const tx_state_dir *s, const struct stat *wst, txbox_e
 {
 	if (wst->st_uid != geteuid())
 		return 0;
-	if (mkdirat(s->ws_fd, TX_STATE_DIR_NAME, 0700) < 0 && errno != EEXIST)
+	if (fs_mkdir_private(s->ws_fd, TX_STATE_DIR_NAME) < 0 && errno != EEXIST)
 		return txbox_fail_errno(err, -errno, "creating the workspace marker %s/%s", s->ws_path,
 					TX_STATE_DIR_NAME);
 	_cleanup_close_ int fd = open_trusted(s->ws_fd, TX_STATE_DIR_NAME, s->ws_path, S_IFDIR, 0, err);
@@ -538,7 +538,7 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 		fs_write_file_atomic(sfd, ".gitignore", "*\n", 2, 0644, &ig);
 		txbox_error_clear(&ig);
 	}
-	if (mkdirat(sfd, "tx", 0700) < 0 && errno != EEXIST)
+	if (fs_mkdir_private(sfd, "tx") < 0 && errno != EEXIST)
 		return txbox_fail_errno(err, -errno, "creating the transactions dir %s/tx", spath);
 	/* Outside the workspace the state dir says what it is: a workspace
 	 * made around it later never commits a change to it (plan.c). In it,
@@ -661,7 +661,7 @@ static const keep_names spare_skeleton = {"displaced", TX_STALE_NAME, TX_LOCK_NA
 
 static int set_aside(int fd, txbox_error *err)
 {
-	if (mkdirat(fd, TX_STALE_NAME, 0700) < 0 && errno != EEXIST)
+	if (fs_mkdir_private(fd, TX_STALE_NAME) < 0 && errno != EEXIST)
 		return fs_empty_dir(fd, keep_listed, (void *)&spare_skeleton, err);
 	_cleanup_close_ int sfd = openat(fd, TX_STALE_NAME, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int dupfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -782,13 +782,13 @@ int tx_create(tx_state_dir *s, tx *out, txbox_error *err)
 		char id[TX_ID_MAX];
 		make_id(id, rnd);
 		snprintf(tmp, sizeof tmp, ".new-%s", id);
-		if (mkdirat(s->txs_fd, tmp, 0700) < 0)
+		if (fs_mkdir_private(s->txs_fd, tmp) < 0)
 			return txbox_fail_errno(err, -errno, "creating a transaction directory");
 		out->fd = openat(s->txs_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (out->fd < 0)
 			return txbox_fail_errno(err, -errno, "opening a new transaction directory");
 		out->lock_fd = txlock_try(out->fd, TX_LOCK_NAME, true, err);
-		if (out->lock_fd < 0 || mkdirat(out->fd, "displaced", 0700) < 0) {
+		if (out->lock_fd < 0 || fs_mkdir_private(out->fd, "displaced") < 0) {
 			int e = out->lock_fd < 0 ? out->lock_fd : -errno;
 			fs_remove_tree_at(s->txs_fd, tmp, NULL);
 			if (out->lock_fd < 0)

@@ -69,6 +69,13 @@ static int open_walk(int dirfd, const char *path, int flags, mode_t mode)
 	}
 }
 
+int fs_mkdir_private(int dirfd, const char *name)
+{
+	if (mkdirat(dirfd, name, 0700) < 0)
+		return -1;
+	return fchmodat(dirfd, name, 0700, 0);
+}
+
 int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
 	if (!path || path[0] == '/' || path[0] == '\0')
@@ -313,7 +320,8 @@ int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err)
 	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
 		if (!strcmp(c, ".") || !strcmp(c, ".."))
 			continue;
-		if (mkdirat(cur, c, mode) < 0 && errno != EEXIST) {
+		int made = mkdirat(cur, c, mode);
+		if ((made == 0 && fchmodat(cur, c, mode, 0) < 0) || (made < 0 && errno != EEXIST)) {
 			int e = -errno;
 			close(cur);
 			return txbox_fail_errno(err, e, "creating directory %s", c);

@@ -44,6 +44,10 @@ int fs_empty_dir_at(int dirfd, const char *name, fs_keep_fn keep, void *arg, txb
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err);
 
 /* Write a whole small file atomically (tmp + fsync + rename) beneath dirfd. */
+/* mkdirat(dirfd, name, 0700) whatever the umask (0222 would make a
+ * directory its owner cannot write in): 0, or -1 with errno (EEXIST too). */
+int fs_mkdir_private(int dirfd, const char *name);
+
 int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
 			 mode_t mode, txbox_error *err);
 

@@ -253,3 +253,19 @@ def commit_spares_state_dirs(ctx):
     check(not os.path.exists(os.path.join(st, "planted")), "a file was planted in B's state dir")
     left = [e for e in os.listdir(os.path.join(st, "tx")) if not e.startswith(".")]
     check(left == txs, "B's transactions changed: %r -> %r" % (txs, left))
+
+
+@test("locks/state-dir-usable-whatever-the-umask")
+def umask_0222(ctx):
+    """rt12 I24: under umask 0222 the state dir was made 0500, and every
+    later run failed (nothing repaired it). txbox's directories are now 0700
+    whatever the umask."""
+    ws = small_ws(ctx)
+    for um in ("0222", "022"):
+        pol = ["--policy", ctx.policy_file] if ctx.policy_file else []
+        p = subprocess.run(["sh", "-c", 'umask %s; exec "$@"' % um, "sh", ctx.txbox, "run", "-w", ws] + pol +
+                           ["--", "sh", "-c", "echo %s > u%s" % (um, um)], cwd=ws, capture_output=True, timeout=60)
+        check(p.returncode == 0, "a run under umask %s failed: %s" % (um, p.stderr[-300:]))
+    for d in (".txbox", ".txbox/tx"):
+        mode = stat.S_IMODE(os.stat(os.path.join(ws, d)).st_mode)
+        check(mode == 0o700, "%s has mode %04o" % (d, mode))
