@@ -419,11 +419,22 @@ static int walk_group_member(walk *w, int ufd, int wfd, const char *name, char *
 			    same ? TXBOX_CHANGE_METADATA : TXBOX_CHANGE_MODIFIED, ust, wst);
 }
 
+/* A state dir: the mark (a regular file), its tx/ and its workspace record
+ * — a stray file of that name (a cloned repository's) is not one. */
 static bool is_state_dir(int wfd, const char *name, const char *mark)
 {
-	char p[NAME_MAX + 64];
-	return mark && snprintf(p, sizeof p, "%s/%s", name, mark) < (int)sizeof p &&
-	       faccessat(wfd, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	static const struct {
+		const char *entry;
+		mode_t type;
+	} parts[] = {{NULL, S_IFREG}, {"tx", S_IFDIR}, {"workspace", S_IFREG}};
+	for (size_t i = 0; mark && i < sizeof parts / sizeof *parts; i++) {
+		char p[NAME_MAX + 64];
+		struct stat st;
+		if (snprintf(p, sizeof p, "%s/%s", name, parts[i].entry ? parts[i].entry : mark) >= (int)sizeof p ||
+		    fstatat(wfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 || (st.st_mode & S_IFMT) != parts[i].type)
+			return false;
+	}
+	return mark != NULL;
 }
 
 static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *rel, unsigned depth)

@@ -380,6 +380,8 @@ static int mark_state_dir(int sfd, const char *spath, txbox_error *err)
 	return check_trusted(sfd, TX_STATE_MARK, spath, S_IFREG, err);
 }
 
+static int read_state_marker(int ws_fd, const char *ws_path, char **out, bool *has_tx, txbox_error *err);
+
 /* A workspace whose state lives elsewhere keeps a W/.txbox all the same,
  * recording where: what makes a directory recognisable as a workspace
  * (a symlink inside one is never followed to name a workspace; the current
@@ -395,11 +397,23 @@ static int mark_workspace(const tx_state_dir *s, const struct stat *wst, txbox_e
 	_cleanup_close_ int fd = open_trusted(s->ws_fd, TX_STATE_DIR_NAME, s->ws_path, S_IFDIR, 0, err);
 	if (fd < 0)
 		return fd == -ENOENT ? txbox_fail(err, -ENOENT, "%s/%s vanished", s->ws_path, TX_STATE_DIR_NAME) : fd;
-	if (faccessat(fd, "state-dir", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		return 0;
 	_cleanup_free_ char *real = realpath(s->state_path, NULL);
+	if (!real)
+		return txbox_fail_errno(err, -errno, "resolving the state dir %s", s->state_path);
+	if (faccessat(fd, "state-dir", F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* made meanwhile by another first run: it must name this one */
+		_cleanup_free_ char *marked = NULL;
+		bool has_tx;
+		int r = read_state_marker(s->ws_fd, s->ws_path, &marked, &has_tx, err);
+		if (r < 0)
+			return r;
+		return marked && !strcmp(marked, real)
+			       ? 0
+			       : txbox_fail(err, -EEXIST, "the workspace %s has just been given another state dir, %s",
+					    s->ws_path, marked ? marked : "?");
+	}
 	_cleanup_free_ char *line = NULL;
-	int n = asprintf(&line, "%s\n", real ? real : s->state_path);
+	int n = asprintf(&line, "%s\n", real);
 	if (n < 0)
 		return txbox_fail(err, -ENOMEM, "out of memory");
 	int r = fs_write_file_atomic(fd, ".gitignore", "*\n", 2, 0644, err);
@@ -409,13 +423,23 @@ static int mark_workspace(const tx_state_dir *s, const struct stat *wst, txbox_e
 typedef struct other_ws {
 	const struct stat *ws;
 	char *where;
+	bool first; /* visiting the state dir itself */
 } other_ws;
 
 static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 {
 	other_ws *o = arg;
-	if (is_ws(fd, st, (void *)o->ws) == WALK_YES)
-		return WALK_NO; /* inside its own workspace: hidden from its commands */
+	bool itself = o->first;
+	o->first = false;
+	/* below its own workspace it is hidden from its commands; the
+	 * workspace itself is no place for it (they would see it all) */
+	bool own = is_ws(fd, st, (void *)o->ws) == WALK_YES;
+	if (own && !itself)
+		return WALK_NO;
+	if (own) {
+		snprintf(o->where, PATH_MAX, "(the workspace itself)");
+		return WALK_YES;
+	}
 	/* one of the caller's workspaces (anyone may make a .txbox in /tmp) */
 	struct stat t;
 	if (fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(t.st_mode) || t.st_uid != geteuid())
@@ -437,10 +461,21 @@ static bool inside_other_workspace(const char *state_dir, const struct stat *ws,
 	_cleanup_free_ char *copy = strdup(state_dir);
 	if (!copy)
 		return true; /* cannot tell: assume the worst */
-	_cleanup_close_ int fd = open(dirname(copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
-	other_ws o = {.ws = ws, .where = where};
+	/* where it really is (symlinks, "LINK/", "." resolved), or, not made
+	 * yet, where it would be */
+	int fd = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool made = fd >= 0;
+	if (!made)
+		fd = open(dirname(copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false; /* nowhere: making or opening it fails with its own error */
+	other_ws o = {.ws = ws, .where = where, .first = made};
 	where[0] = '\0';
-	return fd >= 0 && walk_up(fd, holds_other_ws, &o, false);
+	bool in = walk_up(fd, holds_other_ws, &o, true);
+	close(fd);
+	if (in && !where[0])
+		snprintf(where, PATH_MAX, "(one it could not look past)");
+	return in;
 }
 
 /* The path recorded in W/.txbox/state-dir (mark_workspace): 0 and *out
@@ -545,11 +580,7 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	 * its name says so. */
 	if (state_dir && (r = mark_state_dir(sfd, spath, err)) < 0)
 		return r;
-	/* A first run without --state-dir and one with it at once: each makes
-	 * its own, then looks for the other's; one of them sees it. */
-	if (!state_dir && faccessat(sfd, "state-dir", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		return txbox_fail(err, -EEXIST, "the workspace %s has just been given a --state-dir by another run",
-				  ws_path);
+
 	/* the lock: made (sealed, tx/lock.h) by the first txbox that takes it */
 	struct stat lst;
 	if ((r = stat_trusted(sfd, "lock", spath, S_IFREG, &lst, err)) < 0 && r != -ENOENT)
@@ -572,13 +603,7 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 		state_dir_close(out);
 		return r;
 	}
-	struct stat tst;
-	if (state_dir && (flags & STATE_CREATE) && wst.st_uid == geteuid() &&
-	    fstatat(ws_fd, TX_STATE_DIR_NAME "/tx", &tst, AT_SYMLINK_NOFOLLOW) == 0) {
-		state_dir_close(out);
-		return txbox_fail(err, -EEXIST, "the workspace %s has just been given a state dir in %s/%s by another run",
-				  ws_path, ws_path, TX_STATE_DIR_NAME);
-	}
+
 	return 0;
 }
 

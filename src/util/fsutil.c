@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sys/random.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
@@ -339,12 +340,22 @@ int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err)
 int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 			 txbox_error *err)
 {
+	/* A name of its own: concurrent writers of one file must not share (and
+	 * truncate, rename or unlink) one temporary. */
 	char tmp[300];
-	if (snprintf(tmp, sizeof tmp, ".%s.tmp", name) >= (int)sizeof tmp)
-		return txbox_fail(err, -ENAMETOOLONG, "file name too long: %s", name);
-	_cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+	_cleanup_close_ int fd = -1;
+	for (int attempt = 0; fd < 0 && attempt < 8; attempt++) {
+		unsigned int rnd = 0;
+		if (getrandom(&rnd, sizeof rnd, 0) != sizeof rnd)
+			return txbox_fail_errno(err, -errno, "getrandom");
+		if (snprintf(tmp, sizeof tmp, ".%s.%08x.tmp", name, rnd) >= (int)sizeof tmp)
+			return txbox_fail(err, -ENAMETOOLONG, "file name too long: %s", name);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd < 0 && errno != EEXIST)
+			return txbox_fail_errno(err, -errno, "creating %s", tmp);
+	}
 	if (fd < 0)
-		return txbox_fail_errno(err, -errno, "creating %s", tmp);
+		return txbox_fail(err, -EEXIST, "creating a temporary for %s: every name taken", name);
 	const char *p = data;
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);

@@ -138,6 +138,6 @@ def held_synced(ctx):
     check(b'"held"' in r.stdout, "the command was not held: %r" % r.stdout[-500:])
     sup = next((ls for ls in files.values() if ls and ls[0].startswith('execve("%s"' % ctx.txbox)), [])
     sync = next((i for i, l in enumerate(sup) if l.startswith("syncfs(") and l.endswith("= 0")), None)
-    state = next((i for i, l in enumerate(sup) if re.match(r'^renameat2?\(\d+, "\.state\.tmp"', l)), None)
+    state = next((i for i, l in enumerate(sup) if re.match(r'^renameat2?\(\d+, "\.state\.[0-9a-f]{8}\.tmp"', l)), None)
     check(state is not None, "no state written: %s" % "\n".join(sup[-30:]))
     check(sync is not None and sync < state, "no syncfs before the held state was written")

@@ -203,6 +203,15 @@ def state_dir_in_other_ws(ctx):
     check(r.rc == 125 and b"inside the txbox workspace" in r.err,
           "a state dir inside workspace A was not refused: %s" % r.err[-300:])
     check(not os.path.exists(os.path.join(a, "sub", "st")), "the refused state dir was made anyway")
+    # rt13 J1, J16, J6: the workspace root itself, spelt any way, or reached through a symlink
+    os.symlink(a, os.path.join(base, "L"))
+    os.mkdir(os.path.join(a, "x"))
+    for given, ws in ((a, b), (a + "/", b), (".", b), (os.path.join(base, "L", "x") + "/", b)):
+        r = _run_rc(ctx, ws, extra=["--state-dir", given])
+        check(r.rc == 125 and b"inside the txbox workspace" in r.err,
+              "the state dir %r for %s was not refused: %s" % (given, ws, r.err[-300:]))
+    check(not os.path.exists(os.path.join(a, "tx")) and not os.path.exists(os.path.join(b, "tx")),
+          "a refused state dir was set up anyway")
     st = os.path.join(c, "st")
     check(_run_rc(ctx, b, extra=["--state-dir", st]).rc == 0, "a run with its state dir in C (not yet a workspace) failed")
     check(_run_rc(ctx, c).rc == 0, "a plain run in C failed")
@@ -269,3 +278,45 @@ def umask_0222(ctx):
     for d in (".txbox", ".txbox/tx"):
         mode = stat.S_IMODE(os.stat(os.path.join(ws, d)).st_mode)
         check(mode == 0o700, "%s has mode %04o" % (d, mode))
+
+
+
+@test("locks/first-runs-at-once-leave-a-usable-workspace")
+def first_runs_at_once(ctx):
+    """rt13 J22, J11-J13: first runs of a fresh workspace started together —
+    three with one --state-dir (they shared one temporary file and 2 of 3
+    failed), or one with and one without (a fix of the previous round left
+    the workspace refusing every later run) — must leave a workspace every
+    later run can use."""
+    base = ctx.mkdtemp("firstruns")
+    for k in range(4):
+        ws, st = os.path.join(base, "same%d" % k), os.path.join(base, "same%d-st" % k)
+        os.mkdir(ws)
+        procs = [subprocess.Popen([ctx.txbox, "run", "-w", ws, "--state-dir", st] +
+                                  (["--policy", ctx.policy_file] if ctx.policy_file else []) + ["--", "true"],
+                                  cwd=ws, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(3)]
+        errs = [p.communicate(timeout=60)[1] for p in procs]
+        check(all(p.returncode == 0 for p in procs), "first runs with one --state-dir failed: %s" % errs)
+    for k in range(4):
+        ws, st = os.path.join(base, "mixed%d" % k), os.path.join(base, "mixed%d-st" % k)
+        os.mkdir(ws)
+        procs = [subprocess.Popen([ctx.txbox, "run", "-w", ws] + extra +
+                                  (["--policy", ctx.policy_file] if ctx.policy_file else []) + ["--", "true"],
+                                  cwd=ws, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                 for extra in ([], ["--state-dir", st])]
+        for p in procs:
+            p.communicate(timeout=60)
+        r = _run_rc(ctx, ws)
+        check(r.rc == 0, "after a first run with and one without --state-dir, runs fail: %s" % r.err[-300:])
+
+
+@test("locks/a-stray-state-mark-blocks-nothing")
+def stray_mark(ctx):
+    """rt13 J4: a file named .txbox-state alone (a cloned repository's, or
+    one a command made) made its directory uncommittable for good. Only a
+    directory that is a state dir (its tx/ and workspace record too) is."""
+    ws = small_ws(ctx)
+    res = ctx.run_json(ws, "mkdir -p src && touch src/.txbox-state && echo 1 > src/main.c")
+    res.expect(outcome="committed", exit_status=0)
+    res = ctx.run_json(ws, "echo 2 > src/main.c && rm src/.txbox-state")
+    res.expect(outcome="committed", exit_status=0)
