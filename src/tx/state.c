@@ -331,7 +331,10 @@ static int bind_state_dir(tx_state_dir *s, unsigned flags, txbox_error *err)
 	int n = format_identity(s, buf);
 	if (n < 0 || n >= IDENTITY_MAX)
 		return txbox_fail(err, n < 0 ? n : -ENAMETOOLONG, "recording the workspace of %s", s->state_path);
-	return fs_write_file_atomic(s->state_fd, IDENTITY_NAME, buf, (size_t)n, 0600, err);
+	/* never replaced: a concurrent first run reads it (a replaced file has
+	 * no link left, which the trust check refuses) */
+	int w = fs_write_file_new(s->state_fd, IDENTITY_NAME, buf, (size_t)n, 0600, err);
+	return w == -EEXIST ? bind_state_dir(s, 0, err) : w; /* bound meanwhile: check it */
 }
 
 /* The transaction's own record, made with it (not synced: the journal's
@@ -400,24 +403,27 @@ static int mark_workspace(const tx_state_dir *s, const struct stat *wst, txbox_e
 	_cleanup_free_ char *real = realpath(s->state_path, NULL);
 	if (!real)
 		return txbox_fail_errno(err, -errno, "resolving the state dir %s", s->state_path);
-	if (faccessat(fd, "state-dir", F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-		/* made meanwhile by another first run: it must name this one */
-		_cleanup_free_ char *marked = NULL;
-		bool has_tx;
-		int r = read_state_marker(s->ws_fd, s->ws_path, &marked, &has_tx, err);
-		if (r < 0)
-			return r;
-		return marked && !strcmp(marked, real)
-			       ? 0
-			       : txbox_fail(err, -EEXIST, "the workspace %s has just been given another state dir, %s",
-					    s->ws_path, marked ? marked : "?");
-	}
 	_cleanup_free_ char *line = NULL;
 	int n = asprintf(&line, "%s\n", real);
 	if (n < 0)
 		return txbox_fail(err, -ENOMEM, "out of memory");
-	int r = fs_write_file_atomic(fd, ".gitignore", "*\n", 2, 0644, err);
-	return r < 0 ? r : fs_write_file_atomic(fd, "state-dir", line, (size_t)n, 0600, err);
+	int r = faccessat(fd, ".gitignore", F_OK, AT_SYMLINK_NOFOLLOW) == 0
+			? 0
+			: fs_write_file_atomic(fd, ".gitignore", "*\n", 2, 0644, err);
+	if (r == 0)
+		r = fs_write_file_new(fd, "state-dir", line, (size_t)n, 0600, err);
+	if (r != -EEXIST)
+		return r;
+	/* there already, maybe made meanwhile by another first run: it must
+	 * name this one */
+	_cleanup_free_ char *marked = NULL;
+	bool has_tx;
+	if ((r = read_state_marker(s->ws_fd, s->ws_path, &marked, &has_tx, err)) < 0)
+		return r;
+	return marked && !strcmp(marked, real)
+		       ? 0
+		       : txbox_fail(err, -EEXIST, "the workspace %s keeps its state in %s, not in %s", s->ws_path,
+				    marked ? marked : "?", real);
 }
 
 typedef struct other_ws {

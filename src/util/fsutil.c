@@ -337,8 +337,8 @@ int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err)
 	return cur;
 }
 
-int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-			 txbox_error *err)
+static int write_file(int dirfd, const char *name, const void *data, size_t len, mode_t mode, bool replace,
+		      txbox_error *err)
 {
 	/* A name of its own: concurrent writers of one file must not share (and
 	 * truncate, rename or unlink) one temporary. */
@@ -374,12 +374,23 @@ int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t l
 		unlinkat(dirfd, tmp, 0);
 		return txbox_fail_errno(err, e, "fsync %s", tmp);
 	}
-	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+	if (renameat2(dirfd, tmp, dirfd, name, replace ? 0 : RENAME_NOREPLACE) < 0) {
 		int e = -errno;
 		unlinkat(dirfd, tmp, 0);
-		return txbox_fail_errno(err, e, "renaming %s", tmp);
+		return !replace && e == -EEXIST ? -EEXIST : txbox_fail_errno(err, e, "renaming %s", tmp);
 	}
 	return 0;
+}
+
+int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+			 txbox_error *err)
+{
+	return write_file(dirfd, name, data, len, mode, true, err);
+}
+
+int fs_write_file_new(int dirfd, const char *name, const void *data, size_t len, mode_t mode, txbox_error *err)
+{
+	return write_file(dirfd, name, data, len, mode, false, err);
 }
 
 int fs_read_file_at(int dirfd, const char *name, size_t max, char **out, size_t *len, txbox_error *err)

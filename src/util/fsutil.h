@@ -50,6 +50,9 @@ int fs_mkdir_private(int dirfd, const char *name);
 
 int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
 			 mode_t mode, txbox_error *err);
+/* The same for a file that must not be replaced: -EEXIST (err untouched)
+ * when name exists — a reader never finds a file that is being replaced. */
+int fs_write_file_new(int dirfd, const char *name, const void *data, size_t len, mode_t mode, txbox_error *err);
 
 /* Read a whole small file (at most max bytes) beneath dirfd; NUL-terminated. */
 int fs_read_file_at(int dirfd, const char *name, size_t max, char **out, size_t *len,
