@@ -419,24 +419,6 @@ static int walk_group_member(walk *w, int ufd, int wfd, const char *name, char *
 			    same ? TXBOX_CHANGE_METADATA : TXBOX_CHANGE_MODIFIED, ust, wst);
 }
 
-/* A state dir: the mark (a regular file), its tx/ and its workspace record
- * — a stray file of that name (a cloned repository's) is not one. */
-static bool is_state_dir(int wfd, const char *name, const char *mark)
-{
-	static const struct {
-		const char *entry;
-		mode_t type;
-	} parts[] = {{NULL, S_IFREG}, {"tx", S_IFDIR}, {"workspace", S_IFREG}};
-	for (size_t i = 0; mark && i < sizeof parts / sizeof *parts; i++) {
-		char p[NAME_MAX + 64];
-		struct stat st;
-		if (snprintf(p, sizeof p, "%s/%s", name, parts[i].entry ? parts[i].entry : mark) >= (int)sizeof p ||
-		    fstatat(wfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 || (st.st_mode & S_IFMT) != parts[i].type)
-			return false;
-	}
-	return mark != NULL;
-}
-
 static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *rel, unsigned depth)
 {
 	int r = past_deadline(w->o->deadline_ns, w->err, rel);
@@ -453,7 +435,7 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 				  "%s: the command created or changed an entry named %s, the name of txbox's "
 				  "state directory; such entries are never committed",
 				  rel, w->o->reserved_name);
-	if (have_w && S_ISDIR(wst.st_mode) && is_state_dir(wfd, name, w->o->state_mark))
+	if (have_w && S_ISDIR(wst.st_mode) && fs_holds_state_mark(wfd, name, w->o->state_mark))
 		return txbox_fail(w->err, -EPERM,
 				  "%s: the command changed the state directory of another txbox workspace "
 				  "(it holds %s); such changes are never committed",

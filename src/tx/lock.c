@@ -139,7 +139,10 @@ int txlock_try(int dirfd, const char *name, bool create, txbox_error *err)
 				return err->code;
 			return steal_fd(fd);
 		case LOCK_HELD:
-			return txbox_fail(err, -EBUSY, "the lock file %s is held by another txbox process", name);
+			return txbox_fail(err, -EBUSY,
+					  "the lock file %s is held by another txbox process (or by another program "
+					  "holding a write lock on it)",
+					  name);
 		case LOCK_READER:
 			return txbox_fail(err, -EBUSY,
 					  "the lock file %s is read-locked by a process that is not txbox (one that "

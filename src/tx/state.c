@@ -197,9 +197,13 @@ static bool walk_up(int dirfd, walk_step (*visit)(int fd, const struct stat *st,
 		if (w != WALK_ON)
 			return w == WALK_YES;
 		int parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (parent < 0 || fstat(parent, &up) < 0 || (up.st_dev == st.st_dev && up.st_ino == st.st_ino)) {
+		if (parent < 0 || fstat(parent, &up) < 0) {
 			if (parent >= 0)
 				close(parent);
+			return unsure;
+		}
+		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino) {
+			close(parent);
 			return false; /* reached / */
 		}
 		close(fd);
@@ -429,6 +433,7 @@ static int mark_workspace(const tx_state_dir *s, const struct stat *wst, txbox_e
 typedef struct other_ws {
 	const struct stat *ws;
 	char *where;
+	char why[PATH_MAX + 200];
 	bool first; /* visiting the state dir itself */
 } other_ws;
 
@@ -443,17 +448,36 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 	if (own && !itself)
 		return WALK_NO;
 	if (own) {
-		snprintf(o->where, PATH_MAX, "(the workspace itself)");
+		snprintf(o->why, sizeof o->why, "it is the workspace itself, which its commands change");
+		return WALK_YES;
+	}
+	char p[32];
+	fs_fd_path(fd, p);
+	/* Above it, only directories no other user can change: one who could
+	 * would rename the state dir away and in again between two uses. */
+	if (!itself && ((st->st_uid != 0 && st->st_uid != geteuid()) ||
+			((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)))) {
+		char who[96];
+		tx_owner_name(st->st_uid, who);
+		ssize_t n = readlink(p, o->where, PATH_MAX - 1);
+		o->where[n > 0 ? n : 0] = '\0';
+		snprintf(o->why, sizeof o->why, "its directory %s can be changed by another user (owner %s, mode %04o)",
+			 o->where, who, st->st_mode & 07777);
+		return WALK_YES;
+	}
+	if (!itself && fs_holds_state_mark(fd, ".", TX_STATE_MARK)) {
+		ssize_t n = readlink(p, o->where, PATH_MAX - 1);
+		o->where[n > 0 ? n : 0] = '\0';
+		snprintf(o->why, sizeof o->why, "it is inside the txbox state dir %s", o->where);
 		return WALK_YES;
 	}
 	/* one of the caller's workspaces (anyone may make a .txbox in /tmp) */
 	struct stat t;
 	if (fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(t.st_mode) || t.st_uid != geteuid())
 		return WALK_ON;
-	char p[32];
-	fs_fd_path(fd, p);
 	ssize_t n = readlink(p, o->where, PATH_MAX - 1);
 	o->where[n > 0 ? n : 0] = '\0';
+	snprintf(o->why, sizeof o->why, "it is inside the txbox workspace %s, whose commands could change it", o->where);
 	return WALK_YES;
 }
 
@@ -462,7 +486,8 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
  * holding a .txbox): that workspace's commands see it writable through
  * their overlay and commit what they do to it (red team rt12). Its path
  * goes to where (for messages). */
-static bool inside_other_workspace(const char *state_dir, const struct stat *ws, char where[static PATH_MAX])
+static bool inside_other_workspace(const char *state_dir, const struct stat *ws, char where[static PATH_MAX],
+				   char why[static PATH_MAX + 200])
 {
 	_cleanup_free_ char *copy = strdup(state_dir);
 	if (!copy)
@@ -476,11 +501,12 @@ static bool inside_other_workspace(const char *state_dir, const struct stat *ws,
 	if (fd < 0)
 		return false; /* nowhere: making or opening it fails with its own error */
 	other_ws o = {.ws = ws, .where = where, .first = made};
-	where[0] = '\0';
+	where[0] = o.why[0] = '\0';
 	bool in = walk_up(fd, holds_other_ws, &o, true);
 	close(fd);
-	if (in && !where[0])
-		snprintf(where, PATH_MAX, "(one it could not look past)");
+	if (in && !o.why[0])
+		snprintf(o.why, sizeof o.why, "txbox could not look at every directory above it");
+	snprintf(why, PATH_MAX + 200, "%s", o.why);
 	return in;
 }
 
@@ -512,12 +538,51 @@ static int read_state_marker(int ws_fd, const char *ws_path, char **out, bool *h
 	return *out ? 0 : txbox_fail(err, -ENOMEM, "out of memory");
 }
 
+static walk_step is_state_dir_here(int fd, const struct stat *st, void *arg)
+{
+	(void)st;
+	if (!fs_holds_state_mark(fd, ".", TX_STATE_MARK))
+		return WALK_ON;
+	char p[32];
+	fs_fd_path(fd, p);
+	char *where = arg;
+	ssize_t n = readlink(p, where, PATH_MAX - 1);
+	where[n > 0 ? n : 0] = '\0';
+	return WALK_YES;
+}
+
+/* The state dir the marker names is this workspace's: it exists and its
+ * record names this workspace (a copied or cloned workspace's marker names
+ * another's, or any directory at all). */
+static int check_marked(const char *ws_path, const struct stat *wst, const char *marked, txbox_error *err)
+{
+	_cleanup_close_ int sfd = open(marked, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	ws_identity id;
+	int r = sfd < 0 ? -ENOENT : read_identity(sfd, marked, &id, err);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	txbox_error_clear(err);
+	if (r == 0 && id.dev == (unsigned long long)wst->st_dev && id.ino == (unsigned long long)wst->st_ino)
+		return 0;
+	return txbox_fail(err, -EXDEV,
+			  "%s/%s/state-dir names %s, which is not this workspace's state dir (a copied or cloned "
+			  "workspace?): remove that file, or give --state-dir",
+			  ws_path, TX_STATE_DIR_NAME, marked);
+}
+
 int state_dir_resolve(const char *ws_path, int ws_fd, const char *given, char **effective, txbox_error *err)
 {
 	*effective = NULL;
 	struct stat wst;
 	if (fstat(ws_fd, &wst) < 0)
 		return txbox_fail_errno(err, -errno, "stat of the workspace");
+	/* A workspace in a state dir: its commits would change that state. */
+	char in_state[PATH_MAX];
+	if (walk_up(ws_fd, is_state_dir_here, in_state, false))
+		return txbox_fail(err, -EPERM,
+				  "refusing the workspace %s: it is inside the txbox state dir %s, which its commits "
+				  "would change",
+				  ws_path, in_state);
 	_cleanup_free_ char *marked = NULL;
 	bool has_tx = false;
 	int r = wst.st_uid == geteuid() ? read_state_marker(ws_fd, ws_path, &marked, &has_tx, err) : 0;
@@ -536,6 +601,8 @@ int state_dir_resolve(const char *ws_path, int ws_fd, const char *given, char **
 				  "the workspace %s keeps its state in %s/%s: a --state-dir would be a second one, "
 				  "with a lock of its own; run without it, or move the workspace's state first",
 				  ws_path, ws_path, TX_STATE_DIR_NAME);
+	if (marked && !given && (r = check_marked(ws_path, &wst, marked, err)) < 0)
+		return r;
 	const char *use = given ? given : marked;
 	if (use && !(*effective = strdup(use)))
 		return txbox_fail(err, -ENOMEM, "out of memory");
@@ -553,12 +620,13 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	int r = state_dir ? 0 : foreign_state_where(ws_path, &wst, -1, err);
 	if (r < 0)
 		return r;
-	char other[PATH_MAX];
-	if (state_dir && inside_other_workspace(state_dir, &wst, other))
+	char other[PATH_MAX], why[PATH_MAX + 200];
+	if (state_dir && strchr(state_dir, '\n'))
+		return txbox_fail(err, -EINVAL, "refusing a state dir whose path has a newline in it");
+	if (state_dir && inside_other_workspace(state_dir, &wst, other, why))
 		return txbox_fail(err, -EPERM,
-				  "refusing the state dir %s: it is inside the txbox workspace %s, whose commands "
-				  "could change it; choose a state dir outside every workspace",
-				  state_dir, other);
+				  "refusing the state dir %s: %s; choose a state dir of yours outside every workspace",
+				  state_dir, why);
 	_cleanup_close_ int sfd = -1;
 	r = open_state_root(ws_path, ws_fd, state_dir, flags, &sfd, err);
 	if (r < 0 || (r = foreign_state_where(ws_path, &wst, sfd, err)) < 0)

@@ -70,11 +70,40 @@ static int open_walk(int dirfd, const char *path, int flags, mode_t mode)
 	}
 }
 
+/* chmod what mkdirat just made, never through a symlink swapped in */
+static int chmod_made(int dirfd, const char *name, mode_t mode)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int r = fchmod(fd, mode);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return r;
+}
+
 int fs_mkdir_private(int dirfd, const char *name)
 {
 	if (mkdirat(dirfd, name, 0700) < 0)
 		return -1;
-	return fchmodat(dirfd, name, 0700, 0);
+	return chmod_made(dirfd, name, 0700);
+}
+
+bool fs_holds_state_mark(int dirfd, const char *name, const char *mark)
+{
+	static const struct {
+		const char *entry;
+		mode_t type;
+	} parts[] = {{NULL, S_IFREG}, {"tx", S_IFDIR}, {"workspace", S_IFREG}};
+	for (size_t i = 0; mark && i < sizeof parts / sizeof *parts; i++) {
+		char p[NAME_MAX + 64];
+		struct stat st;
+		if (snprintf(p, sizeof p, "%s/%s", name, parts[i].entry ? parts[i].entry : mark) >= (int)sizeof p ||
+		    fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 || (st.st_mode & S_IFMT) != parts[i].type)
+			return false;
+	}
+	return mark != NULL;
 }
 
 int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
@@ -322,7 +351,7 @@ int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err)
 		if (!strcmp(c, ".") || !strcmp(c, ".."))
 			continue;
 		int made = mkdirat(cur, c, mode);
-		if ((made == 0 && fchmodat(cur, c, mode, 0) < 0) || (made < 0 && errno != EEXIST)) {
+		if ((made == 0 && chmod_made(cur, c, mode) < 0) || (made < 0 && errno != EEXIST)) {
 			int e = -errno;
 			close(cur);
 			return txbox_fail_errno(err, e, "creating directory %s", c);

@@ -48,6 +48,11 @@ int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err);
  * directory its owner cannot write in): 0, or -1 with errno (EEXIST too). */
 int fs_mkdir_private(int dirfd, const char *name);
 
+/* Whether name beneath dirfd ("." for dirfd itself) is a txbox state dir:
+ * it holds the regular file mark, a tx/ directory and a workspace record
+ * (tx.h's TX_STATE_MARK; a stray file of that name alone is not one). */
+bool fs_holds_state_mark(int dirfd, const char *name, const char *mark);
+
 int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
 			 mode_t mode, txbox_error *err);
 /* The same for a file that must not be replaced: -EEXIST (err untouched)

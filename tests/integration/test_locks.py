@@ -208,7 +208,7 @@ def state_dir_in_other_ws(ctx):
     os.mkdir(os.path.join(a, "x"))
     for given, ws in ((a, b), (a + "/", b), (".", b), (os.path.join(base, "L", "x") + "/", b)):
         r = _run_rc(ctx, ws, extra=["--state-dir", given])
-        check(r.rc == 125 and b"inside the txbox workspace" in r.err,
+        check(r.rc == 125 and (b"inside the txbox workspace" in r.err or b"the workspace itself" in r.err),
               "the state dir %r for %s was not refused: %s" % (given, ws, r.err[-300:]))
     check(not os.path.exists(os.path.join(a, "tx")) and not os.path.exists(os.path.join(b, "tx")),
           "a refused state dir was set up anyway")
@@ -320,3 +320,47 @@ def stray_mark(ctx):
     res.expect(outcome="committed", exit_status=0)
     res = ctx.run_json(ws, "echo 2 > src/main.c && rm src/.txbox-state")
     res.expect(outcome="committed", exit_status=0)
+
+
+
+@test("locks/state-dirs-and-workspaces-never-nest")
+def never_nest(ctx):
+    """rt14 K1/K2, K24/K25, K10/K11, K21: a workspace made at or inside
+    another workspace's state dir committed into it (a file planted in a
+    held transaction, then published by its user's commit); a state dir
+    inside another state dir was accepted; a copied or cloned workspace's
+    .txbox/state-dir redirected a first run to any directory; root's state
+    dir below a directory another user owns could be swapped between two
+    uses. All are refused."""
+    base = ctx.mkdtemp("nest")
+    b, st = os.path.join(base, "B"), os.path.join(base, "st")
+    os.mkdir(b)
+    check(_run_rc(ctx, b, extra=["--state-dir", st]).rc == 0, "a run with a --state-dir failed")
+    for ws in (st, os.path.join(st, "tx")):
+        r = _run_rc(ctx, ws)
+        check(r.rc == 125 and b"inside the txbox state dir" in r.err,
+              "a workspace at %s was not refused: %s" % (ws, r.err[-300:]))
+    c = os.path.join(base, "C")
+    os.mkdir(c)
+    r = _run_rc(ctx, c, extra=["--state-dir", os.path.join(st, "tx", "cst")])
+    check(r.rc == 125 and b"inside the txbox state dir" in r.err,
+          "a state dir inside another state dir was not refused: %s" % r.err[-300:])
+    # a cloned workspace whose marker names some directory of the user's
+    d, h = os.path.join(base, "D"), os.path.join(base, "H")
+    os.makedirs(os.path.join(d, ".txbox"))
+    os.mkdir(h)
+    with open(os.path.join(d, ".txbox", "state-dir"), "w") as f:
+        f.write(h + "\n")
+    r = _run_rc(ctx, d)
+    check(r.rc == 125 and b"not this workspace's state dir" in r.err,
+          "a marker naming a directory that is no state dir of this workspace was followed: %s" % r.err[-300:])
+    check(os.listdir(h) == [], "the directory the marker named was written: %s" % os.listdir(h))
+    if os.geteuid() == 0:
+        other = os.path.join(base, "theirs")
+        os.mkdir(other)
+        os.chown(other, 1001, 1001)
+        e = os.path.join(base, "E")
+        os.mkdir(e)
+        r = _run_rc(ctx, e, extra=["--state-dir", os.path.join(other, "st")])
+        check(r.rc == 125 and b"can be changed by another user" in r.err,
+              "a state dir below another user's directory was not refused: %s" % r.err[-300:])
