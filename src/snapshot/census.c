@@ -18,6 +18,7 @@
 
 #include "util/cleanup.h"
 #include "util/clock.h"
+#include "util/fsutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -94,6 +95,7 @@ void census_free(census *c)
 typedef struct census_walk {
 	census *c;
 	const char *skip;
+	const char *state_mark;
 	uint64_t deadline;
 	uint64_t mnt_id;
 	txbox_error *err;
@@ -195,6 +197,10 @@ static int walk(census_walk *w, int dfd, const char *rel, unsigned depth)
 				w->c->complete = false; /* a mount inside: its names are not the workspace's */
 				continue;
 			}
+			/* nor are a state dir's: a change to a file with a name there
+			 * is published as a new inode, never written through it */
+			if (fs_holds_state_mark(c, ".", w->state_mark, geteuid()))
+				continue;
 			r = walk(w, c, child, depth + 1);
 		}
 		if (r < 0)
@@ -203,7 +209,8 @@ static int walk(census_walk *w, int dfd, const char *rel, unsigned depth)
 	return 0;
 }
 
-int census_run(census *c, int ws_fd, const char *skip_root_name, uint64_t deadline_ns, txbox_error *err)
+int census_run(census *c, int ws_fd, const char *skip_root_name, const char *state_mark, uint64_t deadline_ns,
+	       txbox_error *err)
 {
 	c->complete = true;
 	if (!c->n && !c->nh)
@@ -215,6 +222,11 @@ int census_run(census *c, int ws_fd, const char *skip_root_name, uint64_t deadli
 		c->complete = false; /* no way to stay on the workspace's mount: prove nothing */
 		return 0;
 	}
-	census_walk w = {.c = c, .skip = skip_root_name, .deadline = deadline_ns, .mnt_id = sx.stx_mnt_id, .err = err};
+	census_walk w = {.c = c,
+			 .skip = skip_root_name,
+			 .state_mark = state_mark,
+			 .deadline = deadline_ns,
+			 .mnt_id = sx.stx_mnt_id,
+			 .err = err};
 	return walk(&w, ws_fd, "", 0);
 }

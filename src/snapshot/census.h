@@ -44,7 +44,8 @@ int census_want_handle(census *c, int type, const unsigned char *data, unsigned 
 /* One walk of the workspace (not its state dir skip_root_name, not other
  * mounts), recording every name of the wanted inodes. -ETIMEDOUT when
  * deadline_ns (CLOCK_MONOTONIC, 0: none) passes. */
-int census_run(census *c, int ws_fd, const char *skip_root_name, uint64_t deadline_ns, txbox_error *err);
+int census_run(census *c, int ws_fd, const char *skip_root_name, const char *state_mark, uint64_t deadline_ns,
+	       txbox_error *err);
 const census_inode *census_find(const census *c, ino_t ino);
 /* Every one of nlink names of ino is inside the workspace (proven by the walk). */
 bool census_all_inside(const census *c, ino_t ino, nlink_t nlink);

@@ -465,7 +465,7 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 			 o->where, who, st->st_mode & 07777);
 		return WALK_YES;
 	}
-	if (!itself && fs_holds_state_mark(fd, ".", TX_STATE_MARK)) {
+	if (!itself && fs_holds_state_mark(fd, ".", TX_STATE_MARK, geteuid())) {
 		ssize_t n = readlink(p, o->where, PATH_MAX - 1);
 		o->where[n > 0 ? n : 0] = '\0';
 		snprintf(o->why, sizeof o->why, "it is inside the txbox state dir %s", o->where);
@@ -541,7 +541,7 @@ static int read_state_marker(int ws_fd, const char *ws_path, char **out, bool *h
 static walk_step is_state_dir_here(int fd, const struct stat *st, void *arg)
 {
 	(void)st;
-	if (!fs_holds_state_mark(fd, ".", TX_STATE_MARK))
+	if (!fs_holds_state_mark(fd, ".", TX_STATE_MARK, geteuid()))
 		return WALK_ON;
 	char p[32];
 	fs_fd_path(fd, p);
@@ -636,6 +636,11 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 		return txbox_fail(err, -ENOMEM, "out of memory");
 	if (fstat(sfd, &sst) < 0)
 		return txbox_fail_errno(err, -errno, "stat of the state dir");
+	/* around the workspace: its .gitignore would hide the workspace from
+	 * git, and the workspace's commands would see it all */
+	if (state_dir && beneath(ws_fd, &sst))
+		return txbox_fail(err, -EPERM, "refusing the state dir %s: it contains the workspace %s", spath,
+				  ws_path);
 	if (sst.st_dev != wst.st_dev)
 		return txbox_fail(err, -EXDEV,
 				  "the state dir %s is on another filesystem than the workspace %s: commit must be "

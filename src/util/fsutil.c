@@ -90,20 +90,35 @@ int fs_mkdir_private(int dirfd, const char *name)
 	return chmod_made(dirfd, name, 0700);
 }
 
-bool fs_holds_state_mark(int dirfd, const char *name, const char *mark)
+/* Whether every listed entry of name is there, owned by uid, of its type
+ * (and, where one is given, its permission bits). */
+static bool holds_all(int dirfd, const char *name, const char *const *entries, const mode_t *modes, size_t n,
+		      uid_t uid)
 {
-	static const struct {
-		const char *entry;
-		mode_t type;
-	} parts[] = {{NULL, S_IFREG}, {"tx", S_IFDIR}, {"workspace", S_IFREG}};
-	for (size_t i = 0; mark && i < sizeof parts / sizeof *parts; i++) {
+	for (size_t i = 0; i < n; i++) {
 		char p[NAME_MAX + 64];
 		struct stat st;
-		if (snprintf(p, sizeof p, "%s/%s", name, parts[i].entry ? parts[i].entry : mark) >= (int)sizeof p ||
-		    fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 || (st.st_mode & S_IFMT) != parts[i].type)
+		if (snprintf(p, sizeof p, "%s/%s", name, entries[i]) >= (int)sizeof p ||
+		    fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != uid)
+			return false;
+		mode_t bits = modes[i] & 07777 ? S_IFMT | 07777 : S_IFMT;
+		if ((st.st_mode & bits) != modes[i])
 			return false;
 	}
-	return mark != NULL;
+	return true;
+}
+
+bool fs_holds_state_mark(int dirfd, const char *name, const char *mark, uid_t uid)
+{
+	if (!mark)
+		return false;
+	const char *const with_mark[] = {mark, "tx", "workspace"};
+	const mode_t with_types[] = {S_IFREG, S_IFDIR, S_IFREG};
+	/* a state dir inside its workspace (.txbox) has no mark: tx/ and its
+	 * sealed lock file (tx/lock.h) */
+	const char *const inside[] = {"tx", "lock"};
+	const mode_t inside_types[] = {S_IFDIR, S_IFREG | 0200};
+	return holds_all(dirfd, name, with_mark, with_types, 3, uid) || holds_all(dirfd, name, inside, inside_types, 2, uid);
 }
 
 int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode)

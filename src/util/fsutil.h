@@ -48,10 +48,12 @@ int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err);
  * directory its owner cannot write in): 0, or -1 with errno (EEXIST too). */
 int fs_mkdir_private(int dirfd, const char *name);
 
-/* Whether name beneath dirfd ("." for dirfd itself) is a txbox state dir:
- * it holds the regular file mark, a tx/ directory and a workspace record
- * (tx.h's TX_STATE_MARK; a stray file of that name alone is not one). */
-bool fs_holds_state_mark(int dirfd, const char *name, const char *mark);
+/* Whether name beneath dirfd ("." for dirfd itself) is a txbox state dir
+ * of uid's: it holds the regular file mark, a tx/ directory and a
+ * workspace record (tx.h's TX_STATE_MARK; a stray file of that name alone
+ * is not one), or — a state dir inside a workspace — tx/ and a lock file;
+ * each owned by uid (anybody else's in /tmp blocks nothing). */
+bool fs_holds_state_mark(int dirfd, const char *name, const char *mark, uid_t uid);
 
 int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
 			 mode_t mode, txbox_error *err);

@@ -364,3 +364,58 @@ def never_nest(ctx):
         r = _run_rc(ctx, e, extra=["--state-dir", os.path.join(other, "st")])
         check(r.rc == 125 and b"can be changed by another user" in r.err,
               "a state dir below another user's directory was not refused: %s" % r.err[-300:])
+
+
+@test("locks/state-dir-names-are-never-the-workspaces")
+def state_dir_names(ctx):
+    """rt15 N33/N34/N38, N2, N1, N8: a file with a second name inside
+    another workspace's state dir (cp -al, a dedup tool) was changed in
+    place through the workspace's name, so a held transaction's pending
+    file took the command's content; a state dir around its workspace
+    (--state-dir ..) hid it from git; a state dir forged by another user
+    above a workspace blocked it; a workspace inside a state dir that
+    lives in a workspace was not recognised. Names in a state dir count as
+    names outside the workspace (the change is published as a new file),
+    and the rest is refused or ignored as it should."""
+    base = ctx.mkdtemp("stnames")
+    b, p = os.path.join(base, "B"), os.path.join(base, "P")
+    os.mkdir(b)
+    os.mkdir(p)
+    st = os.path.join(p, "bst")
+    r = ctx.run_txbox(["run", "-w", b, "--state-dir", st, "--json", "--", "sh", "-c",
+                       "echo pending > f; $TXBOX_IT_UNSET"], cwd=b, timeout=60)
+    txs = [e for e in os.listdir(os.path.join(st, "tx")) if not e.startswith(".")]
+    check(len(txs) == 1, "B has no held transaction: %s" % r.err[-300:])
+    pending = os.path.join(st, "tx", txs[0], "layers", "0", "upper", "f")
+    check(os.path.exists(pending), "no pending file %s" % pending)
+    ctx.run_json(p, "true").expect(outcome="committed", exit_status=0)
+    os.link(pending, os.path.join(p, "x"))
+    res = ctx.run_json(p, "echo injected > x")
+    check(res.jget("outcome") == "committed", "P's own change was not committed: %s" % res.jget("outcome"))
+    with open(pending) as f:
+        check(f.read() == "pending\n", "B's pending file was changed through P's name for it")
+    with open(os.path.join(p, "x")) as f:
+        check(f.read() == "injected\n", "P's change is missing")
+    # a state dir around the workspace
+    w = os.path.join(base, "outer", "W")
+    os.makedirs(w)
+    r = _run_rc(ctx, w, extra=["--state-dir", os.path.join(base, "outer")])
+    check(r.rc == 125 and b"contains the workspace" in r.err, "a state dir around its workspace: %s" % r.err[-300:])
+    check(not os.path.exists(os.path.join(base, "outer", "tx")), "it was set up anyway")
+    # a workspace inside the state dir kept in a workspace
+    inner = os.path.join(p, ".txbox", "tx", "sub")
+    os.makedirs(inner)
+    r = _run_rc(ctx, inner, extra=["--allow-foreign-workspace"] if False else [])
+    check(r.rc != 0, "a workspace inside %s/.txbox was accepted" % p)
+    if os.geteuid() == 0:
+        shared = os.path.join(base, "shared")
+        os.makedirs(os.path.join(shared, "tx"))
+        for n in (".txbox-state", "workspace"):
+            open(os.path.join(shared, n), "w").close()
+        for e in ("", "tx", ".txbox-state", "workspace"):
+            os.chown(os.path.join(shared, e) if e else shared, 1001, 1001)
+        v = os.path.join(shared, "V")
+        os.mkdir(v)
+        os.chown(shared, 0, 0)
+        r = _run_rc(ctx, v)
+        check(r.rc == 0, "another user's forged state dir above a workspace blocked it: %s" % r.err[-300:])
