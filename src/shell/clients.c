@@ -114,7 +114,7 @@ static char *piped_echo(const struct uw *u)
 	const struct sh_node *me = NULL, *prev = NULL;
 	for (size_t k = 0; k < u->ns->n && !me; k++) {
 		const struct sh_node *nd = &u->ns->v[k];
-		if (u->v >= nd->argv && u->v < nd->argv + nd->argc)
+		if (nd->argv && u->v >= nd->argv && u->v < nd->argv + nd->argc) /* a node may have no words */
 			me = nd;
 	}
 	for (size_t k = 0; me && me->pipe_idx > 0 && k < u->ns->n; k++) {
