@@ -115,7 +115,19 @@ static void show(FILE *f, const char *fmt, ...)
 		fputs("\033[0m", f);
 		attributes_reset = true;
 	}
-	show_bytes(f, text, (size_t)n);
+	/* One write: stderr is unbuffered, and a message escaped byte by
+	 * byte would cost a system call per character. */
+	char *out = NULL;
+	size_t outlen = 0;
+	FILE *m = open_memstream(&out, &outlen);
+	if (m) {
+		show_bytes(m, text, (size_t)n);
+		if (fclose(m) == 0)
+			fwrite(out, 1, outlen, f);
+	} else {
+		show_bytes(f, text, (size_t)n);
+	}
+	free(out);
 	free(text);
 }
 

@@ -124,10 +124,16 @@ static int send_env(int fd, char *const *env)
 		total += strlen(*e) + 1;
 	if (total > ENV_WIRE_MAX)
 		return -E2BIG;
+	/* One message: init waits for it, and each send would wake it. */
 	uint32_t n = (uint32_t)total;
-	send_all(fd, &n, sizeof n);
+	_cleanup_free_ char *buf = malloc(sizeof n + total);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, &n, sizeof n);
+	char *p = buf + sizeof n;
 	for (char *const *e = env; *e; e++)
-		send_all(fd, *e, strlen(*e) + 1);
+		p = stpcpy(p, *e) + 1;
+	send_all(fd, buf, sizeof n + total);
 	return 0;
 }
 
@@ -233,6 +239,8 @@ static int send_go_ahead(const sandbox_spec *s, int sock, char go, txbox_error *
 	int r = env ? send_env(sock, env) : err->code ? err->code : -ENOMEM;
 	if (r == -E2BIG)
 		txbox_fail(err, r, "the command's environment is too large (over %u bytes)", ENV_WIRE_MAX);
+	else if (r == -ENOMEM && !err->code)
+		txbox_fail(err, r, "out of memory sending the command's environment");
 	secrets_env_free(env);
 	if (r == 0)
 		send_go(sock, go, netns);
