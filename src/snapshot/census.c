@@ -175,7 +175,9 @@ static int walk(census_walk *w, int dfd, const char *rel, unsigned depth)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (!depth && w->skip && !strcmp(de->d_name, w->skip))
+		/* txbox's own directories, at any depth: their names are never
+		 * the workspace's (a nested workspace's .txbox, the marker's) */
+		if (w->skip && !strcmp(de->d_name, w->skip))
 			continue;
 		if (w->deadline && clock_now_ns() >= w->deadline)
 			return txbox_fail(w->err, -ETIMEDOUT, "the time limit passed while counting the hard links of "
@@ -199,7 +201,7 @@ static int walk(census_walk *w, int dfd, const char *rel, unsigned depth)
 			}
 			/* nor are a state dir's: a change to a file with a name there
 			 * is published as a new inode, never written through it */
-			if (fs_holds_state_mark(c, ".", w->state_mark, geteuid()))
+			if (fs_is_state_dir(c, ".", w->state_mark))
 				continue;
 			r = walk(w, c, child, depth + 1);
 		}
@@ -209,7 +211,7 @@ static int walk(census_walk *w, int dfd, const char *rel, unsigned depth)
 	return 0;
 }
 
-int census_run(census *c, int ws_fd, const char *skip_root_name, const char *state_mark, uint64_t deadline_ns,
+int census_run(census *c, int ws_fd, const char *skip_name, const char *state_mark, uint64_t deadline_ns,
 	       txbox_error *err)
 {
 	c->complete = true;
@@ -223,7 +225,7 @@ int census_run(census *c, int ws_fd, const char *skip_root_name, const char *sta
 		return 0;
 	}
 	census_walk w = {.c = c,
-			 .skip = skip_root_name,
+			 .skip = skip_name,
 			 .state_mark = state_mark,
 			 .deadline = deadline_ns,
 			 .mnt_id = sx.stx_mnt_id,

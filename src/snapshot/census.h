@@ -41,10 +41,11 @@ int census_want(census *c, ino_t ino, txbox_error *err);
  * *idx is its index in handles. */
 int census_want_handle(census *c, int type, const unsigned char *data, unsigned bytes, size_t *idx,
 		       txbox_error *err);
-/* One walk of the workspace (not its state dir skip_root_name, not other
- * mounts), recording every name of the wanted inodes. -ETIMEDOUT when
+/* One walk of the workspace (not directories named skip_name — txbox's
+ * state dir name — at any depth, not state dirs, not other mounts),
+ * recording every name of the wanted inodes. -ETIMEDOUT when
  * deadline_ns (CLOCK_MONOTONIC, 0: none) passes. */
-int census_run(census *c, int ws_fd, const char *skip_root_name, const char *state_mark, uint64_t deadline_ns,
+int census_run(census *c, int ws_fd, const char *skip_name, const char *state_mark, uint64_t deadline_ns,
 	       txbox_error *err);
 const census_inode *census_find(const census *c, ino_t ino);
 /* Every one of nlink names of ino is inside the workspace (proven by the walk). */

@@ -435,7 +435,7 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 				  "%s: the command created or changed an entry named %s, the name of txbox's "
 				  "state directory; such entries are never committed",
 				  rel, w->o->reserved_name);
-	if (have_w && S_ISDIR(wst.st_mode) && fs_holds_state_mark(wfd, name, w->o->state_mark, geteuid()))
+	if (have_w && S_ISDIR(wst.st_mode) && fs_is_state_dir(wfd, name, w->o->state_mark))
 		return txbox_fail(w->err, -EPERM,
 				  "%s: the command changed the state directory of another txbox workspace "
 				  "(it holds %s); such changes are never committed",
@@ -673,7 +673,7 @@ static int take_census(walk *w, census *c)
 		if (r < 0)
 			return r;
 	}
-	return census_run(c, w->ws_root, w->o->skip_root_name, w->o->state_mark, w->o->deadline_ns, w->err);
+	return census_run(c, w->ws_root, w->o->reserved_name, w->o->state_mark, w->o->deadline_ns, w->err);
 }
 
 /* A renamed or linked member of a hard-link group, its content unchanged:

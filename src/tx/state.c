@@ -228,17 +228,19 @@ static bool beneath(int dirfd, const struct stat *ws)
 /* In another user's workspace the state dir must be outside it: its owner
  * could rename one inside into the view of the caller's commands, let them
  * change it, and rename it back. sfd < 0: not open yet. */
-static int foreign_state_where(const char *ws_path, const struct stat *wst, int sfd, txbox_error *err)
+static int foreign_state_where(const char *ws_path, const struct stat *wst, const char *state_dir, int sfd,
+			       txbox_error *err)
 {
 	if (wst->st_uid == geteuid() || (sfd >= 0 && !beneath(sfd, wst)))
 		return 0;
 	char who[96];
 	tx_owner_name(wst->st_uid, who);
 	return txbox_fail(err, -EPERM,
-			  "refusing a state dir inside %s: the workspace is owned by %s, who could rename it to "
-			  "where your commands see and change it; give --state-dir DIR, a directory of yours "
+			  "refusing a state dir inside %s (%s%s%s): the workspace is owned by %s, who could rename "
+			  "it to where your commands see and change it; give --state-dir DIR, a directory of yours "
 			  "outside the workspace on its filesystem",
-			  ws_path, who);
+			  ws_path, state_dir ? state_dir : ws_path, state_dir ? "" : "/", state_dir ? "" : TX_STATE_DIR_NAME,
+			  who);
 }
 
 /* ---- workspace identity ---------------------------------------------
@@ -435,13 +437,36 @@ typedef struct other_ws {
 	char *where;
 	char why[PATH_MAX + 200];
 	bool first; /* visiting the state dir itself */
+	struct stat prev; /* the directory visited before (once !first) */
 } other_ws;
+
+/* Whether the directory visited before fd on a walk up (prev) is fd's
+ * .txbox: a state dir inside a workspace, whoever's. Its path goes to
+ * where. */
+static bool came_from_state_name(int fd, const struct stat *prev, char where[static PATH_MAX])
+{
+	struct stat t;
+	if (fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) < 0 || t.st_dev != prev->st_dev ||
+	    t.st_ino != prev->st_ino)
+		return false;
+	char p[32];
+	fs_fd_path(fd, p);
+	ssize_t n = readlink(p, where, PATH_MAX - sizeof TX_STATE_DIR_NAME - 1);
+	snprintf(where + (n > 0 ? n : 0), sizeof TX_STATE_DIR_NAME + 1, "/%s", TX_STATE_DIR_NAME);
+	return true;
+}
 
 static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 {
 	other_ws *o = arg;
 	bool itself = o->first;
 	o->first = false;
+	struct stat prev = o->prev;
+	o->prev = *st;
+	if (!itself && came_from_state_name(fd, &prev, o->where)) {
+		snprintf(o->why, sizeof o->why, "it is inside the txbox state dir %s", o->where);
+		return WALK_YES;
+	}
 	/* below its own workspace it is hidden from its commands; the
 	 * workspace itself is no place for it (they would see it all) */
 	bool own = is_ws(fd, st, (void *)o->ws) == WALK_YES;
@@ -465,7 +490,7 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 			 o->where, who, st->st_mode & 07777);
 		return WALK_YES;
 	}
-	if (!itself && fs_holds_state_mark(fd, ".", TX_STATE_MARK, geteuid())) {
+	if (!itself && fs_is_state_dir(fd, ".", TX_STATE_MARK)) {
 		ssize_t n = readlink(p, o->where, PATH_MAX - 1);
 		o->where[n > 0 ? n : 0] = '\0';
 		snprintf(o->why, sizeof o->why, "it is inside the txbox state dir %s", o->where);
@@ -538,16 +563,29 @@ static int read_state_marker(int ws_fd, const char *ws_path, char **out, bool *h
 	return *out ? 0 : txbox_fail(err, -ENOMEM, "out of memory");
 }
 
+typedef struct state_above {
+	char where[PATH_MAX];
+	struct stat prev;
+	bool first;
+} state_above;
+
+/* A state dir of anyone's (a --state-dir, or a .txbox) at or above a
+ * workspace: its commits would change that state. */
 static walk_step is_state_dir_here(int fd, const struct stat *st, void *arg)
 {
-	(void)st;
-	if (!fs_holds_state_mark(fd, ".", TX_STATE_MARK, geteuid()))
+	state_above *a = arg;
+	bool first = a->first;
+	struct stat prev = a->prev;
+	a->first = false;
+	a->prev = *st;
+	if (!first && came_from_state_name(fd, &prev, a->where))
+		return WALK_YES;
+	if (!fs_is_state_dir(fd, ".", TX_STATE_MARK))
 		return WALK_ON;
 	char p[32];
 	fs_fd_path(fd, p);
-	char *where = arg;
-	ssize_t n = readlink(p, where, PATH_MAX - 1);
-	where[n > 0 ? n : 0] = '\0';
+	ssize_t n = readlink(p, a->where, PATH_MAX - 1);
+	a->where[n > 0 ? n : 0] = '\0';
 	return WALK_YES;
 }
 
@@ -577,12 +615,12 @@ int state_dir_resolve(const char *ws_path, int ws_fd, const char *given, char **
 	if (fstat(ws_fd, &wst) < 0)
 		return txbox_fail_errno(err, -errno, "stat of the workspace");
 	/* A workspace in a state dir: its commits would change that state. */
-	char in_state[PATH_MAX];
-	if (walk_up(ws_fd, is_state_dir_here, in_state, false))
+	state_above in_state = {.first = true};
+	if (walk_up(ws_fd, is_state_dir_here, &in_state, false))
 		return txbox_fail(err, -EPERM,
 				  "refusing the workspace %s: it is inside the txbox state dir %s, which its commits "
 				  "would change",
-				  ws_path, in_state);
+				  ws_path, in_state.where);
 	_cleanup_free_ char *marked = NULL;
 	bool has_tx = false;
 	int r = wst.st_uid == geteuid() ? read_state_marker(ws_fd, ws_path, &marked, &has_tx, err) : 0;
@@ -609,6 +647,51 @@ int state_dir_resolve(const char *ws_path, int ws_fd, const char *given, char **
 	return 0;
 }
 
+/* What a --state-dir may hold before it is bound to a workspace (no
+ * record yet): what a first run, maybe one running alongside, makes. */
+static bool first_use_entry(int sfd, const char *name)
+{
+	static const char *const made[] = {".gitignore", TX_STATE_MARK, "lock"};
+	for (size_t i = 0; i < ARRAY_SIZE(made); i++)
+		if (!strcmp(name, made[i]))
+			return true;
+	size_t n = strlen(name);
+	if (name[0] == '.' && n > 4 && !strcmp(name + n - 4, ".tmp"))
+		return true; /* fs_write_file_atomic's temporaries */
+	if (strcmp(name, "tx"))
+		return false;
+	_cleanup_close_ int tfd = openat(sfd, "tx", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return tfd >= 0 && fs_dir_is_empty(tfd) == 1;
+}
+
+/* A --state-dir not yet bound to a workspace holds nothing else: one
+ * chosen around existing files (a project, another workspace, whose held
+ * transactions it would strand: red team rt15 N26) would take them for
+ * txbox's state. */
+static int check_first_use(int sfd, const char *spath, txbox_error *err)
+{
+	if (faccessat(sfd, "workspace", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0; /* bound: bind_state_dir checks to which workspace */
+	int dfd = openat(sfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return txbox_fail_errno(err, -errno, "listing the state dir %s", spath);
+	}
+	for (struct dirent *de; (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || first_use_entry(sfd, de->d_name))
+			continue;
+		char esc[NAME_MAX * 4 + 1];
+		escape_name(de->d_name, esc, sizeof esc);
+		return txbox_fail(err, -EEXIST,
+				  "refusing the state dir %s: it holds %s, and is no txbox state dir yet; a new "
+				  "--state-dir must be a new or empty directory",
+				  spath, esc);
+	}
+	return 0;
+}
+
 int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, tx_state_dir *out,
 		   txbox_error *err)
 {
@@ -617,19 +700,24 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	struct stat wst, sst;
 	if (fstat(ws_fd, &wst) < 0)
 		return txbox_fail_errno(err, -errno, "stat of the workspace");
-	int r = state_dir ? 0 : foreign_state_where(ws_path, &wst, -1, err);
+	int r = state_dir ? 0 : foreign_state_where(ws_path, &wst, NULL, -1, err);
 	if (r < 0)
 		return r;
 	char other[PATH_MAX], why[PATH_MAX + 200];
 	if (state_dir && strchr(state_dir, '\n'))
 		return txbox_fail(err, -EINVAL, "refusing a state dir whose path has a newline in it");
+	if (state_dir && wst.st_uid != geteuid()) { /* the owner's word first: it names the way out */
+		_cleanup_close_ int given = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (given >= 0 && (r = foreign_state_where(ws_path, &wst, state_dir, given, err)) < 0)
+			return r;
+	}
 	if (state_dir && inside_other_workspace(state_dir, &wst, other, why))
 		return txbox_fail(err, -EPERM,
 				  "refusing the state dir %s: %s; choose a state dir of yours outside every workspace",
 				  state_dir, why);
 	_cleanup_close_ int sfd = -1;
 	r = open_state_root(ws_path, ws_fd, state_dir, flags, &sfd, err);
-	if (r < 0 || (r = foreign_state_where(ws_path, &wst, sfd, err)) < 0)
+	if (r < 0 || (r = foreign_state_where(ws_path, &wst, state_dir, sfd, err)) < 0)
 		return r;
 	_cleanup_free_ char *spath = NULL;
 	if (state_dir ? !(spath = strdup(state_dir)) : asprintf(&spath, "%s/%s", ws_path, TX_STATE_DIR_NAME) < 0)
@@ -641,6 +729,8 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	if (state_dir && beneath(ws_fd, &sst))
 		return txbox_fail(err, -EPERM, "refusing the state dir %s: it contains the workspace %s", spath,
 				  ws_path);
+	if (state_dir && (flags & STATE_CREATE) && (r = check_first_use(sfd, spath, err)) < 0)
+		return r;
 	if (sst.st_dev != wst.st_dev)
 		return txbox_fail(err, -EXDEV,
 				  "the state dir %s is on another filesystem than the workspace %s: commit must be "

@@ -90,35 +90,40 @@ int fs_mkdir_private(int dirfd, const char *name)
 	return chmod_made(dirfd, name, 0700);
 }
 
-/* Whether every listed entry of name is there, owned by uid, of its type
- * (and, where one is given, its permission bits). */
-static bool holds_all(int dirfd, const char *name, const char *const *entries, const mode_t *modes, size_t n,
-		      uid_t uid)
+int fs_dir_is_empty(int dirfd)
 {
-	for (size_t i = 0; i < n; i++) {
-		char p[NAME_MAX + 64];
-		struct stat st;
-		if (snprintf(p, sizeof p, "%s/%s", name, entries[i]) >= (int)sizeof p ||
-		    fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != uid)
-			return false;
-		mode_t bits = modes[i] & 07777 ? S_IFMT | 07777 : S_IFMT;
-		if ((st.st_mode & bits) != modes[i])
-			return false;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return -e;
 	}
-	return true;
+	for (struct dirent *de; (de = readdir(d));)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			return 0;
+	return 1;
 }
 
-bool fs_holds_state_mark(int dirfd, const char *name, const char *mark, uid_t uid)
+bool fs_is_state_dir(int dirfd, const char *name, const char *mark)
 {
-	if (!mark)
+	static const char *const parts[] = {"tx", "workspace"};
+	static const mode_t types[] = {S_IFDIR, S_IFREG};
+	struct stat dir, st;
+	char p[NAME_MAX + 64];
+	if (!mark || fstatat(dirfd, name, &dir, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(dir.st_mode))
 		return false;
-	const char *const with_mark[] = {mark, "tx", "workspace"};
-	const mode_t with_types[] = {S_IFREG, S_IFDIR, S_IFREG};
-	/* a state dir inside its workspace (.txbox) has no mark: tx/ and its
-	 * sealed lock file (tx/lock.h) */
-	const char *const inside[] = {"tx", "lock"};
-	const mode_t inside_types[] = {S_IFDIR, S_IFREG | 0200};
-	return holds_all(dirfd, name, with_mark, with_types, 3, uid) || holds_all(dirfd, name, inside, inside_types, 2, uid);
+	/* the mark first: most directories fail here, after one lookup */
+	if (snprintf(p, sizeof p, "%s/%s", name, mark) >= (int)sizeof p ||
+	    fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) || st.st_uid != dir.st_uid)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
+		if (snprintf(p, sizeof p, "%s/%s", name, parts[i]) >= (int)sizeof p ||
+		    fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 || (st.st_mode & S_IFMT) != types[i] ||
+		    st.st_uid != dir.st_uid)
+			return false;
+	return true;
 }
 
 int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode)

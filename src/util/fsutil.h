@@ -48,12 +48,16 @@ int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err);
  * directory its owner cannot write in): 0, or -1 with errno (EEXIST too). */
 int fs_mkdir_private(int dirfd, const char *name);
 
-/* Whether name beneath dirfd ("." for dirfd itself) is a txbox state dir
- * of uid's: it holds the regular file mark, a tx/ directory and a
- * workspace record (tx.h's TX_STATE_MARK; a stray file of that name alone
- * is not one), or — a state dir inside a workspace — tx/ and a lock file;
- * each owned by uid (anybody else's in /tmp blocks nothing). */
-bool fs_holds_state_mark(int dirfd, const char *name, const char *mark, uid_t uid);
+/* 1 when the directory dirfd has no entries, 0 when it has, or -errno. */
+int fs_dir_is_empty(int dirfd);
+
+/* Whether name beneath dirfd ("." for dirfd itself) is a --state-dir:
+ * it holds the regular file mark (tx.h's TX_STATE_MARK), a tx/ directory
+ * and a workspace record, each owned by the directory's owner, whoever
+ * that is. A stray file of that name alone is not one, nor parts another
+ * user planted in a shared directory (/tmp). A state dir inside its
+ * workspace is known by its name (.txbox) instead. */
+bool fs_is_state_dir(int dirfd, const char *name, const char *mark);
 
 int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
 			 mode_t mode, txbox_error *err);

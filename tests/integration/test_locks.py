@@ -419,3 +419,136 @@ def state_dir_names(ctx):
         os.chown(shared, 0, 0)
         r = _run_rc(ctx, v)
         check(r.rc == 0, "another user's forged state dir above a workspace blocked it: %s" % r.err[-300:])
+
+
+def _other_user():
+    import pwd
+    try:
+        return pwd.getpwnam("txbox-test")
+    except KeyError:
+        raise Skip("no user txbox-test")
+
+
+def _as_other(ctx, pw, base, args, cwd):
+    """txbox as the other user, with the suite's policy (copied where that
+    user can read it)."""
+    args = list(args)
+    if ctx.policy_file and args[:1] == ["run"]:
+        pol = os.path.join(base, "policy.yaml")
+        if not os.path.exists(pol):
+            with open(ctx.policy_file, "rb") as src, open(pol, "wb") as dst:
+                dst.write(src.read())
+            os.chmod(pol, 0o644)
+        args[1:1] = ["--policy", pol]
+    return subprocess.run(["runuser", "-u", pw.pw_name, "--", ctx.txbox] + args, cwd=cwd,
+                          capture_output=True, timeout=120)
+
+
+def _held_tx(st):
+    txs = [e for e in os.listdir(os.path.join(st, "tx")) if not e.startswith(".")]
+    check(len(txs) == 1, "no held transaction in %s: %s" % (st, os.listdir(os.path.join(st, "tx"))))
+    return txs[0]
+
+
+def _mkdir_for(path, pw):
+    os.mkdir(path)
+    os.chown(path, pw.pw_uid, pw.pw_gid)
+    return path
+
+
+@test("locks/other-users-state-dirs-are-never-changed")
+def other_users_state_dirs(ctx):
+    """rt16 O1/O3/O20/O24, N37, O8, N8: the checks that keep a commit out
+    of another workspace's state dir counted only the caller's own state
+    dirs, so root's command wrote straight into another user's held
+    transaction (and could forge journals or replace its lock) when that
+    user's --state-dir lay inside root's workspace, changed it through a
+    second name, and root's workspace inside that user's state dir (a
+    --state-dir or a .txbox) was accepted. A state dir is one whoever owns
+    it."""
+    if os.geteuid() != 0:
+        raise Skip("needs root")
+    pw = _other_user()
+    base = ctx.mkdtemp("otherstate")
+    os.chmod(base, 0o755)
+    rw, b = os.path.join(base, "RW"), _mkdir_for(os.path.join(base, "B"), pw)
+    os.mkdir(rw)
+    check(_run_rc(ctx, rw).rc == 0, "a plain run in root's workspace failed")
+    st = os.path.join(_mkdir_for(os.path.join(rw, "sub"), pw), "S")
+    p = _as_other(ctx, pw, base, ["run", "-w", b, "--state-dir", st, "--", "sh", "-c",
+                                  "echo pending > f; $TXBOX_IT_UNSET"], b)
+    tid = _held_tx(st)
+    pending = os.path.join(st, "tx", tid, "layers", "0", "upper", "f")
+    check(os.path.exists(pending), "no pending file: %s" % p.stderr[-300:])
+    res = ctx.run_json(rw, "echo root > sub/S/tx/%s/layers/0/upper/f; touch sub/S/planted" % tid)
+    check(res.jget("outcome") == "rolled_back" and
+          "state directory of another txbox workspace" in (res.jget("error", "") or ""),
+          "root's commit changed the other user's state dir: %s %r" % (res.jget("outcome"), res.jget("error", "")))
+    os.link(pending, os.path.join(rw, "x"))
+    ctx.run_json(rw, "echo injected > x").expect(outcome="committed", exit_status=0)
+    with open(pending) as f:
+        check(f.read() == "pending\n", "the held file was changed by root's command")
+    check(not os.path.exists(os.path.join(st, "planted")), "a file was planted in the other user's state dir")
+    # root's workspace inside another user's state dir: a --state-dir, a .txbox
+    b2 = _mkdir_for(os.path.join(base, "B2"), pw)
+    st2 = os.path.join(_mkdir_for(os.path.join(base, "u"), pw), "S2")
+    _as_other(ctx, pw, base, ["run", "-w", b2, "--state-dir", st2, "--", "sh", "-c", "echo 2 > f; $TXBOX_IT_UNSET"], b2)
+    c = _mkdir_for(os.path.join(base, "C"), pw)
+    _as_other(ctx, pw, base, ["run", "-w", c, "--", "sh", "-c", "echo 3 > f; $TXBOX_IT_UNSET"], c)
+    for sd in (st2, os.path.join(c, ".txbox")):
+        inner = os.path.join(sd, "tx", _held_tx(sd), "layers", "0", "upper", "inner")
+        os.mkdir(inner)
+        r = _run_rc(ctx, inner, cmd=["sh", "-c", "echo planted > ../planted"])
+        check(r.rc == 125 and b"inside the txbox state dir" in r.err,
+              "root's workspace inside %s was accepted: rc %d %s" % (sd, r.rc, r.err[-300:]))
+    p = _as_other(ctx, pw, base, ["commit", "-w", b, tid], b)
+    check(p.returncode == 0, "the other user's commit failed: %s" % p.stderr[-300:])
+    with open(os.path.join(b, "f")) as f:
+        check(f.read() == "pending\n", "the other user committed what root's command wrote")
+
+
+@test("locks/lookalike-state-dirs-are-never-mistaken")
+def lookalike_state_dirs(ctx):
+    """rt16 O2, O4, O22, rt15 N26: a tx/ and a 0200 lock that a command
+    made counted as a state dir (the workspace refused every later run); a
+    nested workspace's .txbox without a lock file did not count, so its held
+    file was written through a second name; a dedup tool's second name for
+    W/.txbox/.gitignore let a commit rewrite it; a --state-dir chosen around
+    an existing workspace stranded that workspace's held transaction."""
+    base = ctx.mkdtemp("lookalike")
+    w = os.path.join(base, "W")
+    os.mkdir(w)
+    ctx.run_json(w, "mkdir tx && : > lock && chmod 200 lock").expect(outcome="committed", exit_status=0)
+    ctx.run_json(w, "rm -rf tx lock && echo ok > ok").expect(outcome="committed", exit_status=0)
+    # a nested workspace whose runs all ended held: its .txbox has no lock
+    p = os.path.join(base, "P")
+    q = os.path.join(p, "Q")
+    os.makedirs(q)
+    ctx.run_txbox(["run", "-w", q, "--", "sh", "-c", "echo held > f; $TXBOX_IT_UNSET"], cwd=q, timeout=60)
+    held = os.path.join(q, ".txbox", "tx", _held_tx(os.path.join(q, ".txbox")), "layers", "0", "upper", "f")
+    check(not os.path.exists(os.path.join(q, ".txbox", "lock")), "the nested workspace has a lock file already")
+    os.link(held, os.path.join(p, "x"))
+    ctx.run_json(p, "echo from-P > x && chmod 604 x").expect(outcome="committed", exit_status=0)
+    with open(held) as f:
+        check(f.read() == "held\n", "the nested workspace's held file was written through P's name for it")
+    check(stat.S_IMODE(os.stat(held).st_mode) != 0o604, "the held file's mode was changed")
+    # W/.txbox/.gitignore of a workspace whose state lives in a --state-dir
+    v, vst = os.path.join(base, "V"), os.path.join(base, "Vst")
+    os.makedirs(os.path.join(v, "build"))
+    check(_run_rc(ctx, v, extra=["--state-dir", vst]).rc == 0, "a run with a --state-dir failed")
+    marker_ignore = os.path.join(v, ".txbox", ".gitignore")
+    os.link(marker_ignore, os.path.join(v, "build", ".gitignore"))
+    ctx.run_json(v, "echo '!keep' >> build/.gitignore").expect(outcome="committed", exit_status=0)
+    with open(marker_ignore) as f:
+        check(f.read() == "*\n", "the commit rewrote %s" % marker_ignore)
+    # a --state-dir around an existing workspace
+    x, a = os.path.join(base, "X"), os.path.join(base, "X", "A")
+    os.makedirs(a)
+    check(_run_rc(ctx, a).rc == 0, "a plain run in X/A failed")
+    e = os.path.join(base, "E")
+    os.mkdir(e)
+    r = _run_rc(ctx, e, extra=["--state-dir", x])
+    check(r.rc == 125 and b"must be a new or empty directory" in r.err,
+          "a --state-dir around an existing workspace was accepted: %s" % r.err[-300:])
+    check(not os.path.exists(os.path.join(x, "tx")), "it was set up anyway")
+    check(_run_rc(ctx, a).rc == 0, "X/A no longer runs")
