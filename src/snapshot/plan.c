@@ -300,6 +300,12 @@ typedef struct walk {
 	struct moved {
 		size_t op;
 		origin_handle h;
+		/* the member was changed too (content: not only metadata): its
+		 * group's inode, as the census found it */
+		bool changed, content;
+		ino_t ino;
+		nlink_t nlink;
+		struct stat old_st;
 	} *moved;
 	size_t nmoved;
 } walk;
@@ -501,7 +507,11 @@ static int walk_file(walk *w, int ufd, int wfd, const char *name, char *owned, c
 	}
 	if (meta_equal(&ust, &wst) && xattrs_equal(w->o, ufd, name, wfd, name) && same_time(ust.st_mtim, wst.st_mtim))
 		return 0; /* copied up, never changed */
-	if (S_ISREG(wst.st_mode) && wst.st_nlink > 1) /* the inode has other names: the census decides */
+	/* The inode has other names: the census decides (it counts regular
+	 * files only, so another type with other names becomes a new inode:
+	 * `cp -al` links symlinks too, and `chown -h` must not reach the
+	 * tree it was copied from). */
+	if (wst.st_nlink > 1)
 		return add_group_op(w, PLAN_META, steal_ptr(path), true, TXBOX_CHANGE_METADATA, &ust, &wst);
 	return add_op(w, PLAN_META, steal_ptr(path), true, true, TXBOX_CHANGE_METADATA, &ust, &wst);
 }
@@ -625,10 +635,11 @@ static int add_also(plan *p, const char *name, txbox_change_kind kind, txbox_err
 /* A changed group file published as its layer inode: every other name in
  * the workspace becomes a link to it (the old inode is moved aside, so
  * reversal is a rename). */
-static int link_other_names(walk *w, size_t idx, const census_inode *ci, const covered *cv)
+/* A LINK to base's path at every name of ci no op covers; each LINK is a
+ * copy of base (a copy: pushing moves the ops), the group's original at
+ * that name displaced. */
+static int link_other_names(walk *w, const plan_op *o, const census_inode *ci, const covered *cv)
 {
-	const plan_op base = w->p->ops[idx]; /* a copy: pushing moves the ops */
-	const plan_op *o = &base;
 	for (size_t j = 0; ci && j < ci->nnames; j++) {
 		if (is_covered(cv, ci->names[j]))
 			continue;
@@ -676,14 +687,27 @@ static int take_census(walk *w, census *c)
 	return census_run(c, w->ws_root, w->o->reserved_name, w->o->state_mark, w->o->deadline_ns, w->err);
 }
 
-/* A renamed or linked member of a hard-link group, its content unchanged:
- * natively the same inode, so a link to the workspace file the census
- * found with the origin's handle (never one opened by handle). */
-static int link_moved(walk *w, const census_handle *ch, size_t opi)
+/* The layer's file uf (as it will be published, st) and the workspace's
+ * wf have the same metadata: mode, owner, mtime, xattrs. */
+static bool fds_meta_equal(const walk *w, int uf, const struct stat *st, int wf, const struct stat *cur)
 {
-	plan_op *o = &w->p->ops[opi];
-	if (!ch->name || !S_ISREG(ch->st.st_mode) || ch->st.st_nlink < 2 || !strcmp(ch->name, o->path) ||
-	    ch->st.st_size != o->new_st.st_size)
+	char a[32], b[32];
+	snprintf(a, sizeof a, "/proc/self/fd/%d", uf);
+	snprintf(b, sizeof b, "/proc/self/fd/%d", wf);
+	return meta_equal(st, cur) && same_time(st->st_mtim, cur->st_mtim) &&
+	       xattrs_subset(a, b, w->o->userxattr, w->o->strip_setuid, false) &&
+	       xattrs_subset(b, a, w->o->userxattr, false, w->o->strip_setuid);
+}
+
+/* A renamed or linked member of a hard-link group, unchanged: natively
+ * the same inode, so a link to the workspace file the census found with
+ * the origin's handle (never one opened by handle). Changed as well
+ * (`mv a c; chmod 600 c`: the whole group changed in the command's view),
+ * it is marked for relink_changed_moved. */
+static int link_moved(walk *w, const census_handle *ch, struct moved *m)
+{
+	plan_op *o = &w->p->ops[m->op];
+	if (!ch->name || !S_ISREG(ch->st.st_mode) || ch->st.st_nlink < 2 || !strcmp(ch->name, o->path))
 		return 0;
 	_cleanup_close_ int uf = fs_open_entry(w->upper_root, o->path, O_RDONLY, 0);
 	_cleanup_close_ int wf = fs_open_entry(w->ws_root, ch->name, O_RDONLY, 0);
@@ -691,9 +715,14 @@ static int link_moved(walk *w, const census_handle *ch, size_t opi)
 	if (uf < 0 || wf < 0 || fstat(wf, &cur) < 0 || !S_ISREG(cur.st_mode) || cur.st_ino != ch->st.st_ino ||
 	    cur.st_dev != ch->st.st_dev)
 		return 0;
-	int r = fds_equal(uf, wf, cur.st_size, w->o->deadline_ns, o->path, w->err);
-	if (r <= 0)
+	int r = cur.st_size != o->new_st.st_size ? 0 : fds_equal(uf, wf, cur.st_size, w->o->deadline_ns, o->path, w->err);
+	if (r < 0)
 		return r;
+	if (!r || !fds_meta_equal(w, uf, &o->new_st, wf, &cur)) {
+		*m = (struct moved){.op = m->op, .h = m->h, .changed = true, .content = !r, .ino = cur.st_ino,
+				    .nlink = cur.st_nlink, .old_st = cur};
+		return 0;
+	}
 	o->kind = PLAN_LINK;
 	o->link_fd = steal_fd(wf);
 	o->link_upper_ino = o->new_st.st_ino;
@@ -706,24 +735,76 @@ static int link_moved(walk *w, const census_handle *ch, size_t opi)
 static int link_all_moved(walk *w, const census *c)
 {
 	for (size_t i = 0; i < w->nmoved; i++) {
-		int r = link_moved(w, &c->handles[i], w->moved[i].op);
+		int r = link_moved(w, &c->handles[i], &w->moved[i]);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
+/* The paths of the plan's ops as they are now, sorted. */
+static int covered_init(walk *w, covered *cv)
+{
+	size_t n = w->p->n;
+	*cv = (covered){.n = n, .p = w->p};
+	cv->paths = calloc(n ? n : 1, sizeof *cv->paths);
+	if (!cv->paths)
+		return txbox_fail(w->err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		cv->paths[i] = w->p->ops[i].path;
+	qsort(cv->paths, n, sizeof *cv->paths, cmp_str);
+	return 0;
+}
+
+/* Renamed members of hard-link groups that the command changed too
+ * (link_moved): in its view the whole group changed. Like a changed
+ * member in place, the layer's inode is published at the new name and
+ * linked at every other name, when a census of those groups proves every
+ * name is inside the workspace; otherwise the new name alone gets it, and
+ * says so (red team rt17: the change was dropped, or the group split
+ * silently). */
+static int relink_changed_moved(walk *w)
+{
+	_cleanup_(census_free) census c = {0};
+	size_t changed = 0;
+	int r = 0;
+	for (size_t i = 0; i < w->nmoved && r == 0; i++)
+		if (w->moved[i].changed && ++changed)
+			r = census_want(&c, w->moved[i].ino, w->err);
+	if (r < 0 || !changed)
+		return r;
+	if ((r = census_run(&c, w->ws_root, w->o->reserved_name, w->o->state_mark, w->o->deadline_ns, w->err)) < 0)
+		return r;
+	covered cv;
+	if ((r = covered_init(w, &cv)) < 0)
+		return r;
+	for (size_t i = 0; i < w->nmoved && r == 0; i++) {
+		const struct moved *m = &w->moved[i];
+		if (!m->changed)
+			continue;
+		if (!census_all_inside(&c, m->ino, m->nlink)) {
+			w->p->ops[m->op].note = NOTE_SPLIT;
+			continue;
+		}
+		/* the other names are the group's, changed like the new one */
+		plan_op base = w->p->ops[m->op];
+		base.existed = true;
+		base.old_ino = m->ino;
+		base.old_st = m->old_st;
+		base.change = m->content ? TXBOX_CHANGE_MODIFIED : TXBOX_CHANGE_METADATA;
+		r = link_other_names(w, &base, census_find(&c, m->ino), &cv);
+	}
+	free(cv.paths);
+	return r;
+}
+
 static int group_ops(walk *w, const census *c)
 {
 	size_t n = w->p->n;
-	covered cv = {.n = n, .p = w->p};
-	cv.paths = calloc(n ? n : 1, sizeof *cv.paths);
-	if (!cv.paths)
-		return txbox_fail(w->err, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		cv.paths[i] = w->p->ops[i].path;
-	qsort(cv.paths, n, sizeof *cv.paths, cmp_str);
-	int r = 0;
+	covered cv;
+	int r = covered_init(w, &cv);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		plan_op *o = &w->p->ops[i];
 		if (!is_group(w, i))
@@ -743,8 +824,9 @@ static int group_ops(walk *w, const census *c)
 		bool first = true; /* one op per group links the other names */
 		for (size_t j = 0; j < i && first; j++)
 			first = !(is_group(w, j) && w->p->ops[j].old_ino == o->old_ino);
+		const plan_op base = *o;
 		if (first)
-			r = link_other_names(w, i, ci, &cv);
+			r = link_other_names(w, &base, ci, &cv);
 	}
 	free(cv.paths);
 	return r;
@@ -792,6 +874,8 @@ static int plan_finish(walk *w, int ws_fd, int upper_fd)
 	if (r == 0)
 		r = group_ops(w, &c);
 	census_free(&c);
+	if (r == 0)
+		r = relink_changed_moved(w);
 	if (r == 0)
 		r = convert_links(w->p, w->err);
 	if (r == 0)

@@ -115,6 +115,44 @@ def outside_mode(ctx):
     check(stat.S_IMODE(os.lstat(os.path.join(ws, "obj")).st_mode) == 0o600, "chmod not committed")
 
 
+@test("links/renamed-outside-name-keeps-its-change")
+def renamed_outside(ctx):
+    """rt17 B4: a renamed member of a group with a name outside the
+    workspace, then changed (`mv obj key; chmod 600 key`), was published as
+    a link to the old inode: the chmod was dropped. The new name gets its
+    own inode with the change, and a note; the outside file is untouched."""
+    ws, h = _linked_out(ctx)
+    res = ctx.run_json(ws, "mv obj key && chmod 600 key")
+    res.expect(outcome="committed", exit_status=0)
+    key = os.path.join(ws, "key")
+    check(stat.S_IMODE(os.lstat(key).st_mode) == 0o600, "the chmod of the renamed member was dropped: %o"
+          % stat.S_IMODE(os.lstat(key).st_mode))
+    check(stat.S_IMODE(os.lstat(h).st_mode) == 0o644, "the outside file's mode changed")
+    check(os.lstat(key).st_ino != os.lstat(h).st_ino, "key is still the outside inode")
+    if ctx.privileged:  # rootless, the view itself gave key a new inode (no index)
+        notes = [c for c in res.json.get("changes", []) if c["path"] == "key" and c.get("note")]
+        check(notes, "the result does not say key left its group: %r" % res.json.get("changes"))
+
+
+@test("links/outside-symlink-metadata-not-changed")
+def outside_symlink(ctx):
+    """rt17 B6: a symlink with a second name outside the workspace (`cp -al`
+    links symlinks too) had its times (and, as root, owner) changed in place
+    by a commit of `touch -h` / `chown -h`. It is published as a new inode."""
+    ws = small_ws(ctx)
+    out = os.path.join(os.path.dirname(ws), "outside")
+    os.mkdir(out)
+    host = os.path.join(out, "lnk")
+    os.symlink("target", host)
+    os.utime(host, (1000000000, 1000000000), follow_symlinks=False)
+    os.link(host, os.path.join(ws, "lnk"), follow_symlinks=False)
+    res = ctx.run_json(ws, "touch -h -d @1111111111 lnk")
+    res.expect(outcome="committed", exit_status=0)
+    check(os.lstat(host).st_mtime == 1000000000, "the outside symlink's mtime changed")
+    check(os.lstat(os.path.join(ws, "lnk")).st_mtime == 1111111111, "the change is missing in the workspace")
+    check(os.readlink(os.path.join(ws, "lnk")) == "target", "the symlink's target changed")
+
+
 @test("links/inside-group-stays-one-inode")
 def inside_group(ctx):
     ws = small_ws(ctx)

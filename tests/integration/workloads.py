@@ -235,6 +235,13 @@ w("misc/new-files-explicit-mtime", "touch -d @1111111111.5 brandnew && mkdir nd2
 w("misc/xattr-large-value", "setfattr -n user.big -v \"$(head -c 3000 /dev/zero | tr '\\0' a)\" file_small && "
                             "setfattr -n user.empty -v '' file_4095", needs=("setfattr",))
 w("rename/hardlink-member", "mv hl2 hl2_moved && mv sub/hl3 hl3_moved")
+# rt17 B4: a renamed group member changed as well; the commit linked the
+# new name to the old inode, dropping the change (index=on: root only)
+w("rename/hardlink-member-then-chmod", "mv hl2 hl2_moved && chmod 600 hl2_moved", root_only=True)
+w("rename/hardlink-member-then-append", "mv hl2 hl2_moved && echo more >> hl2_moved", root_only=True)
+w("rename/hardlink-member-then-xattr-and-times",
+  "mv hl2 hl2_moved && setfattr -n user.moved -v 1 hl2_moved && touch -d @1111111111 hl2_moved",
+  root_only=True, needs=("setfattr",))
 w("rename/dir-into-new-dir-same-name", "mv dir x && mkdir dir && mv x dir/x")
 w("rename/swap-dirs", "mv dir tmpd && mv dir2 dir && mv tmpd dir2")
 w("rename/onto-deleted", "rm -r sub && mv dir sub")
