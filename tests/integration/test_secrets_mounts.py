@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import Skip, check, rmtree_force, test, which
+from harness import Skip, check, rmtree_force, small_ws, test, which
 
 TEST_USER = "txbox-test"
 CANARY = "TXSECRETCANARY"
@@ -656,3 +656,23 @@ echo SCENE-DONE
     check(not _leaks(out), "system credential stores were read: %s\n%s" % (_leaks(out), out[-2000:]))
     for m in ("root", "rootless"):
         check("NEIGHBOURS-READABLE-" + m in out, "[%s] a neighbour of a store was hidden:\n%s" % (m, out[-1500:]))
+
+
+@test("secrets/host-kernel-views-unreadable-as-root", root_only=True)
+def host_kernel_views(ctx):
+    """rt17 B1: /sys/kernel/tracing is in the view (read-only), and root's
+    command read the host's trace buffers (every process's activity) and
+    drained trace_pipe; ACPI tables and the like were readable too. Those
+    views are hidden from root's command; the rest of /sys stays readable."""
+    probes = [p for p in ("/sys/kernel/tracing/trace", "/sys/kernel/debug/tracing/trace",
+                          "/sys/firmware/acpi/tables/DSDT", "/sys/firmware/dmi/tables/DMI")
+              if os.path.exists(p) and os.access(p, os.R_OK)]
+    if not probes:
+        raise Skip("no host kernel view to probe here")
+    ws = small_ws(ctx)
+    script = "; ".join("if head -c 1 %s >/dev/null 2>&1; then echo READ %s; fi" % (p, p) for p in probes)
+    script += "; cat /sys/kernel/mm/transparent_hugepage/enabled >/dev/null 2>&1 || cat /sys/class/net/lo/mtu"
+    res = ctx.run_json(ws, script)
+    res.expect(outcome="committed", exit_status=0)
+    out = res.jget("stdout", "")
+    check("READ" not in out, "root's command read host kernel views: %r" % out)
