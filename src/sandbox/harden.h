@@ -125,6 +125,11 @@ ssize_t limits_cgroup_self_join_files(const limits_cgroup *cg, char **out, size_
 int limits_cgroup_attach_parent_side(limits_cgroup *cg, pid_t pid, txbox_error *err);
 /* After the sandbox ended: which limit was hit, if any ("memory", "pids", "cpu") or NULL. */
 const char *limits_cgroup_exceeded(limits_cgroup *cg);
+/* Whether the cgroup used up the CPU budget. It counts every process that
+ * ever ran in it: the supervisor polls it during the run, since /proc
+ * never shows the time of children reaped by nobody (a parent ignoring
+ * SIGCHLD). */
+bool limits_cgroup_cpu_over(const limits_cgroup *cg);
 /* Kill everything left in it and remove it. NULL-safe. */
 void limits_cgroup_destroy(limits_cgroup *cg);
 /* Remove txbox cgroups left behind by a killed txbox: empty txbox-* cgroups

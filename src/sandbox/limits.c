@@ -665,10 +665,7 @@ const char *limits_cgroup_exceeded(limits_cgroup *cg)
 			return "memory";
 		if (keyed_value(cg->v2, "pids.events", "max") > 0)
 			return "pids";
-		int64_t usec = keyed_value(cg->v2, "cpu.stat", "usage_usec");
-		if (cg->cpu_seconds && usec >= 0 && (uint64_t)usec >= cg->cpu_seconds * 1000000u)
-			return "cpu";
-		return NULL;
+		return limits_cgroup_cpu_over(cg) ? "cpu" : NULL;
 	}
 	if (cg->v1[V1_MEMORY]) {
 		const char *d = cg->v1[V1_MEMORY];
@@ -684,12 +681,19 @@ const char *limits_cgroup_exceeded(limits_cgroup *cg)
 	}
 	if (cg->v1[V1_PIDS] && keyed_value(cg->v1[V1_PIDS], "pids.events", "max") > 0)
 		return "pids";
-	if (cg->v1[V1_CPUACCT] && cg->cpu_seconds) {
-		int64_t ns = single_value(cg->v1[V1_CPUACCT], "cpuacct.usage");
-		if (ns >= 0 && (uint64_t)ns >= cg->cpu_seconds * 1000000000u)
-			return "cpu";
+	return limits_cgroup_cpu_over(cg) ? "cpu" : NULL;
+}
+
+bool limits_cgroup_cpu_over(const limits_cgroup *cg)
+{
+	if (!cg || !cg->cpu_seconds)
+		return false;
+	if (cg->v2) {
+		int64_t usec = keyed_value(cg->v2, "cpu.stat", "usage_usec");
+		return usec >= 0 && (uint64_t)usec >= cg->cpu_seconds * 1000000u;
 	}
-	return NULL;
+	int64_t ns = cg->v1[V1_CPUACCT] ? single_value(cg->v1[V1_CPUACCT], "cpuacct.usage") : -1;
+	return ns >= 0 && (uint64_t)ns >= cg->cpu_seconds * 1000000000u;
 }
 
 /* SIGKILL every pid listed in dir/cgroup.procs; returns how many were listed. */

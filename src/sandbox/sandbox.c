@@ -117,6 +117,10 @@ static void close_from(int lowfd)
  * count and the NUL-terminated entries; init keeps it for every command. */
 #define ENV_WIRE_MAX (64u << 20)
 
+/* How often the supervisor reads the cgroup's CPU usage during a run with
+ * a CPU budget: init's own sampling has the same period. */
+#define CPU_WATCH_NS (20u * 1000000u)
+
 static int send_env(int fd, char *const *env)
 {
 	size_t total = 0;
@@ -1085,8 +1089,12 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 		if (pidfd < 0 && tmo < 0)
 			tmo = 50; /* no pidfd: poll the child periodically */
 		bool measure = s->limits.disk_bytes && layer->upper_fd >= 0 && !o->limit && rep_got < sizeof rep;
-		if (measure) {
-			uint64_t due = last_measure + quota_watch_interval_ns(&qw), now = clock_now_ns();
+		bool cpu_watch = cg && s->harden.cpu_seconds && !o->limit && rep_got < sizeof rep;
+		uint64_t interval = measure ? quota_watch_interval_ns(&qw) : CPU_WATCH_NS;
+		if (cpu_watch && interval > CPU_WATCH_NS)
+			interval = CPU_WATCH_NS;
+		if (measure || cpu_watch) {
+			uint64_t due = last_measure + interval, now = clock_now_ns();
 			int until = now >= due ? 0 : (int)((due - now + 999999) / 1000000);
 			if (tmo < 0 || tmo > until)
 				tmo = until;
@@ -1098,11 +1106,14 @@ int sandbox_run_layer(sandbox *sb, const sandbox_layer *layer, sandbox_outcome *
 			o->timed_out = true;
 			kill(pid, SIGKILL);
 		}
-		if (measure && clock_now_ns() - last_measure >= quota_watch_interval_ns(&qw)) {
+		if ((measure || cpu_watch) && clock_now_ns() - last_measure >= interval) {
 			last_measure = clock_now_ns();
-			if (quota_watch_over(&qw, last_measure)) {
+			if (measure && quota_watch_over(&qw, last_measure)) {
 				o->limit = "disk";
 				disk_unmeasured(o, &qw.fault);
+				kill(pid, SIGKILL);
+			} else if (cpu_watch && limits_cgroup_cpu_over(cg)) {
+				o->limit = "cpu";
 				kill(pid, SIGKILL);
 			}
 		}

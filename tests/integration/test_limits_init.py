@@ -164,3 +164,33 @@ def cpu_after_prlimit_default(ctx):
 @test("limits-init/memory-holds-after-prlimit-init", needs=("python3",))
 def memory_after_prlimit(ctx):
     _limit_case(ctx, MEMORY, ["--memory", "200M"], "memory", "mem-done")
+
+
+AUTOREAPED_CHILDREN = r'''
+import os, signal, time
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped by nobody
+t0 = time.time()
+while time.time() - t0 < 12:
+    if os.fork() == 0:
+        end = time.process_time() + 0.008
+        while time.process_time() < end:
+            pass
+        os._exit(0)
+    time.sleep(0.0005)
+print("PROBE-DONE")
+'''
+
+
+@test("limits-init/cpu-budget-counts-auto-reaped-children", root_only=True, needs=("python3",))
+def cpu_autoreaped(ctx):
+    """rt17 B2: children that a parent ignoring SIGCHLD never reaps show in
+    no /proc sample and in no parent's cutime; --cpu 1 ran the whole
+    command and only reported the limit at the end. With a cgroup its usage
+    is watched during the run, and the command dies at the budget."""
+    ws = small_ws(ctx)
+    with open(os.path.join(ws, "spin.py"), "w") as f:
+        f.write(AUTOREAPED_CHILDREN)
+    res = ctx.run_json(ws, ["python3", "spin.py"], extra=["--cpu", "1", "--memory", "1G", "--pids", "512"],
+                       timeout=120)
+    check(res.jget("limit") == "cpu", "the CPU budget was not hit: %r %r" % (res.jget("outcome"), res.jget("limit")))
+    check("PROBE-DONE" not in (res.jget("stdout", "") or ""), "the command ran to its end past the budget")
