@@ -9,6 +9,8 @@
  *                host, a new devpts instance, fd/stdin/stdout/stderr links
  *   /proc        fresh procfs of the new PID namespace; /proc/sys and
  *                /proc/sysrq-trigger read-only
+ *   /sys         the host's, read-only; as root without its root-only
+ *                kernel views (hide_kernel_views)
  *   WORKSPACE    overlay: lower = workspace, upper/work = the layer
  *   WORKSPACE/.txbox  hidden (whiteout in the layer, or an empty ro tmpfs)
  *   masked secrets   empty (secrets.c)
@@ -594,9 +596,35 @@ int mounts_view_finish(const sandbox_spec *s, mounts_view *v, const char *layer_
 	return 0;
 }
 
+/* The kernel's views of the whole host that only root reads: the ftrace
+ * buffers (every process's activity; reading trace_pipe takes the events
+ * from the host's tracers), debugfs, securityfs (IMA's list of measured
+ * files), crash logs, pinned BPF objects, firmware tables (red team
+ * rt17). As real root (the view's mounts are not locked) the kernel
+ * filesystems are detached and /sys/firmware is covered by an empty
+ * tmpfs, all before the read-only pass. Rootless (use_userns) the
+ * command reads none of them: they are its user's to read or not. */
+static int hide_kernel_views(const sandbox_spec *s, char *msg, size_t len)
+{
+	static const char *const detach[] = {"/sys/kernel/tracing", "/sys/kernel/debug", "/sys/kernel/security",
+					     "/sys/fs/pstore", "/sys/fs/bpf"};
+	if (s->use_userns)
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(detach); i++)
+		if (umount2(detach[i], MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+			return failf(msg, len, errno, "hiding the host's %s", detach[i]);
+	if (mount("none", "/sys/firmware", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") <
+		    0 &&
+	    errno != ENOENT)
+		return failf(msg, len, errno, "hiding the host's /sys/firmware");
+	return 0;
+}
+
 int mounts_view_seal(const sandbox_spec *s, mounts_view *v, char *msg, size_t len)
 {
-	int r;
+	int r = hide_kernel_views(s, msg, len);
+	if (r < 0)
+		return r;
 	/* Everything read-only, then the few writable places writable again
 	 * (they were created in this namespace, so they are not locked). */
 	r = make_host_readonly(msg, len);

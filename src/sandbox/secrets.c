@@ -213,18 +213,6 @@ static const char *const system_secrets[] = {
 	"/etc/.pwd.lock",
 };
 
-/* The kernel's views of the whole host that only root reads, and root's
- * command could (uid 0 is mapped to it): the ftrace buffers (every
- * process's activity; reading trace_pipe also takes the events from the
- * host's tracers), debugfs, securityfs (IMA's list of every measured
- * file), crash logs, pinned BPF objects, firmware (ACPI and DMI tables,
- * EFI variables). Red team rt17. A rootless command reads no more of them
- * than its user may: not hidden there (no split of /sys). */
-static const char *const root_kernel_views[] = {
-	"/sys/kernel/tracing", "/sys/kernel/debug", "/sys/kernel/security", "/sys/fs/pstore", "/sys/fs/bpf",
-	"/sys/firmware",
-};
-
 /* Variables of the caller's environment that name where a tool keeps its
  * credentials (files or directories; KUBECONFIG is a list). */
 static const char *const env_store_vars[] = {
@@ -1501,9 +1489,8 @@ static int private_to_workspace(lsplit *ls, int fd, const struct stat *st, const
 }
 
 /* A directory named by a pattern's inner component: split it, unless it
- * is the sandbox's own (its /proc, the private tmpfs) or lies in the
- * workspace (masked there by mounts on the sandbox's overlay). The host's
- * /sys is split like any directory (root_kernel_views). */
+ * is the sandbox's own (kernel filesystems, the private tmpfs) or lies in
+ * the workspace (masked there by mounts on the sandbox's overlay). */
 static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, const char *rest)
 {
 	if (ls->ws && at_or_below(full, ls->ws)) {
@@ -1524,7 +1511,7 @@ static int split_dir(lsplit *ls, size_t i, const char *name, const char *full, c
 	if (fd < 0)
 		return unreachable(errno) ? 0 : txbox_fail_errno(ls->err, -errno, "secrets: opening %s", full);
 	if (fstat(fd, &st) < 0 || fstatfs(fd, &sf) < 0 || st.st_dev == ls->private_dev ||
-	    sf.f_type == PROC_SUPER_MAGIC) {
+	    sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC) {
 		int r = private_to_workspace(ls, fd, &st, full, rest);
 		close(fd);
 		return r;
@@ -2010,9 +1997,6 @@ static int ls_patterns(lsplit *ls, const masker *m, const strv_buf *others, cons
 	for (size_t j = 0; r == 0 && j < ARRAY_SIZE(system_secrets); j++)
 		if (!unmasked(m, "", system_secrets[j]))
 			r = ls_add(ls, system_secrets[j]);
-	for (size_t j = 0; r == 0 && !ls->rootless && j < ARRAY_SIZE(root_kernel_views); j++)
-		if (!unmasked(m, "", root_kernel_views[j]))
-			r = ls_add(ls, root_kernel_views[j]);
 	for (size_t j = 0; r == 0 && j < others->n; j++)
 		r = ls_add(ls, others->v[j]);
 	_cleanup_(strv_buf_free) strv_buf files = {0};
