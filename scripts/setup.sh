@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential meson ninja-build pkg-config libseccomp-dev libsqlite3-dev libyaml-dev
 libcurl4-openssl-dev libcmocka-dev zlib1g-dev bubblewrap attr acl git python3 clang util-linux procps
-iproute2 hyperfine gcc make tar"
+iproute2 hyperfine gcc make tar btrfs-progs"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 missing=""

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 static int cmp_ino(const void *a, const void *b)
@@ -98,6 +99,7 @@ typedef struct census_walk {
 	const char *state_mark;
 	uint64_t deadline;
 	uint64_t mnt_id;
+	dev_t dev; /* the workspace's: a btrfs subvolume shares the mount, not the device */
 	txbox_error *err;
 } census_walk;
 
@@ -195,7 +197,7 @@ static int walk(census_walk *w, int dfd, const char *rel, unsigned depth)
 		else if (S_ISDIR(st.st_mode)) {
 			_cleanup_close_ int c = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			_cleanup_free_ char *child = NULL;
-			if (c < 0 || !same_mount(w, c) || !(child = join_rel(rel, de->d_name))) {
+			if (c < 0 || st.st_dev != w->dev || !same_mount(w, c) || !(child = join_rel(rel, de->d_name))) {
 				w->c->complete = false; /* a mount inside: its names are not the workspace's */
 				continue;
 			}
@@ -229,6 +231,7 @@ int census_run(census *c, int ws_fd, const char *skip_name, const char *state_ma
 			 .state_mark = state_mark,
 			 .deadline = deadline_ns,
 			 .mnt_id = sx.stx_mnt_id,
+			 .dev = makedev(sx.stx_dev_major, sx.stx_dev_minor),
 			 .err = err};
 	return walk(&w, ws_fd, "", 0);
 }

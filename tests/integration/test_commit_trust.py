@@ -4,10 +4,11 @@ change to an inode with names outside it, bounded planning, and the
 workspace root's owner and mode left alone."""
 
 import os
+import subprocess
 import stat
 import time
 
-from harness import check, small_ws, test
+from harness import Skip, check, small_ws, test
 
 # The command forges an overlay.origin for a host file: the handle of that
 # file (name_to_handle_at), in the layout overlayfs writes, set as
@@ -151,6 +152,51 @@ def outside_symlink(ctx):
     check(os.lstat(host).st_mtime == 1000000000, "the outside symlink's mtime changed")
     check(os.lstat(os.path.join(ws, "lnk")).st_mtime == 1111111111, "the change is missing in the workspace")
     check(os.readlink(os.path.join(ws, "lnk")) == "target", "the symlink's target changed")
+
+
+@test("links/btrfs-subvolume-inodes-are-not-the-workspaces", root_only=True, needs=("mkfs.btrfs", "losetup"))
+def btrfs_subvolume(ctx):
+    """rt16 O17: the census matched names by inode number alone, and a
+    btrfs subvolume inside the workspace shares its mount but numbers its
+    inodes afresh: a file there with the number of a workspace file that
+    has an outside name made the count look complete, and a chmod was
+    applied in place to the outside name's inode. A directory on another
+    device is now, like a mount, a place whose names prove nothing."""
+    base = ctx.mkdtemp("btrfs")
+    img, mnt = os.path.join(base, "img"), os.path.join(base, "mnt")
+    os.mkdir(mnt)
+    with open(img, "wb") as f:
+        f.truncate(256 << 20)
+    if subprocess.run(["mkfs.btrfs", "-q", img], capture_output=True).returncode != 0:
+        raise Skip("mkfs.btrfs failed")
+    if subprocess.run(["mount", "-o", "loop", img, mnt], capture_output=True).returncode != 0:
+        raise Skip("cannot mount a btrfs image here")
+    try:
+        x = os.path.join(mnt, "x")
+        with open(x, "w") as f:
+            f.write("shared\n")
+        ws, out = os.path.join(mnt, "W"), os.path.join(mnt, "out")
+        os.mkdir(ws)
+        os.mkdir(out)
+        os.chmod(x, 0o644)
+        os.rename(x, os.path.join(ws, "a"))
+        os.link(os.path.join(ws, "a"), os.path.join(out, "h"))
+        sv = os.path.join(ws, "sv")
+        subprocess.run(["btrfs", "subvolume", "create", sv], check=True, capture_output=True)
+        f2 = os.path.join(sv, "f")
+        with open(f2, "w") as f:
+            f.write("other\n")
+        if os.stat(f2).st_ino != os.stat(os.path.join(ws, "a")).st_ino:
+            raise Skip("the inode numbers did not collide")
+        os.mkdir(os.path.join(sv, ".txbox"))  # a name the census never counts
+        os.link(f2, os.path.join(sv, ".txbox", "g"))
+        res = ctx.run_json(ws, "chmod 600 a")
+        res.expect(outcome="committed", exit_status=0)
+        mode = stat.S_IMODE(os.stat(os.path.join(out, "h")).st_mode)
+        check(mode == 0o644, "the outside name's mode changed to %o" % mode)
+        check(stat.S_IMODE(os.stat(os.path.join(ws, "a")).st_mode) == 0o600, "chmod not committed")
+    finally:
+        subprocess.run(["umount", "-l", mnt], capture_output=True)
 
 
 @test("links/inside-group-stays-one-inode")
