@@ -78,16 +78,34 @@ void plan_free(plan *p)
 	p->n_also = 0;
 }
 
+/* Where xattrs are read from: a path (never following a final symlink),
+ * or, path NULL, an open file (a /proc/self/fd path would name the magic
+ * link itself). */
+typedef struct xsrc {
+	const char *path;
+	int fd;
+} xsrc;
+
+static int xsrc_list(xsrc s, char **names, size_t *n)
+{
+	return s.path ? fs_xattr_list(s.path, names, n) : fs_xattr_list_fd(s.fd, names, n);
+}
+
+static ssize_t xsrc_get(xsrc s, const char *k, char **v)
+{
+	return s.path ? fs_xattr_get(s.path, k, v) : fs_xattr_get_fd(s.fd, k, v);
+}
+
 /* Every non-overlay xattr of a is on b with the same value (any sizes;
  * the values are the sandboxed command's). An unreadable list counts as
  * different, so the change is published rather than lost. A side whose
  * security.capability preparing will strip (drop_a, drop_b) is compared
  * as it will be published, without it. */
-static bool xattrs_subset_of(const char *a, const char *b, bool userxattr, bool drop_a, bool drop_b, bool skip_acl)
+static bool xsrc_subset_of(xsrc a, xsrc b, bool userxattr, bool drop_a, bool drop_b, bool skip_acl)
 {
 	_cleanup_free_ char *names = NULL;
 	size_t n;
-	if (fs_xattr_list(a, &names, &n) < 0)
+	if (xsrc_list(a, &names, &n) < 0)
 		return false;
 	for (size_t off = 0; off < n; off += strlen(names + off) + 1) {
 		const char *k = names + off;
@@ -97,12 +115,17 @@ static bool xattrs_subset_of(const char *a, const char *b, bool userxattr, bool 
 		if (cap && drop_b)
 			return false;
 		_cleanup_free_ char *va = NULL, *vb = NULL;
-		ssize_t la = fs_xattr_get(a, k, &va);
-		ssize_t lb = fs_xattr_get(b, k, &vb);
+		ssize_t la = xsrc_get(a, k, &va);
+		ssize_t lb = xsrc_get(b, k, &vb);
 		if (la < 0 || la != lb || memcmp(va, vb, (size_t)la) != 0)
 			return false;
 	}
 	return true;
+}
+
+static bool xattrs_subset_of(const char *a, const char *b, bool userxattr, bool drop_a, bool drop_b, bool skip_acl)
+{
+	return xsrc_subset_of((xsrc){.path = a}, (xsrc){.path = b}, userxattr, drop_a, drop_b, skip_acl);
 }
 
 static bool xattrs_subset(const char *a, const char *b, bool userxattr, bool drop_a, bool drop_b)
@@ -691,12 +714,10 @@ static int take_census(walk *w, census *c)
  * wf have the same metadata: mode, owner, mtime, xattrs. */
 static bool fds_meta_equal(const walk *w, int uf, const struct stat *st, int wf, const struct stat *cur)
 {
-	char a[32], b[32];
-	snprintf(a, sizeof a, "/proc/self/fd/%d", uf);
-	snprintf(b, sizeof b, "/proc/self/fd/%d", wf);
+	xsrc a = {.fd = uf}, b = {.fd = wf};
 	return meta_equal(st, cur) && same_time(st->st_mtim, cur->st_mtim) &&
-	       xattrs_subset(a, b, w->o->userxattr, w->o->strip_setuid, false) &&
-	       xattrs_subset(b, a, w->o->userxattr, false, w->o->strip_setuid);
+	       xsrc_subset_of(a, b, w->o->userxattr, w->o->strip_setuid, false, false) &&
+	       xsrc_subset_of(b, a, w->o->userxattr, false, w->o->strip_setuid, false);
 }
 
 /* A renamed or linked member of a hard-link group, unchanged: natively
@@ -780,7 +801,10 @@ static int relink_changed_moved(walk *w)
 		return r;
 	for (size_t i = 0; i < w->nmoved && r == 0; i++) {
 		const struct moved *m = &w->moved[i];
-		if (!m->changed)
+		bool first = m->changed; /* one member per group links the other names */
+		for (size_t j = 0; j < i && first; j++)
+			first = !(w->moved[j].changed && w->moved[j].ino == m->ino);
+		if (!first)
 			continue;
 		if (!census_all_inside(&c, m->ino, m->nlink)) {
 			w->p->ops[m->op].note = NOTE_SPLIT;

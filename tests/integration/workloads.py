@@ -242,6 +242,14 @@ w("rename/hardlink-member-then-append", "mv hl2 hl2_moved && echo more >> hl2_mo
 w("rename/hardlink-member-then-xattr-and-times",
   "mv hl2 hl2_moved && setfattr -n user.moved -v 1 hl2_moved && touch -d @1111111111 hl2_moved",
   root_only=True, needs=("setfattr",))
+# rt18 X1, X2: an xattr or ACL alone was compared on the magic link, not the
+# file; two renamed members of one changed group linked the third name twice
+w("rename/hardlink-member-then-xattr", "mv hl2 hl2_moved && setfattr -n user.moved -v 1 hl2_moved",
+  root_only=True, needs=("setfattr",))
+w("rename/hardlink-member-then-acl", "mv hl2 hl2_moved && setfacl -m u:1001:rw hl2_moved",
+  root_only=True, needs=("setfacl",))
+w("rename/two-hardlink-members-then-append",
+  "mv hl1 hl1_moved && mv hl2 hl2_moved && echo more >> hl1_moved", root_only=True)
 w("rename/dir-into-new-dir-same-name", "mv dir x && mkdir dir && mv x dir/x")
 w("rename/swap-dirs", "mv dir tmpd && mv dir2 dir && mv tmpd dir2")
 w("rename/onto-deleted", "rm -r sub && mv dir sub")
