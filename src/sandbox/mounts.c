@@ -599,25 +599,77 @@ int mounts_view_finish(const sandbox_spec *s, mounts_view *v, const char *layer_
 /* The kernel's views of the whole host that only root reads: the ftrace
  * buffers (every process's activity; reading trace_pipe takes the events
  * from the host's tracers), debugfs, securityfs (IMA's list of measured
- * files), crash logs, pinned BPF objects, firmware tables (red team
- * rt17). As real root (the view's mounts are not locked) the kernel
- * filesystems are detached and /sys/firmware is covered by an empty
- * tmpfs, all before the read-only pass. Rootless (use_userns) the
- * command reads none of them: they are its user's to read or not. */
+ * files), crash logs, pinned BPF objects, EFI variables, configfs, and
+ * sysfs's firmware tables (red team rt17). As real root every mount of
+ * those types, wherever the mount table shows one (stacked, bound into a
+ * chroot: rt18), is covered by an empty read-only tmpfs, and so is the
+ * firmware directory of every sysfs mount, before the read-only pass. A
+ * mount point that is no directory is detached instead. Rootless
+ * (use_userns) the command reads none of them: they are its user's to
+ * read or not. */
+static const char *const kernel_view_types[] = {"tracefs", "debugfs",  "securityfs", "pstore",
+						"bpf",     "efivarfs", "configfs"};
+
+static int cover_kernel_view(const char *point, char *msg, size_t len)
+{
+	struct stat st;
+	if (lstat(point, &st) < 0)
+		return errno == ENOENT || errno == EACCES ? 0 : failf(msg, len, errno, "hiding the host's %s", point);
+	int r = S_ISDIR(st.st_mode) ? mount("none", point, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+					    "size=4k,mode=0555")
+				    : umount2(point, MNT_DETACH | UMOUNT_NOFOLLOW);
+	return r < 0 && errno != ENOENT ? failf(msg, len, errno, "hiding the host's %s", point) : 0;
+}
+
+/* What to cover of a sysfs mount whose root (in sysfs) is root: "/firmware"
+ * below its mount point for the whole of sysfs, "" (the mount point
+ * itself) for a mount of the firmware directory or of a part of it, NULL
+ * for a mount of another part. */
+static const char *sysfs_firmware_below(const char *root)
+{
+	if (!strcmp(root, "/"))
+		return "/firmware";
+	if (!strncmp(root, "/firmware", 9) && (root[9] == '\0' || root[9] == '/'))
+		return "";
+	return NULL;
+}
+
 static int hide_kernel_views(const sandbox_spec *s, char *msg, size_t len)
 {
-	static const char *const detach[] = {"/sys/kernel/tracing", "/sys/kernel/debug", "/sys/kernel/security",
-					     "/sys/fs/pstore", "/sys/fs/bpf"};
 	if (s->use_userns)
 		return 0;
-	for (size_t i = 0; i < ARRAY_SIZE(detach); i++)
-		if (umount2(detach[i], MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
-			return failf(msg, len, errno, "hiding the host's %s", detach[i]);
-	if (mount("none", "/sys/firmware", "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") <
-		    0 &&
-	    errno != ENOENT)
-		return failf(msg, len, errno, "hiding the host's /sys/firmware");
-	return 0;
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return failf(msg, len, errno, "reading /proc/self/mountinfo");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	int r = 0;
+	while (r == 0 && getline(&line, &cap, f) > 0) {
+		/* id parent maj:min root mountpoint opts [optional...] - fstype ... */
+		char *sep = strstr(line, " - "), *save = NULL, *field[5] = {0};
+		char *t = strtok_r(line, " ", &save);
+		for (int i = 0; i < 5 && t; i++, t = strtok_r(NULL, " ", &save))
+			field[i] = t;
+		char *root = field[3], *point = field[4];
+		if (!sep || !point || point > sep)
+			continue;
+		char *type = sep + 3;
+		type[strcspn(type, " ")] = '\0';
+		unescape_mountinfo(point);
+		unescape_mountinfo(root);
+		bool view = false;
+		for (size_t i = 0; i < ARRAY_SIZE(kernel_view_types) && !view; i++)
+			view = !strcmp(type, kernel_view_types[i]);
+		/* sysfs: its firmware directory, wherever this mount shows it */
+		const char *fw_rest = !strcmp(type, "sysfs") ? sysfs_firmware_below(root) : NULL;
+		char fw[PATH_MAX];
+		if (view)
+			r = cover_kernel_view(point, msg, len);
+		else if (fw_rest && snprintf(fw, sizeof fw, "%s%s", strcmp(point, "/") ? point : "", fw_rest) <
+					    (int)sizeof fw)
+			r = cover_kernel_view(*fw ? fw : "/", msg, len);
+	}
+	return r;
 }
 
 int mounts_view_seal(const sandbox_spec *s, mounts_view *v, char *msg, size_t len)

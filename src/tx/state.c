@@ -496,9 +496,14 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 		snprintf(o->why, sizeof o->why, "it is inside the txbox state dir %s", o->where);
 		return WALK_YES;
 	}
-	/* one of the caller's workspaces (anyone may make a .txbox in /tmp) */
+	/* A workspace: the caller's, or anyone's whose .txbox belongs to the
+	 * owner of the directory holding it (that workspace's commands could
+	 * replace the state dir's parent with a forged copy that the caller's
+	 * next run would recover: red team rt18 X62). Anyone may make a
+	 * .txbox in /tmp: one of another owner than its directory's is none. */
 	struct stat t;
-	if (fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(t.st_mode) || t.st_uid != geteuid())
+	if (fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(t.st_mode) ||
+	    (t.st_uid != geteuid() && t.st_uid != st->st_uid))
 		return WALK_ON;
 	ssize_t n = readlink(p, o->where, PATH_MAX - 1);
 	o->where[n > 0 ? n : 0] = '\0';
@@ -647,6 +652,29 @@ int state_dir_resolve(const char *ws_path, int ws_fd, const char *given, char **
 	return 0;
 }
 
+/* Whether a --state-dir's last component is .txbox (trailing slashes and
+ * "." aside): only txbox names the state dir inside a workspace so, and a
+ * --state-dir there would be marked as the workspace's and refused ever
+ * after (red team rt18 X9). */
+static bool named_like_inside(const char *state_dir)
+{
+	_cleanup_free_ char *copy = strdup(state_dir);
+	if (!copy)
+		return false;
+	size_t n = strlen(copy);
+	for (;;) {
+		while (n > 1 && copy[n - 1] == '/')
+			copy[--n] = '\0';
+		if (n >= 2 && !strcmp(copy + n - 2, "/.")) {
+			copy[n -= 2] = '\0';
+			continue;
+		}
+		break;
+	}
+	const char *base = strrchr(copy, '/');
+	return !strcmp(base ? base + 1 : copy, TX_STATE_DIR_NAME);
+}
+
 /* What a --state-dir may hold before it is bound to a workspace (no
  * record yet): what a first run, maybe one running alongside, makes. */
 static bool first_use_entry(int sfd, const char *name)
@@ -670,8 +698,8 @@ static bool first_use_entry(int sfd, const char *name)
  * txbox's state. */
 static int check_first_use(int sfd, const char *spath, txbox_error *err)
 {
-	if (faccessat(sfd, "workspace", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		return 0; /* bound: bind_state_dir checks to which workspace */
+	if (fs_is_state_dir(sfd, ".", TX_STATE_MARK))
+		return 0; /* made by txbox: bind_state_dir checks for which workspace */
 	int dfd = openat(sfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {
@@ -711,6 +739,11 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 		if (given >= 0 && (r = foreign_state_where(ws_path, &wst, state_dir, given, err)) < 0)
 			return r;
 	}
+	if (state_dir && named_like_inside(state_dir))
+		return txbox_fail(err, -EINVAL,
+				  "refusing the state dir %s: %s is the name of the state dir inside a workspace; run "
+				  "without --state-dir to use that one, or choose another name",
+				  state_dir, TX_STATE_DIR_NAME);
 	if (state_dir && inside_other_workspace(state_dir, &wst, other, why))
 		return txbox_fail(err, -EPERM,
 				  "refusing the state dir %s: %s; choose a state dir of yours outside every workspace",

@@ -473,11 +473,12 @@ def other_users_state_dirs(ctx):
     os.chmod(base, 0o755)
     rw, b = os.path.join(base, "RW"), _mkdir_for(os.path.join(base, "B"), pw)
     os.mkdir(rw)
-    check(_run_rc(ctx, rw).rc == 0, "a plain run in root's workspace failed")
     st = os.path.join(_mkdir_for(os.path.join(rw, "sub"), pw), "S")
     p = _as_other(ctx, pw, base, ["run", "-w", b, "--state-dir", st, "--", "sh", "-c",
                                   "echo pending > f; $TXBOX_IT_UNSET"], b)
     tid = _held_tx(st)
+    # RW becomes root's workspace after the other user's state dir exists
+    check(_run_rc(ctx, rw).rc == 0, "a plain run in root's workspace failed")
     pending = os.path.join(st, "tx", tid, "layers", "0", "upper", "f")
     check(os.path.exists(pending), "no pending file: %s" % p.stderr[-300:])
     res = ctx.run_json(rw, "echo root > sub/S/tx/%s/layers/0/upper/f; touch sub/S/planted" % tid)
@@ -501,10 +502,19 @@ def other_users_state_dirs(ctx):
         r = _run_rc(ctx, inner, cmd=["sh", "-c", "echo planted > ../planted"])
         check(r.rc == 125 and b"inside the txbox state dir" in r.err,
               "root's workspace inside %s was accepted: rc %d %s" % (sd, r.rc, r.err[-300:]))
+    # rt18 X62: root's commands could replace the state dir's parent with a
+    # forged copy; so the other user's state dir inside root's workspace is
+    # refused from now on (its held transaction waits, untouched)
     p = _as_other(ctx, pw, base, ["commit", "-w", b, tid], b)
-    check(p.returncode == 0, "the other user's commit failed: %s" % p.stderr[-300:])
-    with open(os.path.join(b, "f")) as f:
-        check(f.read() == "pending\n", "the other user committed what root's command wrote")
+    check(p.returncode == 125 and b"inside the txbox workspace" in p.stderr,
+          "a state dir inside another user's workspace was used: %s" % p.stderr[-300:])
+    check(not os.path.exists(os.path.join(b, "f")), "the held transaction was committed")
+    with open(pending) as f:
+        check(f.read() == "pending\n", "the held file changed")
+    b3 = _mkdir_for(os.path.join(base, "B3"), pw)
+    p = _as_other(ctx, pw, base, ["run", "-w", b3, "--state-dir", os.path.join(rw, "sub", "S3"), "--", "true"], b3)
+    check(p.returncode == 125 and b"inside the txbox workspace" in p.stderr,
+          "a new state dir inside root's workspace was accepted: %s" % p.stderr[-300:])
 
 
 @test("locks/lookalike-state-dirs-are-never-mistaken")
@@ -552,3 +562,18 @@ def lookalike_state_dirs(ctx):
           "a --state-dir around an existing workspace was accepted: %s" % r.err[-300:])
     check(not os.path.exists(os.path.join(x, "tx")), "it was set up anyway")
     check(_run_rc(ctx, a).rc == 0, "X/A no longer runs")
+    # rt18 X16: an entry named workspace (a notes file) made it look bound
+    with open(os.path.join(x, "workspace"), "w") as f:
+        f.write("notes\n")
+    r = _run_rc(ctx, e, extra=["--state-dir", x])
+    check(r.rc == 125 and b"must be a new or empty directory" in r.err,
+          "a --state-dir holding a file named workspace was taken as bound: %s" % r.err[-300:])
+    check(not os.path.exists(os.path.join(x, ".txbox-state")), "it was marked anyway")
+    check(_run_rc(ctx, a).rc == 0, "X/A no longer runs")
+    # rt18 X9: the inside state dir's path given as a --state-dir
+    w9 = os.path.join(base, "W9")
+    os.mkdir(w9)
+    r = _run_rc(ctx, w9, extra=["--state-dir", os.path.join(w9, ".txbox") + "/"])
+    check(r.rc == 125 and b"the name of the state dir inside a workspace" in r.err,
+          "--state-dir W/.txbox was accepted: %s" % r.err[-300:])
+    check(_run_rc(ctx, w9).rc == 0, "a plain run after the refused --state-dir failed")

@@ -676,3 +676,22 @@ def host_kernel_views(ctx):
     res.expect(outcome="committed", exit_status=0)
     out = res.jget("stdout", "")
     check("READ" not in out, "root's command read host kernel views: %r" % out)
+    # rt18 X4: the same views stacked, mounted or bound elsewhere (a build
+    # chroot's /sys), in a private mount namespace of the test's own
+    if not which("unshare") or not os.path.exists("/sys/kernel/tracing/README"):
+        return
+    m = os.path.join(os.path.dirname(ws), "m")
+    mounts = ("mount --bind /sys/kernel/tracing /sys/kernel/tracing; mount -t tracefs nodev {m}/tr; "
+              "mount -t sysfs sysfs {m}/sys2; mount --bind /sys/firmware {m}/fw; "
+              "mount --rbind /sys/kernel {m}/sysk").format(m=m)
+    probes = ["/sys/kernel/tracing/README", m + "/tr/README", m + "/sys2/firmware/acpi/tables/DSDT",
+              m + "/fw/acpi/tables/DSDT", m + "/sysk/tracing/README"]
+    for d in ("tr", "sys2", "fw", "sysk"):
+        os.makedirs(os.path.join(m, d))
+    inner = "; ".join("if head -c 1 %s >/dev/null 2>&1; then echo READ %s; fi" % (p, p) for p in probes)
+    pol = ["--policy", ctx.policy_file] if ctx.policy_file else []
+    cmd = "%s && exec %s run -w %s %s -- sh -c '%s'" % (mounts, ctx.txbox, ws, " ".join(pol), inner)
+    p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", cmd], capture_output=True,
+                       timeout=120)
+    check(p.returncode == 0, "the run in a namespace with more kernel views failed: %s" % p.stderr[-300:])
+    check(b"READ" not in p.stdout, "root's command read kernel views mounted elsewhere: %r" % p.stdout)
