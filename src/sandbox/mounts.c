@@ -603,35 +603,63 @@ int mounts_view_finish(const sandbox_spec *s, mounts_view *v, const char *layer_
  * sysfs's firmware tables (red team rt17). As real root every mount of
  * those types, wherever the mount table shows one (stacked, bound into a
  * chroot: rt18), is covered by an empty read-only tmpfs, and so is the
- * firmware directory of every sysfs mount, before the read-only pass. A
- * mount point that is no directory is detached instead. Rootless
+ * firmware directory of every sysfs mount, before the read-only pass (a
+ * file, by /dev/null: never by unmounting, which would take whatever is on
+ * top; rt19). The workspace shows none of the host's mounts. Rootless
  * (use_userns) the command reads none of them: they are its user's to
  * read or not. */
 static const char *const kernel_view_types[] = {"tracefs", "debugfs",  "securityfs", "pstore",
 						"bpf",     "efivarfs", "configfs"};
 
-static int cover_kernel_view(const char *point, char *msg, size_t len)
+/* Whether path is ws or below it: the view shows the workspace's overlay
+ * there, which shows none of the host's mounts below it. */
+static bool in_workspace(const char *path, const char *ws)
+{
+	size_t n = ws ? strlen(ws) : 0;
+	return n && !strncmp(path, ws, n) && (path[n] == '\0' || path[n] == '/' || !strcmp(ws, "/"));
+}
+
+/* On top of whatever is mounted at point: an empty read-only tmpfs on a
+ * directory, /dev/null on anything else (a bind of a file). */
+static int cover_kernel_view(const sandbox_spec *s, const char *point, char *msg, size_t len)
 {
 	struct stat st;
+	if (in_workspace(point, s->workspace))
+		return 0;
 	if (lstat(point, &st) < 0)
 		return errno == ENOENT || errno == EACCES ? 0 : failf(msg, len, errno, "hiding the host's %s", point);
 	int r = S_ISDIR(st.st_mode) ? mount("none", point, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 					    "size=4k,mode=0555")
-				    : umount2(point, MNT_DETACH | UMOUNT_NOFOLLOW);
+				    : mount("/dev/null", point, NULL, MS_BIND, NULL);
 	return r < 0 && errno != ENOENT ? failf(msg, len, errno, "hiding the host's %s", point) : 0;
 }
 
-/* What to cover of a sysfs mount whose root (in sysfs) is root: "/firmware"
- * below its mount point for the whole of sysfs, "" (the mount point
- * itself) for a mount of the firmware directory or of a part of it, NULL
- * for a mount of another part. */
-static const char *sysfs_firmware_below(const char *root)
+/* The parts of sysfs hidden from root's command: firmware tables (ACPI,
+ * DMI, EFI) and the machine's serial numbers. */
+static const char *const sysfs_hidden[] = {"/firmware", "/devices/virtual/dmi"};
+
+/* Where a sysfs mount whose root (in sysfs) is root shows the hidden part
+ * h: below its mount point at the returned rest ("" for the mount point
+ * itself: a mount of h or of a part of it), or NULL when it does not. */
+static const char *sysfs_hidden_below(const char *root, const char *h)
 {
-	if (!strcmp(root, "/"))
-		return "/firmware";
-	if (!strncmp(root, "/firmware", 9) && (root[9] == '\0' || root[9] == '/'))
+	size_t n = strlen(h), rn = strcmp(root, "/") ? strlen(root) : 0;
+	if (!strncmp(root, h, n) && (root[n] == '\0' || root[n] == '/'))
 		return "";
+	if (!strncmp(h, root, rn) && h[rn] == '/')
+		return h + rn;
 	return NULL;
+}
+
+/* The hidden part of sysfs at point + rest (rest NULL: not shown here). */
+static int cover_sysfs_part(const sandbox_spec *s, const char *point, const char *rest, char *msg, size_t len)
+{
+	char p[PATH_MAX];
+	if (!rest)
+		return 0;
+	if (snprintf(p, sizeof p, "%s%s", strcmp(point, "/") ? point : "", rest) >= (int)sizeof p)
+		return failf(msg, len, ENAMETOOLONG, "hiding the firmware tables of the host's sysfs at %s", point);
+	return cover_kernel_view(s, *p ? p : "/", msg, len);
 }
 
 static int hide_kernel_views(const sandbox_spec *s, char *msg, size_t len)
@@ -660,14 +688,10 @@ static int hide_kernel_views(const sandbox_spec *s, char *msg, size_t len)
 		bool view = false;
 		for (size_t i = 0; i < ARRAY_SIZE(kernel_view_types) && !view; i++)
 			view = !strcmp(type, kernel_view_types[i]);
-		/* sysfs: its firmware directory, wherever this mount shows it */
-		const char *fw_rest = !strcmp(type, "sysfs") ? sysfs_firmware_below(root) : NULL;
-		char fw[PATH_MAX];
 		if (view)
-			r = cover_kernel_view(point, msg, len);
-		else if (fw_rest && snprintf(fw, sizeof fw, "%s%s", strcmp(point, "/") ? point : "", fw_rest) <
-					    (int)sizeof fw)
-			r = cover_kernel_view(*fw ? fw : "/", msg, len);
+			r = cover_kernel_view(s, point, msg, len);
+		for (size_t i = 0; r == 0 && !strcmp(type, "sysfs") && i < ARRAY_SIZE(sysfs_hidden); i++)
+			r = cover_sysfs_part(s, point, sysfs_hidden_below(root, sysfs_hidden[i]), msg, len);
 	}
 	return r;
 }

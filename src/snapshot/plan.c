@@ -464,6 +464,11 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 				  "%s: the command created or changed an entry named %s, the name of txbox's "
 				  "state directory; such entries are never committed",
 				  rel, w->o->reserved_name);
+	if (w->o->state_mark && !strcmp(name, w->o->state_mark))
+		return txbox_fail(w->err, -EPERM,
+				  "%s: the command created, changed or removed an entry named %s, the mark of a txbox "
+				  "state directory; such entries are never committed",
+				  rel, w->o->state_mark);
 	if (have_w && S_ISDIR(wst.st_mode) && fs_is_state_dir(wfd, name, w->o->state_mark))
 		return txbox_fail(w->err, -EPERM,
 				  "%s: the command changed the state directory of another txbox workspace "
@@ -919,7 +924,8 @@ static int prepare_op(int upper_fd, const plan_opts *o, const plan_op *op, txbox
 	if (fstatat(par, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return txbox_fail_errno(err, -errno, "stat of layer entry %s", op->path);
 	prepare_opts po = {.strip_setuid = o->strip_setuid, .userxattr = o->userxattr,
-			   .reserved_name = o->reserved_name, .deadline_ns = o->deadline_ns};
+			   .reserved_name = o->reserved_name, .state_mark = o->state_mark,
+			   .deadline_ns = o->deadline_ns};
 	int r = op->kind == PLAN_PUT ? prepare_tree(par, name, &st, op->path, &po, err)
 				     : prepare_entry(par, name, &st, op->path, &po, err);
 	if (r < 0)

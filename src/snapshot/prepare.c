@@ -91,6 +91,11 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 				  "%s: the command created an entry named %s, the name of txbox's state "
 				  "directory; such entries are never committed",
 				  relpath, po->reserved_name);
+	if (po->state_mark && !strcmp(name, po->state_mark))
+		return txbox_fail(err, -EPERM,
+				  "%s: the command created an entry named %s, the mark of a txbox state directory "
+				  "(a copy of one?); such entries are never committed",
+				  relpath, po->state_mark);
 	char p[PATH_MAX];
 	prepare_xattr_path(dirfd, name, p, sizeof p);
 	_cleanup_free_ char *list = NULL;

@@ -21,6 +21,7 @@ typedef struct prepare_opts {
 	bool strip_setuid;  /* drop setuid/setgid bits and security.capability */
 	bool userxattr;     /* the overlay's namespace (snapshot_xattr_private) */
 	const char *reserved_name; /* refused at any depth (plan_opts.reserved_name) */
+	const char *state_mark;    /* refused at any depth too: a copy of a state dir (plan_opts.state_mark) */
 	uint64_t deadline_ns;      /* 0: none; past it every entry fails with -ETIMEDOUT */
 } prepare_opts;
 

@@ -377,8 +377,28 @@ static int check_tx_identity(const tx_state_dir *s, tx *t, txbox_error *err)
 			      "a transaction acts only on the workspace it was opened on (name that one with -w)", err);
 }
 
+/* A --state-dir that serves a workspace (its record) always has its mark
+ * (made first): one without it may be a copy that replaced it, made by a
+ * command of a workspace around it, which cannot commit the mark (plan.c):
+ * refused, never marked again (red team rt19). */
+static int refuse_lost_mark(int sfd, const char *spath, txbox_error *err)
+{
+	struct stat t;
+	if (faccessat(sfd, TX_STATE_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+	    faccessat(sfd, IDENTITY_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fstatat(sfd, "tx", &t, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(t.st_mode))
+		return 0;
+	return txbox_fail(err, -EPERM,
+			  "refusing the state dir %s: it serves a workspace but has lost its mark %s, so it may be "
+			  "a copy that replaced it; check its transactions, then `: > %s/%s` to use it again",
+			  spath, TX_STATE_MARK, spath, TX_STATE_MARK);
+}
+
 static int mark_state_dir(int sfd, const char *spath, txbox_error *err)
 {
+	int r = refuse_lost_mark(sfd, spath, err);
+	if (r < 0)
+		return r;
 	int fd = openat(sfd, TX_STATE_MARK, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		close(fd);
@@ -700,6 +720,9 @@ static int check_first_use(int sfd, const char *spath, txbox_error *err)
 {
 	if (fs_is_state_dir(sfd, ".", TX_STATE_MARK))
 		return 0; /* made by txbox: bind_state_dir checks for which workspace */
+	int r = refuse_lost_mark(sfd, spath, err);
+	if (r < 0)
+		return r;
 	int dfd = openat(sfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d) {
@@ -710,6 +733,8 @@ static int check_first_use(int sfd, const char *spath, txbox_error *err)
 	for (struct dirent *de; (de = readdir(d));) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || first_use_entry(sfd, de->d_name))
 			continue;
+		if (fs_is_state_dir(sfd, ".", TX_STATE_MARK))
+			return 0; /* a first run alongside finished making it */
 		char esc[NAME_MAX * 4 + 1];
 		escape_name(de->d_name, esc, sizeof esc);
 		return txbox_fail(err, -EEXIST,

@@ -316,10 +316,16 @@ def stray_mark(ctx):
     one a command made) made its directory uncommittable for good. Only a
     directory that is a state dir (its tx/ and workspace record too) is."""
     ws = small_ws(ctx)
-    res = ctx.run_json(ws, "mkdir -p src && touch src/.txbox-state && echo 1 > src/main.c")
+    os.makedirs(os.path.join(ws, "src"))
+    open(os.path.join(ws, "src", ".txbox-state"), "w").close()  # as a cloned repository may carry
+    res = ctx.run_json(ws, "echo 1 > src/main.c")
     res.expect(outcome="committed", exit_status=0)
-    res = ctx.run_json(ws, "echo 2 > src/main.c && rm src/.txbox-state")
-    res.expect(outcome="committed", exit_status=0)
+    # rt19: a command may not create, change or remove the mark anywhere
+    # (a copy of a state dir, with its mark, replacing the original)
+    for cmd in ("touch sub/.txbox-state", "rm src/.txbox-state", "mkdir -p c/d && touch c/d/.txbox-state"):
+        res = ctx.run_json(ws, cmd)
+        check(res.jget("outcome") == "rolled_back" and ".txbox-state" in (res.jget("error", "") or ""),
+              "%r was not refused: %s %r" % (cmd, res.jget("outcome"), res.jget("error", "")))
 
 
 
@@ -511,6 +517,25 @@ def other_users_state_dirs(ctx):
     check(not os.path.exists(os.path.join(b, "f")), "the held transaction was committed")
     with open(pending) as f:
         check(f.read() == "pending\n", "the held file changed")
+    # rt19 S13: the other user's workspace inside root's, its state dir
+    # below its own workspace; root's command replaces the state dir's
+    # parent with a copy (with its mark: never committed; without: the
+    # owner's txbox refuses it)
+    wv = _mkdir_for(os.path.join(rw, "Wv"), pw)
+    _mkdir_for(os.path.join(wv, "sd"), pw)
+    svd = os.path.join(wv, "sd", "S")
+    _as_other(ctx, pw, base, ["run", "-w", wv, "--state-dir", svd, "--", "sh", "-c", "echo v > f; $TXBOX_IT_UNSET"],
+              wv)
+    vtid = _held_tx(svd)
+    copy = "rm -rf /tmp/c && cp -a Wv/sd /tmp/c && rm -rf Wv/sd && %s cp -a /tmp/c Wv/sd"
+    res = ctx.run_json(rw, copy % "")
+    check(res.jget("outcome") == "rolled_back" and ".txbox-state" in (res.jget("error", "") or ""),
+          "a copy of a state dir replaced it: %s %r" % (res.jget("outcome"), res.jget("error", "")))
+    res = ctx.run_json(rw, copy % "rm /tmp/c/S/.txbox-state &&")
+    res.expect(outcome="committed", exit_status=0)
+    p = _as_other(ctx, pw, base, ["rollback", "-w", wv, vtid], wv)
+    check(p.returncode == 125 and b"lost its mark" in p.stderr,
+          "a state dir that lost its mark was used: %s" % p.stderr[-300:])
     b3 = _mkdir_for(os.path.join(base, "B3"), pw)
     p = _as_other(ctx, pw, base, ["run", "-w", b3, "--state-dir", os.path.join(rw, "sub", "S3"), "--", "true"], b3)
     check(p.returncode == 125 and b"inside the txbox workspace" in p.stderr,
