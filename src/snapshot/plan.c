@@ -894,6 +894,72 @@ static int root_op(walk *w, int ws_fd, int upper_fd)
 	return r;
 }
 
+/* Does the workspace directory dfd (path rel) hold, at any depth, an entry
+ * named like txbox's state (the name of a state dir in a workspace, or
+ * the mark of a --state-dir)? Its name goes to found. Mounts are not
+ * entered (no commit removes another filesystem). */
+static int holds_state(walk *w, int dfd, const char *rel, dev_t dev, unsigned depth, char *found, size_t len)
+{
+	int r = past_deadline(w->o->deadline_ns, w->err, rel);
+	if (r < 0 || depth > 4096)
+		return r < 0 ? r : txbox_fail(w->err, -ELOOP, "%s: directory tree deeper than 4096 levels", rel);
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return txbox_fail_errno(w->err, -errno, "listing %s", rel);
+	}
+	for (struct dirent *de; (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if ((w->o->reserved_name && !strcmp(de->d_name, w->o->reserved_name)) ||
+		    (w->o->state_mark && !strcmp(de->d_name, w->o->state_mark))) {
+			snprintf(found, len, "%s/%s", rel, de->d_name);
+			return 1;
+		}
+		struct stat st;
+		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_dev != dev)
+			continue;
+		_cleanup_close_ int c = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_free_ char *child = join(rel, de->d_name);
+		if (c < 0 || !child)
+			return txbox_fail_errno(w->err, c < 0 ? -errno : -ENOMEM, "listing %s/%s", rel, de->d_name);
+		if ((r = holds_state(w, c, child, dev, depth + 1, found, len)) != 0)
+			return r;
+	}
+	return 0;
+}
+
+/* A commit that deletes or replaces a workspace directory never takes a
+ * state dir with it: the state of another workspace (or user) inside it,
+ * replaced by a copy the command made, would be trusted by its owner's
+ * txbox (red team rt20). Such a directory is refused, checked in the
+ * workspace as it is. */
+static int refuse_state_removal(walk *w)
+{
+	for (size_t i = 0; i < w->p->n; i++) {
+		const plan_op *o = &w->p->ops[i];
+		if (!o->existed || !S_ISDIR(o->old_st.st_mode) || (o->kind != PLAN_PUT && o->kind != PLAN_DELETE))
+			continue;
+		_cleanup_close_ int fd = fs_open_entry(w->ws_root, o->path, O_RDONLY | O_DIRECTORY, 0);
+		if (fd < 0)
+			return txbox_fail_errno(w->err, fd, "opening %s", o->path);
+		char found[PATH_MAX];
+		int r = holds_state(w, fd, o->path, o->old_st.st_dev, 0, found, sizeof found);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			return txbox_fail(w->err, -EPERM,
+					  "%s: the command deleted or replaced a directory holding %s, the state of a "
+					  "txbox workspace; such changes are never committed",
+					  o->path, found);
+	}
+	return 0;
+}
+
 static int plan_finish(walk *w, int ws_fd, int upper_fd)
 {
 	census c = {0};
@@ -907,6 +973,8 @@ static int plan_finish(walk *w, int ws_fd, int upper_fd)
 		r = relink_changed_moved(w);
 	if (r == 0)
 		r = convert_links(w->p, w->err);
+	if (r == 0)
+		r = refuse_state_removal(w);
 	if (r == 0)
 		r = root_op(w, ws_fd, upper_fd);
 	return r;

@@ -383,15 +383,30 @@ static int check_tx_identity(const tx_state_dir *s, tx *t, txbox_error *err)
  * refused, never marked again (red team rt19). */
 static int refuse_lost_mark(int sfd, const char *spath, txbox_error *err)
 {
-	struct stat t;
-	if (faccessat(sfd, TX_STATE_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
-	    faccessat(sfd, IDENTITY_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    fstatat(sfd, "tx", &t, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(t.st_mode))
+	if (faccessat(sfd, TX_STATE_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	/* it served one: its record, or a transaction (a copy may drop either) */
+	_cleanup_close_ int tfd = openat(sfd, "tx", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool served = tfd >= 0 &&
+		      (faccessat(sfd, IDENTITY_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || fs_dir_is_empty(tfd) == 0);
+	if (!served)
 		return 0;
 	return txbox_fail(err, -EPERM,
 			  "refusing the state dir %s: it serves a workspace but has lost its mark %s, so it may be "
 			  "a copy that replaced it; check its transactions, then `: > %s/%s` to use it again",
 			  spath, TX_STATE_MARK, spath, TX_STATE_MARK);
+}
+
+/* commit, rollback and recover never make a state dir what it was not:
+ * a --state-dir must be whole (mark, tx/ and record: rt20 had recovery
+ * mark and trust a copy). */
+static int require_state_dir(int sfd, const char *spath, txbox_error *err)
+{
+	int r = refuse_lost_mark(sfd, spath, err);
+	if (r < 0 || faccessat(sfd, TX_STATE_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return r; /* a record lost in a crash is absent: the binding checks the rest */
+	return txbox_fail(err, -EPERM, "refusing the state dir %s: it has no %s, so no txbox made it", spath,
+			  TX_STATE_MARK);
 }
 
 static int mark_state_dir(int sfd, const char *spath, txbox_error *err)
@@ -457,8 +472,19 @@ typedef struct other_ws {
 	char *where;
 	char why[PATH_MAX + 200];
 	bool first; /* visiting the state dir itself */
+	bool past_own; /* above its own workspace */
 	struct stat prev; /* the directory visited before (once !first) */
 } other_ws;
+
+/* Whether fd (stat st) is a workspace of another user's: its .txbox
+ * belongs to the owner of the directory holding it (anyone may make a
+ * .txbox in /tmp: one of another owner than its directory's is none). */
+static bool others_workspace(int fd, const struct stat *st)
+{
+	struct stat t;
+	return fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(t.st_mode) &&
+	       t.st_uid != geteuid() && t.st_uid == st->st_uid;
+}
 
 /* Whether the directory visited before fd on a walk up (prev) is fd's
  * .txbox: a state dir inside a workspace, whoever's. Its path goes to
@@ -490,8 +516,22 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 	/* below its own workspace it is hidden from its commands; the
 	 * workspace itself is no place for it (they would see it all) */
 	bool own = is_ws(fd, st, (void *)o->ws) == WALK_YES;
-	if (own && !itself)
-		return WALK_NO;
+	if (o->past_own || (own && !itself)) {
+		/* Above it, a workspace of another user's around the caller's
+		 * own: its commands could replace the caller's workspace's
+		 * state dir with a forged copy (red team rt19 S13). */
+		o->past_own = true;
+		if (own || !others_workspace(fd, st))
+			return WALK_ON;
+		char p[32];
+		fs_fd_path(fd, p);
+		ssize_t n = readlink(p, o->where, PATH_MAX - 1);
+		o->where[n > 0 ? n : 0] = '\0';
+		snprintf(o->why, sizeof o->why,
+			 "its workspace lies inside the txbox workspace %s of another user, whose commands could change it",
+			 o->where);
+		return WALK_YES;
+	}
 	if (own) {
 		snprintf(o->why, sizeof o->why, "it is the workspace itself, which its commands change");
 		return WALK_YES;
@@ -522,8 +562,9 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 	 * next run would recover: red team rt18 X62). Anyone may make a
 	 * .txbox in /tmp: one of another owner than its directory's is none. */
 	struct stat t;
-	if (fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(t.st_mode) ||
-	    (t.st_uid != geteuid() && t.st_uid != st->st_uid))
+	bool mine = fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(t.st_mode) &&
+		    t.st_uid == geteuid();
+	if (!mine && !others_workspace(fd, st))
 		return WALK_ON;
 	ssize_t n = readlink(p, o->where, PATH_MAX - 1);
 	o->where[n > 0 ? n : 0] = '\0';
@@ -708,6 +749,10 @@ static bool first_use_entry(int sfd, const char *name)
 		return true; /* fs_write_file_atomic's temporaries */
 	if (strcmp(name, "tx"))
 		return false;
+	/* transactions only where txbox marked it (a record lost in a crash
+	 * right after the first run); no commit makes a mark */
+	if (faccessat(sfd, TX_STATE_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return true;
 	_cleanup_close_ int tfd = openat(sfd, "tx", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return tfd >= 0 && fs_dir_is_empty(tfd) == 1;
 }
@@ -805,7 +850,8 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	/* Outside the workspace the state dir says what it is: a workspace
 	 * made around it later never commits a change to it (plan.c). In it,
 	 * its name says so. */
-	if (state_dir && (r = mark_state_dir(sfd, spath, err)) < 0)
+	if (state_dir && (r = (flags & STATE_CREATE) ? mark_state_dir(sfd, spath, err)
+						     : require_state_dir(sfd, spath, err)) < 0)
 		return r;
 
 	/* the lock: made (sealed, tx/lock.h) by the first txbox that takes it */

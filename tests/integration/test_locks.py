@@ -483,8 +483,26 @@ def other_users_state_dirs(ctx):
     p = _as_other(ctx, pw, base, ["run", "-w", b, "--state-dir", st, "--", "sh", "-c",
                                   "echo pending > f; $TXBOX_IT_UNSET"], b)
     tid = _held_tx(st)
-    # RW becomes root's workspace after the other user's state dir exists
+    # rt19 S13: the other user's workspace inside RW, its state dir below it
+    wv = _mkdir_for(os.path.join(rw, "Wv"), pw)
+    _mkdir_for(os.path.join(wv, "sd"), pw)
+    svd = os.path.join(wv, "sd", "S")
+    _as_other(ctx, pw, base, ["run", "-w", wv, "--state-dir", svd, "--", "sh", "-c", "echo v > f; $TXBOX_IT_UNSET"],
+              wv)
+    vtid = _held_tx(svd)
+    # RW becomes root's workspace after the other user's state dirs exist
     check(_run_rc(ctx, rw).rc == 0, "a plain run in root's workspace failed")
+    # root's command replaces the state dir's parent with a copy, with its
+    # mark or without (rt19 S13, rt20 R1): a directory holding a state dir
+    # is never deleted or replaced by a commit
+    copy = "rm -rf /tmp/c && cp -a Wv/sd /tmp/c && rm -rf Wv/sd && %s cp -a /tmp/c Wv/sd"
+    for pre in ("", "rm -f /tmp/c/S/.txbox-state /tmp/c/S/workspace &&"):
+        res = ctx.run_json(rw, copy % pre)
+        check(res.jget("outcome") == "rolled_back" and ".txbox-state" in (res.jget("error", "") or ""),
+              "a copy of a state dir replaced it: %s %r" % (res.jget("outcome"), res.jget("error", "")))
+    p = _as_other(ctx, pw, base, ["rollback", "-w", wv, vtid], wv)
+    check(p.returncode == 125 and b"inside the txbox workspace" in p.stderr,
+          "a state dir below a workspace inside root's was used: %s" % p.stderr[-300:])
     pending = os.path.join(st, "tx", tid, "layers", "0", "upper", "f")
     check(os.path.exists(pending), "no pending file: %s" % p.stderr[-300:])
     res = ctx.run_json(rw, "echo root > sub/S/tx/%s/layers/0/upper/f; touch sub/S/planted" % tid)
@@ -517,25 +535,6 @@ def other_users_state_dirs(ctx):
     check(not os.path.exists(os.path.join(b, "f")), "the held transaction was committed")
     with open(pending) as f:
         check(f.read() == "pending\n", "the held file changed")
-    # rt19 S13: the other user's workspace inside root's, its state dir
-    # below its own workspace; root's command replaces the state dir's
-    # parent with a copy (with its mark: never committed; without: the
-    # owner's txbox refuses it)
-    wv = _mkdir_for(os.path.join(rw, "Wv"), pw)
-    _mkdir_for(os.path.join(wv, "sd"), pw)
-    svd = os.path.join(wv, "sd", "S")
-    _as_other(ctx, pw, base, ["run", "-w", wv, "--state-dir", svd, "--", "sh", "-c", "echo v > f; $TXBOX_IT_UNSET"],
-              wv)
-    vtid = _held_tx(svd)
-    copy = "rm -rf /tmp/c && cp -a Wv/sd /tmp/c && rm -rf Wv/sd && %s cp -a /tmp/c Wv/sd"
-    res = ctx.run_json(rw, copy % "")
-    check(res.jget("outcome") == "rolled_back" and ".txbox-state" in (res.jget("error", "") or ""),
-          "a copy of a state dir replaced it: %s %r" % (res.jget("outcome"), res.jget("error", "")))
-    res = ctx.run_json(rw, copy % "rm /tmp/c/S/.txbox-state &&")
-    res.expect(outcome="committed", exit_status=0)
-    p = _as_other(ctx, pw, base, ["rollback", "-w", wv, vtid], wv)
-    check(p.returncode == 125 and b"lost its mark" in p.stderr,
-          "a state dir that lost its mark was used: %s" % p.stderr[-300:])
     b3 = _mkdir_for(os.path.join(base, "B3"), pw)
     p = _as_other(ctx, pw, base, ["run", "-w", b3, "--state-dir", os.path.join(rw, "sub", "S3"), "--", "true"], b3)
     check(p.returncode == 125 and b"inside the txbox workspace" in p.stderr,
@@ -602,3 +601,29 @@ def lookalike_state_dirs(ctx):
     check(r.rc == 125 and b"the name of the state dir inside a workspace" in r.err,
           "--state-dir W/.txbox was accepted: %s" % r.err[-300:])
     check(_run_rc(ctx, w9).rc == 0, "a plain run after the refused --state-dir failed")
+    # rt20 R1-R3: a state dir that serves a workspace but lost its mark (a
+    # copy replaced it) is never marked again, by run, rollback or recover
+    w20, s20 = os.path.join(base, "W20"), os.path.join(base, "S20")
+    os.mkdir(w20)
+    ctx.run_txbox(["run", "-w", w20, "--state-dir", s20, "--", "sh", "-c", "echo h > f; $TXBOX_IT_UNSET"],
+                  cwd=w20, timeout=60)
+    t20 = _held_tx(s20)
+    os.unlink(os.path.join(s20, ".txbox-state"))
+    os.unlink(os.path.join(s20, "workspace"))
+    sd20 = ["--state-dir", s20]
+    for args in (["rollback", t20, "-w", w20] + sd20, ["recover", "-w", w20] + sd20,
+                 ["run", "-w", w20] + sd20 + ["--", "true"], ["run", "-w", w20, "--", "true"]):
+        r = ctx.run_txbox(args, cwd=w20, timeout=60)
+        check(r.rc == 125 and (b"lost its mark" in r.err or b"not this workspace's state dir" in r.err),
+              "%s used a state dir that lost its mark: %s" % (args[0], r.err[-300:]))
+    check(not os.path.exists(os.path.join(s20, ".txbox-state")), "the state dir was marked again")
+    # rt20 R6: deleting a directory that holds a workspace's state
+    p20 = os.path.join(base, "P20")
+    os.makedirs(os.path.join(p20, "sub", "Q"))
+    check(_run_rc(ctx, os.path.join(p20, "sub", "Q")).rc == 0, "a run in the nested workspace failed")
+    res = ctx.run_json(p20, "rm -rf sub")
+    # (rootless, rm itself may fail on the sealed lock file: rolled back either way)
+    check(res.jget("outcome") == "rolled_back" and ("state of a txbox workspace" in (res.jget("error", "") or "")
+                                                  or res.jget("exit_code") != 0),
+          "a directory holding a workspace's state was deleted: %s %r" % (res.jget("outcome"), res.jget("error", "")))
+    check(os.path.isdir(os.path.join(p20, "sub", "Q", ".txbox")), "the nested workspace's state is gone")
