@@ -894,11 +894,13 @@ static int root_op(walk *w, int ws_fd, int upper_fd)
 	return r;
 }
 
-/* Does the workspace directory dfd (path rel) hold, at any depth, an entry
- * named like txbox's state (the name of a state dir in a workspace, or
- * the mark of a --state-dir)? Its name goes to found. Mounts are not
- * entered (no commit removes another filesystem). */
-static int holds_state(walk *w, int dfd, const char *rel, dev_t dev, unsigned depth, char *found, size_t len)
+/* Does the workspace directory dfd (path rel, on the mount mnt) hold, at
+ * any depth, an entry named like txbox's state (the name of a state dir in
+ * a workspace, or the mark of a --state-dir): 1, or a mount point (inside
+ * the sandbox an empty directory; removing its parent would carry the
+ * mounted tree away to be emptied: red team rt21): 2? Its path goes to
+ * found. */
+static int holds_state(walk *w, int dfd, const char *rel, unsigned depth, char *found, size_t len)
 {
 	int r = past_deadline(w->o->deadline_ns, w->err, rel);
 	if (r < 0 || depth > 4096)
@@ -921,13 +923,19 @@ static int holds_state(walk *w, int dfd, const char *rel, dev_t dev, unsigned de
 		struct stat st;
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_dev != dev)
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return txbox_fail_errno(w->err, -errno, "stat of %s/%s", rel, de->d_name);
+		if (!S_ISDIR(st.st_mode))
 			continue;
 		_cleanup_close_ int c = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		_cleanup_free_ char *child = join(rel, de->d_name);
 		if (c < 0 || !child)
 			return txbox_fail_errno(w->err, c < 0 ? -errno : -ENOMEM, "listing %s/%s", rel, de->d_name);
-		if ((r = holds_state(w, c, child, dev, depth + 1, found, len)) != 0)
+		if (!fs_same_mount(c, dirfd(d))) {
+			snprintf(found, len, "%s", child);
+			return 2;
+		}
+		if ((r = holds_state(w, c, child, depth + 1, found, len)) != 0)
 			return r;
 	}
 	return 0;
@@ -945,16 +953,24 @@ static int refuse_state_removal(walk *w)
 		if (!o->existed || !S_ISDIR(o->old_st.st_mode) || (o->kind != PLAN_PUT && o->kind != PLAN_DELETE))
 			continue;
 		_cleanup_close_ int fd = fs_open_entry(w->ws_root, o->path, O_RDONLY | O_DIRECTORY, 0);
+		if (fd == -EXDEV)
+			return txbox_fail(w->err, -EXDEV, "%s is a mount point: a commit never changes another filesystem",
+					  o->path);
 		if (fd < 0)
 			return txbox_fail_errno(w->err, fd, "opening %s", o->path);
 		char found[PATH_MAX];
-		int r = holds_state(w, fd, o->path, o->old_st.st_dev, 0, found, sizeof found);
+		int r = holds_state(w, fd, o->path, 0, found, sizeof found);
 		if (r < 0)
 			return r;
-		if (r > 0)
+		if (r == 1)
 			return txbox_fail(w->err, -EPERM,
 					  "%s: the command deleted or replaced a directory holding %s, the state of a "
 					  "txbox workspace; such changes are never committed",
+					  o->path, found);
+		if (r == 2)
+			return txbox_fail(w->err, -EXDEV,
+					  "%s: the command deleted or replaced a directory holding the mount point %s: a "
+					  "commit never changes another filesystem",
 					  o->path, found);
 	}
 	return 0;

@@ -29,7 +29,9 @@ static int commit_held(tx_state_dir *sd, tx *t, txbox_result *res, txbox_error *
 	res->changes = ci.changes;
 	res->nchanges = ci.nchanges;
 	txbox_error re = TXBOX_ERROR_INIT;
-	if (r < 0)
+	if (r < 0 && !has_journal(t))
+		tx_set_state(t, TX_HELD, &re); /* refused before the commit point: still held (rt21) */
+	else if (r < 0)
 		tx_reverse_journal(sd, t, &re);
 	else {
 		res->outcome = TXBOX_COMMITTED;

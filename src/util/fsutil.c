@@ -214,6 +214,16 @@ static int hoist(rm_ctx *c, int dfd, const char *name, int sink)
 	return 0;
 }
 
+bool fs_same_mount(int a, int b)
+{
+	struct statx x, y;
+	if (statx(a, "", AT_EMPTY_PATH, STATX_MNT_ID, &x) < 0 || statx(b, "", AT_EMPTY_PATH, STATX_MNT_ID, &y) < 0)
+		return false;
+	if (x.stx_mask & y.stx_mask & STATX_MNT_ID)
+		return x.stx_mnt_id == y.stx_mnt_id;
+	return x.stx_dev_major == y.stx_dev_major && x.stx_dev_minor == y.stx_dev_minor; /* before Linux 5.8 */
+}
+
 /* Remove the directory dfd/name and all below it. */
 static int remove_subdir(rm_ctx *c, int dfd, const char *name, unsigned depth, int sink, bool *made_writable)
 {
@@ -228,6 +238,10 @@ static int remove_subdir(rm_ctx *c, int dfd, const char *name, unsigned depth, i
 	}
 	if (cfd < 0)
 		return errno == ENOENT ? 0 : txbox_fail_errno(c->err, -errno, "opening %s", name);
+	/* never into another mount: emptying a mount point would empty the
+	 * tree mounted there, which is nobody's to remove here (red team rt21) */
+	if (!fs_same_mount(cfd, dfd))
+		return txbox_fail(c->err, -EXDEV, "%s is a mount point (or cannot be told from one): not removed", name);
 	/* below depth 0 of fs_empty_dir, the first directory removed whole is the sink */
 	int q = remove_children(c, cfd, true, sink >= 0 ? depth + 1 : 0, sink >= 0 ? sink : cfd, NULL, NULL);
 	if (q < 0)
@@ -584,9 +598,3 @@ int fs_open_entry(int dirfd, const char *path, int flags, mode_t mode)
 	return fd;
 }
 
-bool fs_same_mount(int a, int b)
-{
-	struct statx sa, sb;
-	return statx(a, "", AT_EMPTY_PATH, STATX_MNT_ID, &sa) == 0 && statx(b, "", AT_EMPTY_PATH, STATX_MNT_ID, &sb) == 0 &&
-	       (sa.stx_mask & STATX_MNT_ID) && (sb.stx_mask & STATX_MNT_ID) && sa.stx_mnt_id == sb.stx_mnt_id;
-}

@@ -25,7 +25,8 @@ int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
  * fstat: a FIFO or a device may be what it got. */
 int fs_open_entry(int dirfd, const char *path, int flags, mode_t mode);
 
-/* Do the two fds (O_PATH too) lie on the same mount? False when unknown. */
+/* Do the two fds (O_PATH too) lie on the same mount? Without mount ids
+ * (Linux < 5.8): on the same device. False when unknown. */
 bool fs_same_mount(int a, int b);
 
 /* Remove name (file, symlink or whole tree) beneath dirfd, never following

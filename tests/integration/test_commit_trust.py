@@ -360,3 +360,31 @@ def lock_wait(ctx):
     check(took < 20, "txbox waited %.1f s for the lock with --timeout 3" % took)
     check(not os.path.exists(os.path.join(ws, "new")), "something was published")
     check("lock" in (res.json.get("error") or ""), "no message about the lock: %r" % res.json.get("error"))
+
+
+@test("trust/deleting-a-directory-never-empties-a-mount-below-it", root_only=True, needs=("unshare", "mount"))
+def mount_below_deleted_dir(ctx):
+    """rt21 N15/N17/N40: inside the sandbox a mount point below the
+    workspace shows as an empty directory, so `rm -rf sub` was one delete of
+    sub; the commit moved sub, the mount riding along, to the transaction's
+    trash, whose removal emptied the mounted tree (another filesystem, or a
+    bind of a directory elsewhere). Such a commit is refused, and removal
+    never enters a mount."""
+    ws = small_ws(ctx)
+    ext = os.path.join(os.path.dirname(ws), "ext")
+    os.makedirs(ext)
+    for n in ("a", "b"):
+        with open(os.path.join(ext, n), "w") as f:
+            f.write("keep\n")
+    os.makedirs(os.path.join(ws, "sub", "deeper", "m"))
+    ctx.run_json(ws, "true").expect(outcome="committed", exit_status=0)
+    pol = ["--policy", ctx.policy_file] if ctx.policy_file else []
+    for cmd in ("rm -rf sub", "rm -rf sub && mkdir -p sub/deeper && echo x > sub/new"):
+        inner = "mount --bind %s %s/sub/deeper/m && exec %s run -w %s %s -- sh -c '%s'" % (
+            ext, ws, ctx.txbox, ws, " ".join(pol), cmd)
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", inner], capture_output=True,
+                           timeout=120)
+        check(p.returncode != 0 and b"mount point" in p.stderr,
+              "%r with a mount below was not refused: rc %d %s" % (cmd, p.returncode, p.stderr[-300:]))
+        check(sorted(os.listdir(ext)) == ["a", "b"], "the mounted tree was emptied: %s" % os.listdir(ext))
+        check(os.path.isdir(os.path.join(ws, "sub", "deeper", "m")), "the workspace lost sub")

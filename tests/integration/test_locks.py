@@ -617,6 +617,17 @@ def lookalike_state_dirs(ctx):
         check(r.rc == 125 and (b"lost its mark" in r.err or b"not this workspace's state dir" in r.err),
               "%s used a state dir that lost its mark: %s" % (args[0], r.err[-300:]))
     check(not os.path.exists(os.path.join(s20, ".txbox-state")), "the state dir was marked again")
+    # rt21 N80: a held transaction whose commit is refused before the
+    # commit point stays held (it was discarded without a word)
+    wh = os.path.join(base, "WH")
+    os.mkdir(wh)
+    r = ctx.run_txbox(["run", "-w", wh, "--", "sh", "-c", "mkdir fx && touch fx/.txbox-state; $TXBOX_IT_UNSET"],
+                      cwd=wh, timeout=60)
+    th = _held_tx(os.path.join(wh, ".txbox"))
+    r = ctx.run_txbox(["commit", th, "-w", wh], cwd=wh, timeout=60)
+    check(r.rc == 125 and b".txbox-state" in r.err, "the commit of a held .txbox-state was not refused: %s" % r.err)
+    r = ctx.run_txbox(["rollback", th, "-w", wh], cwd=wh, timeout=60)
+    check(r.rc == 0 and b"rolled back" in r.err, "the refused held transaction is gone: rc %d %s" % (r.rc, r.err))
     # rt20 R6: deleting a directory that holds a workspace's state
     p20 = os.path.join(base, "P20")
     os.makedirs(os.path.join(p20, "sub", "Q"))
