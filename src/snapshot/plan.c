@@ -906,6 +906,8 @@ static int holds_state(walk *w, int dfd, const char *rel, unsigned depth, char *
 	if (r < 0 || depth > 4096)
 		return r < 0 ? r : txbox_fail(w->err, -ELOOP, "%s: directory tree deeper than 4096 levels", rel);
 	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES)
+		return 0; /* unlistable: as below */
 	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		if (fd >= 0)
@@ -923,19 +925,33 @@ static int holds_state(walk *w, int dfd, const char *rel, unsigned depth, char *
 		struct stat st;
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		/* gone meanwhile, or unlistable (a 000 directory of the
+		 * caller's): nothing there any txbox could use (rt22 J3, D1) */
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue;
 			return txbox_fail_errno(w->err, -errno, "stat of %s/%s", rel, de->d_name);
+		}
 		if (!S_ISDIR(st.st_mode))
 			continue;
-		_cleanup_close_ int c = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int c = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		_cleanup_free_ char *child = join(rel, de->d_name);
-		if (c < 0 || !child)
-			return txbox_fail_errno(w->err, c < 0 ? -errno : -ENOMEM, "listing %s/%s", rel, de->d_name);
+		if (!child)
+			return txbox_fail(w->err, -ENOMEM, "out of memory");
+		if (c < 0 && errno == ENOENT)
+			continue;
+		if (c < 0)
+			return txbox_fail_errno(w->err, -errno, "opening %s", child);
 		if (!fs_same_mount(c, dirfd(d))) {
 			snprintf(found, len, "%s", child);
 			return 2;
 		}
-		if ((r = holds_state(w, c, child, depth + 1, found, len)) != 0)
+		_cleanup_close_ int cr = openat(c, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (cr < 0 && (errno == EACCES || errno == ENOENT))
+			continue;
+		if (cr < 0)
+			return txbox_fail_errno(w->err, -errno, "listing %s", child);
+		if ((r = holds_state(w, cr, child, depth + 1, found, len)) != 0)
 			return r;
 	}
 	return 0;
@@ -952,7 +968,7 @@ static int refuse_state_removal(walk *w)
 		const plan_op *o = &w->p->ops[i];
 		if (!o->existed || !S_ISDIR(o->old_st.st_mode) || (o->kind != PLAN_PUT && o->kind != PLAN_DELETE))
 			continue;
-		_cleanup_close_ int fd = fs_open_entry(w->ws_root, o->path, O_RDONLY | O_DIRECTORY, 0);
+		_cleanup_close_ int fd = fs_open_entry(w->ws_root, o->path, O_PATH | O_DIRECTORY, 0);
 		if (fd == -EXDEV)
 			return txbox_fail(w->err, -EXDEV, "%s is a mount point: a commit never changes another filesystem",
 					  o->path);

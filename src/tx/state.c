@@ -476,14 +476,17 @@ typedef struct other_ws {
 	struct stat prev; /* the directory visited before (once !first) */
 } other_ws;
 
-/* Whether fd (stat st) is a workspace of another user's: its .txbox
- * belongs to the owner of the directory holding it (anyone may make a
- * .txbox in /tmp: one of another owner than its directory's is none). */
+/* Whether fd (stat st) is root's workspace, for a caller that is not
+ * root: its .txbox and the directory holding it root's. Root's commands
+ * write files of any owner there, so they could replace the caller's state
+ * with a forged copy (red team rt18 X62); another user's commands write
+ * only as that user (and anyone may make a .txbox where they can write:
+ * counting those let a user block root's runs, rt22 S1). */
 static bool others_workspace(int fd, const struct stat *st)
 {
 	struct stat t;
-	return fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(t.st_mode) &&
-	       t.st_uid != geteuid() && t.st_uid == st->st_uid;
+	return geteuid() != 0 && st->st_uid == 0 && fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISDIR(t.st_mode) && t.st_uid == 0;
 }
 
 /* Whether the directory visited before fd on a walk up (prev) is fd's
@@ -528,7 +531,7 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 		ssize_t n = readlink(p, o->where, PATH_MAX - 1);
 		o->where[n > 0 ? n : 0] = '\0';
 		snprintf(o->why, sizeof o->why,
-			 "its workspace lies inside the txbox workspace %s of another user, whose commands could change it",
+			 "its workspace lies inside root's txbox workspace %s, whose commands could change it",
 			 o->where);
 		return WALK_YES;
 	}

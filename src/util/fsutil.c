@@ -150,14 +150,21 @@ int fs_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
  * read (we own everything we remove). */
 static int open_dir_for_removal(int dfd, const char *name)
 {
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* never another mount (EXDEV): emptying a mount point would empty
+	 * the tree mounted there, nobody's to remove here (red teams rt21,
+	 * rt22); checked before anything is changed */
+	_cleanup_close_ int p = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (p < 0)
+		return -1;
+	if (!fs_same_mount(p, dfd)) {
+		errno = EXDEV;
+		return -1;
+	}
+	int fd = openat(p, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0 || errno != EACCES)
 		return fd;
 	/* chmod exactly that directory (never through a symlink swapped in) */
-	_cleanup_close_ int p = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	char path[40];
-	if (p < 0)
-		return -1;
 	fs_fd_path(p, path);
 	if (chmod(path, 0700) < 0)
 		return -1;
@@ -236,12 +243,10 @@ static int remove_subdir(rm_ctx *c, int dfd, const char *name, unsigned depth, i
 		fchmod(dfd, 0700);
 		cfd = open_dir_for_removal(dfd, name);
 	}
+	if (cfd < 0 && errno == EXDEV)
+		return txbox_fail(c->err, -EXDEV, "%s is a mount point (or cannot be told from one): not removed", name);
 	if (cfd < 0)
 		return errno == ENOENT ? 0 : txbox_fail_errno(c->err, -errno, "opening %s", name);
-	/* never into another mount: emptying a mount point would empty the
-	 * tree mounted there, which is nobody's to remove here (red team rt21) */
-	if (!fs_same_mount(cfd, dfd))
-		return txbox_fail(c->err, -EXDEV, "%s is a mount point (or cannot be told from one): not removed", name);
 	/* below depth 0 of fs_empty_dir, the first directory removed whole is the sink */
 	int q = remove_children(c, cfd, true, sink >= 0 ? depth + 1 : 0, sink >= 0 ? sink : cfd, NULL, NULL);
 	if (q < 0)
@@ -347,7 +352,8 @@ int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err)
 		return txbox_fail_errno(err, -errno, "removing %s", name);
 	_cleanup_close_ int fd = open_dir_for_removal(dirfd, name);
 	if (fd < 0)
-		return txbox_fail_errno(err, -errno, "opening %s", name);
+		return txbox_fail_errno(err, -errno, errno == EXDEV ? "%s is a mount point: not removed" : "opening %s",
+					name);
 	rm_ctx c = {.err = err};
 	int r = remove_children(&c, fd, true, 0, fd, NULL, NULL);
 	if (r < 0)
@@ -359,6 +365,10 @@ int fs_remove_tree_at(int dirfd, const char *name, txbox_error *err)
 
 int fs_empty_dir(int dirfd, fs_keep_fn keep, void *arg, txbox_error *err)
 {
+	_cleanup_close_ int up = openat(dirfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (up < 0 || !fs_same_mount(up, dirfd))
+		return txbox_fail(err, -EXDEV, "a directory to empty is a mount point (or cannot be told from one): not "
+					       "emptied");
 	rm_ctx c = {.err = err};
 	return remove_children(&c, dirfd, false, 0, -1, keep, arg);
 }
@@ -367,7 +377,8 @@ int fs_empty_dir_at(int dirfd, const char *name, fs_keep_fn keep, void *arg, txb
 {
 	_cleanup_close_ int fd = open_dir_for_removal(dirfd, name);
 	if (fd < 0)
-		return txbox_fail_errno(err, -errno, "opening %s", name);
+		return txbox_fail_errno(err, -errno, errno == EXDEV ? "%s is a mount point: not emptied" : "opening %s",
+					name);
 	rm_ctx c = {.err = err};
 	return remove_children(&c, fd, true, 0, -1, keep, arg);
 }

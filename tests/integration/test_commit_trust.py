@@ -388,3 +388,47 @@ def mount_below_deleted_dir(ctx):
               "%r with a mount below was not refused: rc %d %s" % (cmd, p.returncode, p.stderr[-300:]))
         check(sorted(os.listdir(ext)) == ["a", "b"], "the mounted tree was emptied: %s" % os.listdir(ext))
         check(os.path.isdir(os.path.join(ws, "sub", "deeper", "m")), "the workspace lost sub")
+
+
+@test("trust/removing-a-transaction-never-empties-a-mount-in-it", root_only=True, needs=("unshare", "mount"))
+def mount_in_state(ctx):
+    """rt22 B1-B3, G1: a directory mounted inside a held transaction (its
+    layer, or the transaction directory itself) was emptied by a rollback:
+    the directory a removal starts at was never checked, only those below
+    it. Removal refuses every mount point, the first one too."""
+    ws = small_ws(ctx)
+    ext = os.path.join(os.path.dirname(ws), "ext")
+    os.makedirs(ext)
+    with open(os.path.join(ext, "a"), "w") as f:
+        f.write("keep\n")
+    r = ctx.run_txbox(["run", "-w", ws, "--", "sh", "-c", "mkdir d && echo x > d/x; $TXBOX_IT_UNSET"], cwd=ws,
+                      timeout=60)
+    txs = os.path.join(ws, ".txbox", "tx")
+    tid = [e for e in os.listdir(txs) if not e.startswith(".")]
+    check(len(tid) == 1, "no held transaction: %s" % r.err[-300:])
+    for target in (os.path.join(txs, tid[0], "layers", "0", "upper", "d"), os.path.join(txs, tid[0])):
+        inner = "mount --bind %s %s && exec %s rollback %s -w %s" % (ext, target, ctx.txbox, tid[0], ws)
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", inner], capture_output=True,
+                           timeout=120)
+        check(os.listdir(ext) == ["a"], "a rollback emptied a directory mounted in the transaction (%s): %s %s"
+              % (target, os.listdir(ext), p.stderr[-300:]))
+
+
+@test("trust/deleting-a-tree-with-an-unreadable-directory-commits")
+def delete_unreadable(ctx):
+    """rt22 D1 (a regression of the state check on deletions): a tree
+    holding a mode-000 directory of the caller's, made readable and removed
+    by the command, was refused: the check could not list it. An
+    unlistable directory holds nothing any txbox could use."""
+    ws = small_ws(ctx)
+    os.makedirs(os.path.join(ws, "t", "locked"))
+    with open(os.path.join(ws, "t", "locked", "f"), "w") as f:
+        f.write("x\n")
+    os.chmod(os.path.join(ws, "t", "locked"), 0)
+    try:
+        res = ctx.run_json(ws, "chmod -R u+rwx t && rm -r t")
+        res.expect(outcome="committed", exit_status=0)
+        check(not os.path.exists(os.path.join(ws, "t")), "t is still there")
+    finally:
+        if os.path.exists(os.path.join(ws, "t", "locked")):
+            os.chmod(os.path.join(ws, "t", "locked"), 0o700)

@@ -501,8 +501,17 @@ def other_users_state_dirs(ctx):
         check(res.jget("outcome") == "rolled_back" and ".txbox-state" in (res.jget("error", "") or ""),
               "a copy of a state dir replaced it: %s %r" % (res.jget("outcome"), res.jget("error", "")))
     p = _as_other(ctx, pw, base, ["rollback", "-w", wv, vtid], wv)
-    check(p.returncode == 125 and b"inside the txbox workspace" in p.stderr,
+    check(p.returncode == 125 and b"txbox workspace" in p.stderr,
           "a state dir below a workspace inside root's was used: %s" % p.stderr[-300:])
+    # rt22 S1: another user's (empty) .txbox above root's workspace is no
+    # reason to refuse root's own state dir below it
+    u = _mkdir_for(os.path.join(base, "U"), pw)
+    rwu = os.path.join(u, "W")
+    os.mkdir(rwu)
+    check(_run_rc(ctx, rwu, extra=["--state-dir", os.path.join(rwu, "sd")]).rc == 0, "root's run in U/W failed")
+    _mkdir_for(os.path.join(u, ".txbox"), pw)
+    r = _run_rc(ctx, rwu, extra=["--state-dir", os.path.join(rwu, "sd")])
+    check(r.rc == 0, "another user's .txbox above root's workspace blocked it: %s" % r.err[-300:])
     pending = os.path.join(st, "tx", tid, "layers", "0", "upper", "f")
     check(os.path.exists(pending), "no pending file: %s" % p.stderr[-300:])
     res = ctx.run_json(rw, "echo root > sub/S/tx/%s/layers/0/upper/f; touch sub/S/planted" % tid)
