@@ -793,6 +793,32 @@ static int check_first_use(int sfd, const char *spath, txbox_error *err)
 	return 0;
 }
 
+/* The rules a --state-dir's path must meet before anything is made or
+ * read there (see "Workspace identity" in ARCHITECTURE.md). */
+static int check_given_state_dir(const char *ws_path, const struct stat *wst, const char *state_dir,
+				 txbox_error *err)
+{
+	char other[PATH_MAX], why[PATH_MAX + 200];
+	int r;
+	if (strchr(state_dir, '\n'))
+		return txbox_fail(err, -EINVAL, "refusing a state dir whose path has a newline in it");
+	if (wst->st_uid != geteuid()) { /* the owner's word first: it names the way out */
+		_cleanup_close_ int given = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (given >= 0 && (r = foreign_state_where(ws_path, wst, state_dir, given, err)) < 0)
+			return r;
+	}
+	if (named_like_inside(state_dir))
+		return txbox_fail(err, -EINVAL,
+				  "refusing the state dir %s: %s is the name of the state dir inside a workspace; run "
+				  "without --state-dir to use that one, or choose another name",
+				  state_dir, TX_STATE_DIR_NAME);
+	if (inside_other_workspace(state_dir, wst, other, why))
+		return txbox_fail(err, -EPERM,
+				  "refusing the state dir %s: %s; choose a state dir of yours outside every workspace",
+				  state_dir, why);
+	return 0;
+}
+
 int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsigned flags, tx_state_dir *out,
 		   txbox_error *err)
 {
@@ -801,26 +827,10 @@ int state_dir_open(const char *ws_path, int ws_fd, const char *state_dir, unsign
 	struct stat wst, sst;
 	if (fstat(ws_fd, &wst) < 0)
 		return txbox_fail_errno(err, -errno, "stat of the workspace");
-	int r = state_dir ? 0 : foreign_state_where(ws_path, &wst, NULL, -1, err);
+	int r = state_dir ? check_given_state_dir(ws_path, &wst, state_dir, err)
+			  : foreign_state_where(ws_path, &wst, NULL, -1, err);
 	if (r < 0)
 		return r;
-	char other[PATH_MAX], why[PATH_MAX + 200];
-	if (state_dir && strchr(state_dir, '\n'))
-		return txbox_fail(err, -EINVAL, "refusing a state dir whose path has a newline in it");
-	if (state_dir && wst.st_uid != geteuid()) { /* the owner's word first: it names the way out */
-		_cleanup_close_ int given = open(state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (given >= 0 && (r = foreign_state_where(ws_path, &wst, state_dir, given, err)) < 0)
-			return r;
-	}
-	if (state_dir && named_like_inside(state_dir))
-		return txbox_fail(err, -EINVAL,
-				  "refusing the state dir %s: %s is the name of the state dir inside a workspace; run "
-				  "without --state-dir to use that one, or choose another name",
-				  state_dir, TX_STATE_DIR_NAME);
-	if (state_dir && inside_other_workspace(state_dir, &wst, other, why))
-		return txbox_fail(err, -EPERM,
-				  "refusing the state dir %s: %s; choose a state dir of yours outside every workspace",
-				  state_dir, why);
 	_cleanup_close_ int sfd = -1;
 	r = open_state_root(ws_path, ws_fd, state_dir, flags, &sfd, err);
 	if (r < 0 || (r = foreign_state_where(ws_path, &wst, state_dir, sfd, err)) < 0)
