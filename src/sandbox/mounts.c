@@ -86,6 +86,28 @@ static void unescape_mountinfo(char *s)
 	*o = '\0';
 }
 
+/* One line of /proc/self/mountinfo, split in place: "id parent maj:min
+ * root mountpoint opts [optional...] - fstype source superopts". */
+typedef struct mountinfo_line {
+	char *root, *point, *opts, *type;
+} mountinfo_line;
+
+/* False for a line without those fields. Root and point are unescaped. */
+static bool mountinfo_parse(char *line, mountinfo_line *m)
+{
+	char *sep = strstr(line, " - "), *save = NULL, *field[6] = {0};
+	char *t = strtok_r(line, " ", &save);
+	for (int i = 0; i < 6 && t; i++, t = strtok_r(NULL, " ", &save))
+		field[i] = t;
+	if (!sep || !field[5] || field[5] > sep)
+		return false;
+	*m = (mountinfo_line){.root = field[3], .point = field[4], .opts = field[5], .type = sep + 3};
+	m->type[strcspn(m->type, " ")] = '\0';
+	unescape_mountinfo(m->root);
+	unescape_mountinfo(m->point);
+	return true;
+}
+
 static unsigned long mount_flags_from_opts(const char *opts)
 {
 	unsigned long f = 0;
@@ -121,19 +143,13 @@ static int remount_all_readonly(char *msg, size_t len)
 	size_t cap = 0;
 	int r = 0;
 	while (getline(&line, &cap, f) > 0) {
-		/* id parent maj:min root mountpoint opts ... */
-		char *fields[6] = {0};
-		char *save = NULL;
-		char *t = strtok_r(line, " ", &save);
-		for (int i = 0; i < 6 && t; i++, t = strtok_r(NULL, " ", &save))
-			fields[i] = t;
-		if (!fields[5])
+		mountinfo_line m;
+		if (!mountinfo_parse(line, &m))
 			continue;
-		unescape_mountinfo(fields[4]);
-		unsigned long fl = mount_flags_from_opts(fields[5]);
-		if (mount(NULL, fields[4], NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | fl, NULL) < 0 &&
+		unsigned long fl = mount_flags_from_opts(m.opts);
+		if (mount(NULL, m.point, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | fl, NULL) < 0 &&
 		    errno != ENOENT && errno != EACCES && errno != EPERM) {
-			r = failf(msg, len, errno, "remounting %s read-only", fields[4]);
+			r = failf(msg, len, errno, "remounting %s read-only", m.point);
 			break;
 		}
 	}
@@ -673,25 +689,16 @@ static int hide_kernel_views(const sandbox_spec *s, char *msg, size_t len)
 	size_t cap = 0;
 	int r = 0;
 	while (r == 0 && getline(&line, &cap, f) > 0) {
-		/* id parent maj:min root mountpoint opts [optional...] - fstype ... */
-		char *sep = strstr(line, " - "), *save = NULL, *field[5] = {0};
-		char *t = strtok_r(line, " ", &save);
-		for (int i = 0; i < 5 && t; i++, t = strtok_r(NULL, " ", &save))
-			field[i] = t;
-		char *root = field[3], *point = field[4];
-		if (!sep || !point || point > sep)
+		mountinfo_line m;
+		if (!mountinfo_parse(line, &m))
 			continue;
-		char *type = sep + 3;
-		type[strcspn(type, " ")] = '\0';
-		unescape_mountinfo(point);
-		unescape_mountinfo(root);
 		bool view = false;
 		for (size_t i = 0; i < ARRAY_SIZE(kernel_view_types) && !view; i++)
-			view = !strcmp(type, kernel_view_types[i]);
+			view = !strcmp(m.type, kernel_view_types[i]);
 		if (view)
-			r = cover_kernel_view(s, point, msg, len);
-		for (size_t i = 0; r == 0 && !strcmp(type, "sysfs") && i < ARRAY_SIZE(sysfs_hidden); i++)
-			r = cover_sysfs_part(s, point, sysfs_hidden_below(root, sysfs_hidden[i]), msg, len);
+			r = cover_kernel_view(s, m.point, msg, len);
+		for (size_t i = 0; r == 0 && !strcmp(m.type, "sysfs") && i < ARRAY_SIZE(sysfs_hidden); i++)
+			r = cover_sysfs_part(s, m.point, sysfs_hidden_below(m.root, sysfs_hidden[i]), msg, len);
 	}
 	return r;
 }

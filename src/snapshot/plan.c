@@ -323,11 +323,9 @@ typedef struct walk {
 	struct moved {
 		size_t op;
 		origin_handle h;
-		/* the member was changed too (content: not only metadata): its
-		 * group's inode, as the census found it */
+		/* the member was changed too (content: not only metadata); the
+		 * group's inode as the census found it */
 		bool changed, content;
-		ino_t ino;
-		nlink_t nlink;
 		struct stat old_st;
 	} *moved;
 	size_t nmoved;
@@ -459,16 +457,12 @@ static int walk_entry(walk *w, int ufd, int wfd, const char *name, const char *r
 	bool have_w = wfd >= 0 && fstatat(wfd, name, &wst, AT_SYMLINK_NOFOLLOW) == 0;
 	if (wfd >= 0 && !have_w && errno != ENOENT)
 		return txbox_fail_errno(w->err, -errno, "stat of workspace entry %s", rel);
-	if (w->o->reserved_name && !strcmp(name, w->o->reserved_name))
+	const char *own = prepare_reserved(name, w->o->reserved_name, w->o->state_mark);
+	if (own)
 		return txbox_fail(w->err, -EPERM,
-				  "%s: the command created or changed an entry named %s, the name of txbox's "
-				  "state directory; such entries are never committed",
-				  rel, w->o->reserved_name);
-	if (w->o->state_mark && !strcmp(name, w->o->state_mark))
-		return txbox_fail(w->err, -EPERM,
-				  "%s: the command created, changed or removed an entry named %s, the mark of a txbox "
-				  "state directory; such entries are never committed",
-				  rel, w->o->state_mark);
+				  "%s: the command created, changed or removed an entry named %s, %s; such entries "
+				  "are never committed",
+				  rel, name, own);
 	if (have_w && S_ISDIR(wst.st_mode) && fs_is_state_dir(wfd, name, w->o->state_mark))
 		return txbox_fail(w->err, -EPERM,
 				  "%s: the command changed the state directory of another txbox workspace "
@@ -660,12 +654,10 @@ static int add_also(plan *p, const char *name, txbox_change_kind kind, txbox_err
 	return 0;
 }
 
-/* A changed group file published as its layer inode: every other name in
- * the workspace becomes a link to it (the old inode is moved aside, so
- * reversal is a rename). */
-/* A LINK to base's path at every name of ci no op covers; each LINK is a
- * copy of base (a copy: pushing moves the ops), the group's original at
- * that name displaced. */
+/* A changed group file published as its layer inode: every other name of
+ * ci in the workspace no op covers becomes a LINK to base's path, a copy
+ * of base (a copy: pushing moves the ops); the old inode is moved aside,
+ * so reversal is a rename. */
 static int link_other_names(walk *w, const plan_op *o, const census_inode *ci, const covered *cv)
 {
 	for (size_t j = 0; ci && j < ci->nnames; j++) {
@@ -745,8 +737,7 @@ static int link_moved(walk *w, const census_handle *ch, struct moved *m)
 	if (r < 0)
 		return r;
 	if (!r || !fds_meta_equal(w, uf, &o->new_st, wf, &cur)) {
-		*m = (struct moved){.op = m->op, .h = m->h, .changed = true, .content = !r, .ino = cur.st_ino,
-				    .nlink = cur.st_nlink, .old_st = cur};
+		*m = (struct moved){.op = m->op, .h = m->h, .changed = true, .content = !r, .old_st = cur};
 		return 0;
 	}
 	o->kind = PLAN_LINK;
@@ -796,7 +787,7 @@ static int relink_changed_moved(walk *w)
 	int r = 0;
 	for (size_t i = 0; i < w->nmoved && r == 0; i++)
 		if (w->moved[i].changed && ++changed)
-			r = census_want(&c, w->moved[i].ino, w->err);
+			r = census_want(&c, w->moved[i].old_st.st_ino, w->err);
 	if (r < 0 || !changed)
 		return r;
 	if ((r = census_run(&c, w->ws_root, w->o->reserved_name, w->o->state_mark, w->o->deadline_ns, w->err)) < 0)
@@ -808,20 +799,21 @@ static int relink_changed_moved(walk *w)
 		const struct moved *m = &w->moved[i];
 		bool first = m->changed; /* one member per group links the other names */
 		for (size_t j = 0; j < i && first; j++)
-			first = !(w->moved[j].changed && w->moved[j].ino == m->ino);
+			first = !(w->moved[j].changed && w->moved[j].old_st.st_ino == m->old_st.st_ino);
 		if (!first)
 			continue;
-		if (!census_all_inside(&c, m->ino, m->nlink)) {
+		ino_t ino = m->old_st.st_ino;
+		if (!census_all_inside(&c, ino, m->old_st.st_nlink)) {
 			w->p->ops[m->op].note = NOTE_SPLIT;
 			continue;
 		}
 		/* the other names are the group's, changed like the new one */
 		plan_op base = w->p->ops[m->op];
 		base.existed = true;
-		base.old_ino = m->ino;
+		base.old_ino = ino;
 		base.old_st = m->old_st;
 		base.change = m->content ? TXBOX_CHANGE_MODIFIED : TXBOX_CHANGE_METADATA;
-		r = link_other_names(w, &base, census_find(&c, m->ino), &cv);
+		r = link_other_names(w, &base, census_find(&c, ino), &cv);
 	}
 	free(cv.paths);
 	return r;
@@ -894,20 +886,36 @@ static int root_op(walk *w, int ws_fd, int upper_fd)
 	return r;
 }
 
-/* Does the workspace directory dfd (path rel, on the mount mnt) hold, at
- * any depth, an entry named like txbox's state (the name of a state dir in
- * a workspace, or the mark of a --state-dir): 1, or a mount point (inside
- * the sandbox an empty directory; removing its parent would carry the
- * mounted tree away to be emptied: red team rt21): 2? Its path goes to
- * found. */
-static int holds_state(walk *w, int dfd, const char *rel, unsigned depth, char *found, size_t len)
+/* Which mount a statx result lies on: its mount id, or before Linux 5.8
+ * its device (fs_same_mount's rule). */
+static uint64_t mount_key(const struct statx *x)
+{
+	return x->stx_mask & STATX_MNT_ID ? x->stx_mnt_id
+					  : (uint64_t)1 << 63 | (uint64_t)x->stx_dev_major << 32 | x->stx_dev_minor;
+}
+
+/* Does the workspace directory dfd (path rel, expected on the mount mnt)
+ * hold, at any depth, an entry named like txbox's state (prepare_reserved):
+ * 1, or a mount point (inside the sandbox an empty directory; removing its
+ * parent would carry the mounted tree away to be emptied: red team rt21):
+ * 2? Its path goes to found. An unlistable or vanished directory holds
+ * nothing any txbox could use (a 000 directory of the caller's: rt22 D1,
+ * J3). */
+static int holds_state(walk *w, int dfd, const char *rel, uint64_t mnt, unsigned depth, char *found, size_t len)
 {
 	int r = past_deadline(w->o->deadline_ns, w->err, rel);
 	if (r < 0 || depth > 4096)
 		return r < 0 ? r : txbox_fail(w->err, -ELOOP, "%s: directory tree deeper than 4096 levels", rel);
+	struct statx sx;
+	if (statx(dfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0)
+		return txbox_fail_errno(w->err, -errno, "stat of %s", rel);
+	if (mount_key(&sx) != mnt) { /* mounted there since its parent was looked at */
+		snprintf(found, len, "%s", rel);
+		return 2;
+	}
 	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 && errno == EACCES)
-		return 0; /* unlistable: as below */
+		return 0;
 	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		if (fd >= 0)
@@ -917,41 +925,33 @@ static int holds_state(walk *w, int dfd, const char *rel, unsigned depth, char *
 	for (struct dirent *de; (de = readdir(d));) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if ((w->o->reserved_name && !strcmp(de->d_name, w->o->reserved_name)) ||
-		    (w->o->state_mark && !strcmp(de->d_name, w->o->state_mark))) {
-			snprintf(found, len, "%s/%s", rel, de->d_name);
-			return 1;
-		}
-		struct stat st;
-		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+		bool own = prepare_reserved(de->d_name, w->o->reserved_name, w->o->state_mark);
+		if (!own && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;
-		/* gone meanwhile, or unlistable (a 000 directory of the
-		 * caller's): nothing there any txbox could use (rt22 J3, D1) */
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno == ENOENT)
-				continue;
-			return txbox_fail_errno(w->err, -errno, "stat of %s/%s", rel, de->d_name);
-		}
-		if (!S_ISDIR(st.st_mode))
-			continue;
-		_cleanup_close_ int c = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		_cleanup_free_ char *child = join(rel, de->d_name);
 		if (!child)
 			return txbox_fail(w->err, -ENOMEM, "out of memory");
-		if (c < 0 && errno == ENOENT)
+		if (own) {
+			snprintf(found, len, "%s", child);
+			return 1;
+		}
+		if (statx(dirfd(d), de->d_name, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_MNT_ID, &sx) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return txbox_fail_errno(w->err, -errno, "stat of %s", child);
+		}
+		if (!S_ISDIR(sx.stx_mode))
 			continue;
-		if (c < 0)
-			return txbox_fail_errno(w->err, -errno, "opening %s", child);
-		if (!fs_same_mount(c, dirfd(d))) {
+		if (mount_key(&sx) != mnt) {
 			snprintf(found, len, "%s", child);
 			return 2;
 		}
-		_cleanup_close_ int cr = openat(c, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (cr < 0 && (errno == EACCES || errno == ENOENT))
+		_cleanup_close_ int c = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (c < 0 && (errno == EACCES || errno == ENOENT))
 			continue;
-		if (cr < 0)
+		if (c < 0)
 			return txbox_fail_errno(w->err, -errno, "listing %s", child);
-		if ((r = holds_state(w, cr, child, depth + 1, found, len)) != 0)
+		if ((r = holds_state(w, c, child, mnt, depth + 1, found, len)) != 0)
 			return r;
 	}
 	return 0;
@@ -964,6 +964,7 @@ static int holds_state(walk *w, int dfd, const char *rel, unsigned depth, char *
  * workspace as it is. */
 static int refuse_state_removal(walk *w)
 {
+	struct statx ws = {0}; /* the workspace's mount, looked up at the first removal */
 	for (size_t i = 0; i < w->p->n; i++) {
 		const plan_op *o = &w->p->ops[i];
 		if (!o->existed || !S_ISDIR(o->old_st.st_mode) || (o->kind != PLAN_PUT && o->kind != PLAN_DELETE))
@@ -974,8 +975,10 @@ static int refuse_state_removal(walk *w)
 					  o->path);
 		if (fd < 0)
 			return txbox_fail_errno(w->err, fd, "opening %s", o->path);
+		if (!ws.stx_mask && statx(w->ws_root, "", AT_EMPTY_PATH, STATX_MNT_ID, &ws) < 0)
+			return txbox_fail_errno(w->err, -errno, "stat of the workspace");
 		char found[PATH_MAX];
-		int r = holds_state(w, fd, o->path, 0, found, sizeof found);
+		int r = holds_state(w, fd, o->path, mount_key(&ws), 0, found, sizeof found);
 		if (r < 0)
 			return r;
 		if (r == 1)

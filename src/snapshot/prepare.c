@@ -48,6 +48,15 @@ static const char *ovl_xattr(const char *what, bool userxattr, char *buf, size_t
 	return buf;
 }
 
+const char *prepare_reserved(const char *name, const char *reserved_name, const char *state_mark)
+{
+	if (reserved_name && !strcmp(name, reserved_name))
+		return "the name of txbox's state directory";
+	if (state_mark && !strcmp(name, state_mark))
+		return "the mark of a txbox state directory (a copy of one?)";
+	return NULL;
+}
+
 bool prepare_is_whiteout(int dirfd, const char *name, const struct stat *st, bool userxattr)
 {
 	if (S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0))
@@ -86,16 +95,11 @@ int prepare_entry(int dirfd, const char *name, const struct stat *st, const char
 		return txbox_fail(err, -EPERM, "refusing to commit the device node %s", relpath);
 	if (S_ISSOCK(st->st_mode))
 		return txbox_fail(err, -EPERM, "refusing to commit the socket %s", relpath);
-	if (po->reserved_name && !strcmp(name, po->reserved_name))
+	const char *own = prepare_reserved(name, po->reserved_name, po->state_mark);
+	if (own)
 		return txbox_fail(err, -EPERM,
-				  "%s: the command created an entry named %s, the name of txbox's state "
-				  "directory; such entries are never committed",
-				  relpath, po->reserved_name);
-	if (po->state_mark && !strcmp(name, po->state_mark))
-		return txbox_fail(err, -EPERM,
-				  "%s: the command created an entry named %s, the mark of a txbox state directory "
-				  "(a copy of one?); such entries are never committed",
-				  relpath, po->state_mark);
+				  "%s: the command created an entry named %s, %s; such entries are never committed",
+				  relpath, name, own);
 	char p[PATH_MAX];
 	prepare_xattr_path(dirfd, name, p, sizeof p);
 	_cleanup_free_ char *list = NULL;

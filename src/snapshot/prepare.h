@@ -13,6 +13,11 @@
 void prepare_xattr_path(int dirfd, const char *name, char *buf, size_t len);
 /* Overlay metadata is read only in the namespace the mount used
  * (userxattr: user.overlay.*, else trusted.overlay.*). */
+/* What name is when it is one of txbox's own, which no commit creates,
+ * changes or removes at any depth: the name of a state dir inside a
+ * workspace (reserved_name), or the mark of a --state-dir (state_mark).
+ * NULL otherwise. */
+const char *prepare_reserved(const char *name, const char *reserved_name, const char *state_mark);
 bool prepare_is_whiteout(int dirfd, const char *name, const struct stat *st, bool userxattr);
 bool prepare_is_opaque(int dirfd, const char *name, bool userxattr);
 /* The overlay xattr <ns>.overlay.<what> of dirfd/name (lgetxattr's result). */

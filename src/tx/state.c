@@ -402,15 +402,18 @@ static int refuse_lost_mark(int sfd, const char *spath, txbox_error *err)
  * mark and trust a copy). */
 static int require_state_dir(int sfd, const char *spath, txbox_error *err)
 {
+	if (faccessat(sfd, TX_STATE_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0; /* a record lost in a crash is absent: the binding checks the rest */
 	int r = refuse_lost_mark(sfd, spath, err);
-	if (r < 0 || faccessat(sfd, TX_STATE_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		return r; /* a record lost in a crash is absent: the binding checks the rest */
-	return txbox_fail(err, -EPERM, "refusing the state dir %s: it has no %s, so no txbox made it", spath,
-			  TX_STATE_MARK);
+	return r < 0 ? r
+		     : txbox_fail(err, -EPERM, "refusing the state dir %s: it has no %s, so no txbox made it", spath,
+				  TX_STATE_MARK);
 }
 
 static int mark_state_dir(int sfd, const char *spath, txbox_error *err)
 {
+	if (faccessat(sfd, TX_STATE_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return check_trusted(sfd, TX_STATE_MARK, spath, S_IFREG, err);
 	int r = refuse_lost_mark(sfd, spath, err);
 	if (r < 0)
 		return r;
@@ -489,6 +492,16 @@ static bool others_workspace(int fd, const struct stat *st)
 	       S_ISDIR(t.st_mode) && t.st_uid == 0;
 }
 
+/* The path of the directory fd (for messages), suffix appended. */
+static void fd_where(int fd, const char *suffix, char where[static PATH_MAX])
+{
+	char p[32];
+	fs_fd_path(fd, p);
+	size_t room = PATH_MAX - strlen(suffix) - 1;
+	ssize_t n = readlink(p, where, room);
+	snprintf(where + (n > 0 ? n : 0), PATH_MAX - (size_t)(n > 0 ? n : 0), "%s", suffix);
+}
+
 /* Whether the directory visited before fd on a walk up (prev) is fd's
  * .txbox: a state dir inside a workspace, whoever's. Its path goes to
  * where. */
@@ -498,10 +511,7 @@ static bool came_from_state_name(int fd, const struct stat *prev, char where[sta
 	if (fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) < 0 || t.st_dev != prev->st_dev ||
 	    t.st_ino != prev->st_ino)
 		return false;
-	char p[32];
-	fs_fd_path(fd, p);
-	ssize_t n = readlink(p, where, PATH_MAX - sizeof TX_STATE_DIR_NAME - 1);
-	snprintf(where + (n > 0 ? n : 0), sizeof TX_STATE_DIR_NAME + 1, "/%s", TX_STATE_DIR_NAME);
+	fd_where(fd, "/" TX_STATE_DIR_NAME, where);
 	return true;
 }
 
@@ -526,10 +536,7 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 		o->past_own = true;
 		if (own || !others_workspace(fd, st))
 			return WALK_ON;
-		char p[32];
-		fs_fd_path(fd, p);
-		ssize_t n = readlink(p, o->where, PATH_MAX - 1);
-		o->where[n > 0 ? n : 0] = '\0';
+		fd_where(fd, "", o->where);
 		snprintf(o->why, sizeof o->why,
 			 "its workspace lies inside root's txbox workspace %s, whose commands could change it",
 			 o->where);
@@ -539,38 +546,30 @@ static walk_step holds_other_ws(int fd, const struct stat *st, void *arg)
 		snprintf(o->why, sizeof o->why, "it is the workspace itself, which its commands change");
 		return WALK_YES;
 	}
-	char p[32];
-	fs_fd_path(fd, p);
 	/* Above it, only directories no other user can change: one who could
 	 * would rename the state dir away and in again between two uses. */
 	if (!itself && ((st->st_uid != 0 && st->st_uid != geteuid()) ||
 			((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)))) {
 		char who[96];
 		tx_owner_name(st->st_uid, who);
-		ssize_t n = readlink(p, o->where, PATH_MAX - 1);
-		o->where[n > 0 ? n : 0] = '\0';
+		fd_where(fd, "", o->where);
 		snprintf(o->why, sizeof o->why, "its directory %s can be changed by another user (owner %s, mode %04o)",
 			 o->where, who, st->st_mode & 07777);
 		return WALK_YES;
 	}
 	if (!itself && fs_is_state_dir(fd, ".", TX_STATE_MARK)) {
-		ssize_t n = readlink(p, o->where, PATH_MAX - 1);
-		o->where[n > 0 ? n : 0] = '\0';
+		fd_where(fd, "", o->where);
 		snprintf(o->why, sizeof o->why, "it is inside the txbox state dir %s", o->where);
 		return WALK_YES;
 	}
-	/* A workspace: the caller's, or anyone's whose .txbox belongs to the
-	 * owner of the directory holding it (that workspace's commands could
-	 * replace the state dir's parent with a forged copy that the caller's
-	 * next run would recover: red team rt18 X62). Anyone may make a
-	 * .txbox in /tmp: one of another owner than its directory's is none. */
+	/* A workspace: the caller's, or root's (others_workspace). Anyone may
+	 * make a .txbox where they can write (/tmp): no other one counts. */
 	struct stat t;
 	bool mine = fstatat(fd, TX_STATE_DIR_NAME, &t, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(t.st_mode) &&
 		    t.st_uid == geteuid();
 	if (!mine && !others_workspace(fd, st))
 		return WALK_ON;
-	ssize_t n = readlink(p, o->where, PATH_MAX - 1);
-	o->where[n > 0 ? n : 0] = '\0';
+	fd_where(fd, "", o->where);
 	snprintf(o->why, sizeof o->why, "it is inside the txbox workspace %s, whose commands could change it", o->where);
 	return WALK_YES;
 }
@@ -651,10 +650,7 @@ static walk_step is_state_dir_here(int fd, const struct stat *st, void *arg)
 		return WALK_YES;
 	if (!fs_is_state_dir(fd, ".", TX_STATE_MARK))
 		return WALK_ON;
-	char p[32];
-	fs_fd_path(fd, p);
-	ssize_t n = readlink(p, a->where, PATH_MAX - 1);
-	a->where[n > 0 ? n : 0] = '\0';
+	fd_where(fd, "", a->where);
 	return WALK_YES;
 }
 
@@ -748,8 +744,9 @@ static bool first_use_entry(int sfd, const char *name)
 		if (!strcmp(name, made[i]))
 			return true;
 	size_t n = strlen(name);
+	struct stat st;
 	if (name[0] == '.' && n > 4 && !strcmp(name + n - 4, ".tmp"))
-		return true; /* fs_write_file_atomic's temporaries */
+		return fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode); /* write_file's */
 	if (strcmp(name, "tx"))
 		return false;
 	/* transactions only where txbox marked it (a record lost in a crash

@@ -110,13 +110,12 @@ bool fs_is_state_dir(int dirfd, const char *name, const char *mark)
 {
 	static const char *const parts[] = {"tx", "workspace"};
 	static const mode_t types[] = {S_IFDIR, S_IFREG};
-	struct stat dir, st;
+	struct stat dir, markst, st;
 	char p[NAME_MAX + 64];
-	if (!mark || fstatat(dirfd, name, &dir, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(dir.st_mode))
-		return false;
 	/* the mark first: most directories fail here, after one lookup */
-	if (snprintf(p, sizeof p, "%s/%s", name, mark) >= (int)sizeof p ||
-	    fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) || st.st_uid != dir.st_uid)
+	if (!mark || snprintf(p, sizeof p, "%s/%s", name, mark) >= (int)sizeof p ||
+	    fstatat(dirfd, p, &markst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(markst.st_mode) ||
+	    fstatat(dirfd, name, &dir, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(dir.st_mode) || markst.st_uid != dir.st_uid)
 		return false;
 	for (size_t i = 0; i < ARRAY_SIZE(parts); i++)
 		if (snprintf(p, sizeof p, "%s/%s", name, parts[i]) >= (int)sizeof p ||

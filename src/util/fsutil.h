@@ -44,7 +44,6 @@ int fs_empty_dir_at(int dirfd, const char *name, fs_keep_fn keep, void *arg, txb
  * directory fd (O_DIRECTORY) or -errno. */
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, txbox_error *err);
 
-/* Write a whole small file atomically (tmp + fsync + rename) beneath dirfd. */
 /* mkdirat(dirfd, name, 0700) whatever the umask (0222 would make a
  * directory its owner cannot write in): 0, or -1 with errno (EEXIST too). */
 int fs_mkdir_private(int dirfd, const char *name);
@@ -60,6 +59,7 @@ int fs_dir_is_empty(int dirfd);
  * workspace is known by its name (.txbox) instead. */
 bool fs_is_state_dir(int dirfd, const char *name, const char *mark);
 
+/* Write a whole small file atomically (tmp + fsync + rename) beneath dirfd. */
 int fs_write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
 			 mode_t mode, txbox_error *err);
 /* The same for a file that must not be replaced: -EEXIST (err untouched)
