@@ -740,13 +740,16 @@ static bool named_like_inside(const char *state_dir)
 static bool first_use_entry(int sfd, const char *name)
 {
 	static const char *const made[] = {".gitignore", TX_STATE_MARK, "lock"};
-	for (size_t i = 0; i < ARRAY_SIZE(made); i++)
-		if (!strcmp(name, made[i]))
-			return true;
+	bool file = false;
+	for (size_t i = 0; i < ARRAY_SIZE(made) && !file; i++)
+		file = !strcmp(name, made[i]);
 	size_t n = strlen(name);
-	struct stat st;
-	if (name[0] == '.' && n > 4 && !strcmp(name + n - 4, ".tmp"))
-		return fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode); /* write_file's */
+	if (file || (name[0] == '.' && n > 4 && !strcmp(name + n - 4, ".tmp"))) { /* and write_file's temporaries */
+		/* files only (a directory of that name could hold a workspace:
+		 * red team rt23); one gone meanwhile was a temporary */
+		struct stat st;
+		return fstatat(sfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? S_ISREG(st.st_mode) : errno == ENOENT;
+	}
 	if (strcmp(name, "tx"))
 		return false;
 	/* transactions only where txbox marked it (a record lost in a crash

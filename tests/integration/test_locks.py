@@ -603,6 +603,16 @@ def lookalike_state_dirs(ctx):
           "a --state-dir holding a file named workspace was taken as bound: %s" % r.err[-300:])
     check(not os.path.exists(os.path.join(x, ".txbox-state")), "it was marked anyway")
     check(_run_rc(ctx, a).rc == 0, "X/A no longer runs")
+    # rt23 F1: an entry of txbox's names that is no file (a .gitignore
+    # directory holding a workspace) made a chosen --state-dir look new
+    y = os.path.join(base, "Y")
+    ya = os.path.join(y, ".gitignore", "A")
+    os.makedirs(ya)
+    check(_run_rc(ctx, ya).rc == 0, "a plain run in Y/.gitignore/A failed")
+    r = _run_rc(ctx, e, extra=["--state-dir", y])
+    check(r.rc == 125 and b"must be a new or empty directory" in r.err,
+          "a --state-dir holding a .gitignore directory was accepted: %s" % r.err[-300:])
+    check(_run_rc(ctx, ya).rc == 0, "Y/.gitignore/A no longer runs")
     # rt18 X9: the inside state dir's path given as a --state-dir
     w9 = os.path.join(base, "W9")
     os.mkdir(w9)
